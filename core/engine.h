@@ -1,0 +1,185 @@
+/* The graph-memory engine: what the shim asks of core/. Pure C, no CUDA types: graphs, nodes,
+ * execs and streams are opaque 64-bit keys chosen by the shim (the CUDA handle values, or a
+ * stream identity for the per-thread default stream).
+ *
+ * Model (see DESIGN.md §core):
+ * - Every graph allocation gets, at creation, a fixed address inside a VA window of graphmem's
+ *   own reservation. Allocations of at least `small_limit` bytes own their window (page aligned,
+ *   padded on both sides by max_handle - page so that any arena handle overlapping them can be
+ *   mapped whole); smaller ones are byte-packed online into shared chunk windows, reusing bytes of
+ *   allocations whose free is proven (by `ancestors`) to come before the new allocation.
+ * - At instantiation the engine receives the graph's topology, computes lifetimes from
+ *   reachability (never from creation order), the exact lower bound, and a physical plan: each
+ *   window ("item") gets an offset in a page arena; escaping items (not freed in the graph) go to
+ *   an exec-private escape arena.
+ * - At the first launch or upload an exec joins the sharing group of its stream; the group's arena
+ *   is a list of physical handles shared by all member execs through persistent alias mappings.
+ *   Moving to another stream follows the cross-stream policy. GPU order is known through fences.
+ *
+ * Thread safety: every function may be called from any thread; the engine serializes internally.
+ * Re-entrancy: the engine calls only the backend, never back into the shim's hooks. */
+#ifndef GRAPHMEM_ENGINE_H
+#define GRAPHMEM_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "status.h"
+
+#define GM_MAX_DEVICES 64
+#define GM_NO_STREAM UINT64_MAX
+
+typedef struct gm_engine gm_engine_t;
+
+typedef enum gm_cross_stream_policy {
+    GM_CROSS_STREAM_SERIALIZE = 0, /* wait in stream order for the group's previous user */
+    GM_CROSS_STREAM_REMAP = 1,     /* leave the group once the last run finished, map anew */
+} gm_cross_stream_policy_t;
+
+typedef struct gm_engine_config {
+    int device_count;
+    uint64_t small_limit;       /* allocations below this many bytes are byte-packed */
+    uint64_t max_handle;        /* largest physical handle in bytes (multiple of granularity) */
+    uint64_t max_reserved;      /* per-device cap on reserved bytes; 0 = no cap */
+    uint64_t release_threshold; /* idle reserved bytes kept before an automatic trim */
+    gm_cross_stream_policy_t cross_stream;
+    bool no_alias;  /* every allocation gets its own physical memory, nothing shared */
+    bool uaf_check; /* memory is mapped only while an allocation may be live (see README) */
+} gm_engine_config_t;
+
+gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_config_t *config);
+/* Unmaps and releases everything; for process teardown and tests. */
+void gm_engine_destroy(gm_engine_t *engine);
+
+/* ---- Building graphs: allocation and free markers ------------------------------------------ */
+
+typedef struct gm_alloc_params {
+    int device;           /* resident device */
+    uint64_t size;        /* bytes requested (0 is valid and gets a unique address) */
+    uint64_t access_mask; /* bit d: device d gets read-write access; the resident bit is implied */
+} gm_alloc_params_t;
+
+/* Markers of `graph` that the shim found among the new node's ancestors (it searches backwards
+ * from the node's dependencies and stops at markers). Used only to prove, online, that an earlier
+ * free precedes the new allocation so its bytes can be reused; an empty list is always safe. */
+typedef struct gm_ancestors {
+    const uint64_t *markers;
+    size_t count;
+} gm_ancestors_t;
+
+/* Creates an allocation owned by `graph` and returns its fixed address. The shim then adds the
+ * marker node and attaches it, or aborts (the allocation is forgotten, its address released). */
+gm_status_t gm_engine_alloc_create(gm_engine_t *engine, uint64_t graph,
+                                   const gm_alloc_params_t *params,
+                                   const gm_ancestors_t *ancestors, uint64_t *va_out);
+void gm_engine_alloc_attach(gm_engine_t *engine, uint64_t va, uint64_t node);
+void gm_engine_alloc_abort(gm_engine_t *engine, uint64_t va);
+
+/* True when `va` is the address of a graph allocation graphmem made and whose node or memory is
+ * still alive (the shim passes everything else to the driver). */
+bool gm_engine_owns(gm_engine_t *engine, uint64_t va);
+
+/* A free of `va` inside `graph` (captured cuMemFreeAsync or a free node). GM_ERR_INVALID_VALUE,
+ * changing nothing, when the driver would refuse it: not an allocation's address, already freed in
+ * this graph, freed by another graph than its owner already, or (for a free in another graph)
+ * freed inside its owner graph. Then attach the marker node, or abort. */
+gm_status_t gm_engine_free_create(gm_engine_t *engine, uint64_t graph, uint64_t va,
+                                  const gm_ancestors_t *ancestors);
+void gm_engine_free_attach(gm_engine_t *engine, uint64_t graph, uint64_t va, uint64_t node);
+void gm_engine_free_abort(gm_engine_t *engine, uint64_t graph, uint64_t va);
+
+typedef enum gm_marker_kind {
+    GM_MARKER_NONE = 0,
+    GM_MARKER_ALLOC,
+    GM_MARKER_FREE,
+} gm_marker_kind_t;
+
+typedef struct gm_marker_info {
+    uint64_t va;
+    gm_alloc_params_t params;
+} gm_marker_info_t;
+
+/* What a node is, for introspection (node type, get-params, DOT output). */
+gm_marker_kind_t gm_engine_marker(gm_engine_t *engine, uint64_t node, gm_marker_info_t *info_out);
+bool gm_engine_graph_has_markers(gm_engine_t *engine, uint64_t graph);
+
+/* cuGraphDestroy, or a capture that failed: node lifetimes end. Allocations that are live (made
+ * by a launch and not freed) survive; the rest release their addresses. */
+void gm_engine_graph_destroyed(gm_engine_t *engine, uint64_t graph);
+/* A child graph moved into `parent` (move ownership): its markers now belong to the parent. */
+void gm_engine_graph_moved(gm_engine_t *engine, uint64_t child, uint64_t parent);
+
+/* ---- Instantiation and launch ---------------------------------------------------------------- */
+
+/* The graph as the shim extracted it, child graphs expanded into their parent. */
+typedef struct gm_topology {
+    uint32_t node_count;
+    const uint64_t *nodes; /* node keys */
+    uint32_t edge_count;
+    const uint32_t *edge_from; /* indices into nodes */
+    const uint32_t *edge_to;
+} gm_topology_t;
+
+#define GM_EXEC_AUTO_FREE 1u /* CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
+
+/* Plans `graph` for the new `exec` (already instantiated by the driver). Maps nothing yet. */
+gm_status_t gm_engine_instantiate(gm_engine_t *engine, uint64_t graph, const gm_topology_t *topo,
+                                  uint64_t exec, unsigned flags);
+bool gm_engine_exec_known(gm_engine_t *engine, uint64_t exec);
+/* Whether an exec of `graph` is alive (the driver refuses a second instantiation). */
+bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
+
+/* Before the driver launches or uploads `exec` into `stream`: refuses a relaunch while an
+ * allocation of a previous launch is unfreed and the exec lacks AUTO_FREE (GM_ERR_INVALID_VALUE),
+ * applies AutoFreeOnLaunch, maps what is not mapped (GM_ERR_OUT_OF_MEMORY past the cap), and
+ * inserts the stream waits the cross-stream policy needs. Then the shim calls the driver and
+ * reports the outcome with gm_engine_launch_end (on failure the engine rolls back). */
+gm_status_t gm_engine_launch_begin(gm_engine_t *engine, uint64_t exec, uint64_t stream,
+                                   bool upload_only);
+void gm_engine_launch_end(gm_engine_t *engine, uint64_t exec, uint64_t stream, bool upload_only,
+                          bool succeeded);
+/* cuGraphExecDestroy: the exec's live allocations survive; its memory is reclaimed at trim. */
+void gm_engine_exec_destroyed(gm_engine_t *engine, uint64_t exec);
+
+/* ---- Outside graphs ------------------------------------------------------------------------ */
+
+/* cuMemFree (stream = GM_NO_STREAM) or cuMemFreeAsync of a graph allocation outside capture.
+ * GM_ERR_INVALID_VALUE when it is not live (never launched, or freed already). */
+gm_status_t gm_engine_free_outside(gm_engine_t *engine, uint64_t va, uint64_t stream);
+/* A stream is about to be destroyed: fence what it ran so later users of its memory can wait. */
+void gm_engine_stream_destroyed(gm_engine_t *engine, uint64_t stream);
+
+typedef enum gm_attr {
+    GM_ATTR_USED_CURRENT = 0, /* bytes mapped by at least one graph */
+    GM_ATTR_USED_HIGH = 1,
+    GM_ATTR_RESERVED_CURRENT = 2, /* bytes of physical memory held */
+    GM_ATTR_RESERVED_HIGH = 3,
+} gm_attr_t;
+
+gm_status_t gm_engine_trim(gm_engine_t *engine, int device);
+/* GM_ERR_INVALID_DEVICE for a bad device, GM_ERR_INVALID_VALUE for a bad attribute or a set that
+ * is not "High = 0" (which resets the high-water mark to the current value). */
+gm_status_t gm_engine_attr_get(gm_engine_t *engine, int device, int attr, uint64_t *value);
+gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64_t value);
+
+/* ---- Reporting ------------------------------------------------------------------------------ */
+
+typedef struct gm_exec_report {
+    uint64_t exec, graph;
+    int device;
+    uint64_t allocations;
+    uint64_t lower_bound;   /* bytes: largest set of allocations live together */
+    uint64_t planned_bytes; /* physical bytes the plan needs (shared arena + escape arena) */
+    uint64_t mapped_bytes;  /* physical bytes currently mapped for it */
+    uint64_t mappings;      /* handle mappings the plan makes */
+    uint64_t launches, uploads, remaps, waits;
+    uint64_t plan_ns; /* time spent planning */
+    uint64_t map_ns;  /* time spent mapping */
+} gm_exec_report_t;
+
+/* Calls `fn` for every exec alive or destroyed since the engine started (destroyed ones last). */
+void gm_engine_report(gm_engine_t *engine, void (*fn)(const gm_exec_report_t *, void *), void *arg);
+
+#endif
