@@ -1,0 +1,89 @@
+/* A gm_backend_t over host memory, for testing core/ on any CPU.
+ *
+ * Aliasing is real: a reservation is a PROT_NONE mmap, a handle is a memfd, a mapping is a
+ * MAP_SHARED|MAP_FIXED view of the whole memfd, so two mappings of one handle see the same bytes.
+ * Access (set_access) makes a mapping readable and writable and records which devices got it.
+ *
+ * GPU order is simulated: every stream is a queue of work items. The test submits items (what
+ * the shim's launches would enqueue) and completes them; fence_record marks the queue's current
+ * end; fence_wait_stream adds an item that cannot complete before the awaited fence;
+ * fence_wait_host completes everything the fence covers (and what that depends on).
+ *
+ * Misuse that a real driver would refuse or that would corrupt memory (mapping over a mapping,
+ * releasing a mapped handle, unmapping something not mapped, ...) fails with
+ * GM_ERR_INVALID_VALUE and is counted: host_backend_check_clean() reports it. */
+#ifndef GRAPHMEM_TEST_HOST_BACKEND_H
+#define GRAPHMEM_TEST_HOST_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef struct host_backend host_backend_t;
+
+typedef enum host_op {
+    HOST_OP_VA_RESERVE = 0,
+    HOST_OP_VA_RELEASE,
+    HOST_OP_HANDLE_CREATE,
+    HOST_OP_HANDLE_RELEASE,
+    HOST_OP_MAP,
+    HOST_OP_UNMAP,
+    HOST_OP_SET_ACCESS,
+    HOST_OP_FENCE_RECORD,
+    HOST_OP_FENCE_QUERY,
+    HOST_OP_FENCE_WAIT_STREAM,
+    HOST_OP_FENCE_WAIT_HOST,
+    HOST_OP_COUNT,
+} host_op_t;
+
+const char *host_op_name(host_op_t op);
+
+/* `granularity` must be a multiple of the system page size. */
+host_backend_t *host_backend_create(uint64_t granularity, int device_count);
+void host_backend_destroy(host_backend_t *hb);
+const gm_backend_t *host_backend_ops(host_backend_t *hb);
+
+/* Physical memory per device: handle_create fails with GM_ERR_OUT_OF_MEMORY beyond it (0 = no
+ * limit). */
+void host_backend_set_capacity(host_backend_t *hb, int device, uint64_t bytes);
+
+/* Fault injection: the nth call (1 = the next one) of `op` from now fails with `status` and
+ * changes nothing. One pending fault per op; n = 0 cancels. */
+void host_backend_fail_nth(host_backend_t *hb, host_op_t op, uint64_t nth, gm_status_t status);
+uint64_t host_backend_calls(const host_backend_t *hb, host_op_t op);
+void host_backend_reset_calls(host_backend_t *hb);
+
+/* Simulated queues. submit returns the new item's position (1, 2, ...) on the stream. */
+uint64_t host_backend_submit(host_backend_t *hb, uint64_t stream);
+/* Completes items of `stream` up to position `up_to`, stopping before an item whose awaited
+ * fence is not complete. Returns the position now completed. */
+uint64_t host_backend_complete(host_backend_t *hb, uint64_t stream, uint64_t up_to);
+void host_backend_complete_all(host_backend_t *hb);
+uint64_t host_backend_completed(const host_backend_t *hb, uint64_t stream);
+uint64_t host_backend_stream_waits(const host_backend_t *hb); /* fence_wait_stream calls done */
+uint64_t host_backend_host_waits(const host_backend_t *hb);   /* fence_wait_host calls done */
+
+/* What exists now. */
+typedef struct host_backend_counts {
+    uint64_t reservations, reserved_bytes;
+    uint64_t handles, handle_bytes;
+    uint64_t mappings, mapped_bytes;
+    uint64_t fences;
+    uint64_t misuses; /* refused calls that a correct caller never makes */
+} host_backend_counts_t;
+
+host_backend_counts_t host_backend_counts(const host_backend_t *hb);
+/* Bytes of handles of `device` now held. */
+uint64_t host_backend_device_bytes(const host_backend_t *hb, int device);
+/* Bitmask of devices with access to the mapping containing `va`; 0 when not mapped or mapped
+ * without access. */
+uint64_t host_backend_access(const host_backend_t *hb, uint64_t va);
+/* The handle mapped at `va` (0 when none) and its size. */
+uint64_t host_backend_handle_at(const host_backend_t *hb, uint64_t va, uint64_t *size_out);
+
+/* True when nothing is reserved, held, mapped or pending and no misuse happened; otherwise
+ * prints what is left to stderr. */
+bool host_backend_check_clean(const host_backend_t *hb);
+
+#endif
