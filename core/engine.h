@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "stats.h"
 #include "status.h"
 
 #define GM_MAX_DEVICES 64
@@ -166,18 +167,7 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
 
 /* ---- Reporting ------------------------------------------------------------------------------ */
 
-typedef struct gm_exec_report {
-    uint64_t exec, graph;
-    int device;
-    uint64_t allocations;
-    uint64_t lower_bound;   /* bytes: largest set of allocations live together */
-    uint64_t planned_bytes; /* physical bytes the plan needs (shared arena + escape arena) */
-    uint64_t mapped_bytes;  /* physical bytes currently mapped for it */
-    uint64_t mappings;      /* handle mappings the plan makes */
-    uint64_t launches, uploads, remaps, waits;
-    uint64_t plan_ns; /* time spent planning */
-    uint64_t map_ns;  /* time spent mapping */
-} gm_exec_report_t;
+/* gm_exec_report_t: its fields are the GM_EXEC_STAT list of core/stats.def. */
 
 /* Calls `fn` for every exec alive or destroyed since the engine started (destroyed ones last). */
 void gm_engine_report(gm_engine_t *engine, void (*fn)(const gm_exec_report_t *, void *), void *arg);

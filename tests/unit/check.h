@@ -22,8 +22,8 @@ void gm_check_fail(const char *file, int line, const char *expr, const char *det
         uint64_t check_a_ = (uint64_t)(a), check_b_ = (uint64_t)(b);                               \
         if (check_a_ != check_b_) {                                                                \
             char check_buf_[96];                                                                   \
-            snprintf(check_buf_, sizeof check_buf_, "%llu != %llu",                                \
-                     (unsigned long long)check_a_, (unsigned long long)check_b_);                  \
+            snprintf(check_buf_, sizeof check_buf_, "%llu != %llu", (unsigned long long)check_a_,  \
+                     (unsigned long long)check_b_);                                                \
             gm_check_fail(__FILE__, __LINE__, #a " == " #b, check_buf_);                           \
         }                                                                                          \
     } while (0)

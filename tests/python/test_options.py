@@ -1,0 +1,66 @@
+"""Options end to end: the README lists every option, and libgraphmem.so reports bad values by
+name, keeps the default, warns about unknown names, and exits under GRAPHMEM_STRICT=1. No GPU
+needed: the library parses options at its first door, whether or not a driver is present."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def library() -> str:
+    lib = os.environ.get("GRAPHMEM_LIB")
+    if not lib or not Path(lib).exists():
+        pytest.skip("GRAPHMEM_LIB is not set to a built libgraphmem.so (run through CTest)")
+    return lib
+
+
+def run_preloaded(env_extra: dict) -> subprocess.CompletedProcess:
+    # Looking up a driver name through dlsym opens the first door: graphmem starts and parses.
+    code = ("import ctypes\n"
+            "try:\n    ctypes.CDLL(None).cuDriverGetVersion\n"
+            "except AttributeError:\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
+    env.update(env_extra)
+    env["LD_PRELOAD"] = library()
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_readme_lists_every_option():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "options-table"), "--check",
+                             str(ROOT / "README.md")])
+    assert result.returncode == 0, "README's options table differs from core/options.def"
+
+
+def test_malformed_value_is_reported_by_name_and_default_kept():
+    proc = run_preloaded({"GRAPHMEM_MAX_RESERVED": "12 bananas", "GRAPHMEM_PRINT_CONFIG": "1"})
+    assert proc.returncode == 0
+    assert 'GRAPHMEM_MAX_RESERVED="12 bananas" is not valid' in proc.stderr
+    config = [l for l in proc.stderr.splitlines() if "GRAPHMEM_MAX_RESERVED" in l and "=" in l
+              and "default" in l and "not valid" not in l]
+    assert config and config[0].split("=")[1].split()[0] == "0", proc.stderr
+
+
+def test_strict_makes_a_bad_value_fatal():
+    proc = run_preloaded({"GRAPHMEM_CROSS_STREAM": "sometimes", "GRAPHMEM_STRICT": "1"})
+    assert proc.returncode == 1
+    assert "GRAPHMEM_CROSS_STREAM" in proc.stderr and "GRAPHMEM_STRICT=1" in proc.stderr
+
+
+def test_unknown_option_is_warned_about():
+    proc = run_preloaded({"GRAPHMEM_NO_SUCH_THING": "1"})
+    assert proc.returncode == 0
+    assert "unknown option GRAPHMEM_NO_SUCH_THING" in proc.stderr
+
+
+def test_print_config_lists_every_library_option():
+    proc = run_preloaded({"GRAPHMEM_PRINT_CONFIG": "1"})
+    names = [l.split()[1] for l in proc.stderr.splitlines() if l.startswith("graphmem:   GRAPHMEM_")]
+    table = subprocess.run([sys.executable, str(ROOT / "scripts" / "options-table")],
+                           capture_output=True, text=True).stdout
+    expected = [l.split("`")[1] for l in table.splitlines()[2:] if "| tool |" not in l]
+    assert names == expected
