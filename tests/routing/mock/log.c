@@ -1,0 +1,55 @@
+/* Call log of the mock driver: one line per entry, appended to $GM_MOCK_LOG.
+ *
+ * Lines are "call NAME from=OBJECT" where OBJECT is the basename of the shared object (or
+ * executable) holding the return address, which tells a call forwarded by a graphmem hook
+ * (from=libgraphmem.so) from a direct one. Each line is one write() on an O_APPEND descriptor
+ * so concurrent threads and forked children do not interleave within a line. */
+#include "mock.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static int log_fd = -1;
+
+static void log_open(void) {
+    const char *path = getenv("GM_MOCK_LOG");
+    if (path && *path)
+        log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+void gm_mock_logf(const char *fmt, ...) {
+    pthread_once(&log_once, log_open);
+    if (log_fd < 0)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof(line) - 2)
+        n = sizeof(line) - 2;
+    line[n++] = '\n';
+    ssize_t w = write(log_fd, line, (size_t)n);
+    (void)w;
+}
+
+void gm_mock_log_call(const char *name, const void *caller) {
+    Dl_info info;
+    const char *obj = "?";
+    if (dladdr(caller, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        obj = slash ? slash + 1 : info.dli_fname;
+        if (!*obj)
+            obj = "main";
+    }
+    gm_mock_logf("call %s from=%s", name, obj);
+}
