@@ -1,0 +1,232 @@
+// Shared helpers for the GPU conformance scenarios.
+//
+// Every scenario prints one line per observation: `OBS <key> <value>` lines are compared between
+// a native run and a run under graphmem, `INFO <key> <value>` lines (byte counts, addresses) are
+// only logged. Observations never abort the program: a surprise is printed and the scenario goes
+// on, so one run on the GPU machine reports everything at once.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+static inline void obs(const char *key, const char *value) {
+    printf("OBS %s %s\n", key, value);
+    fflush(stdout);
+}
+
+static inline void info(const char *key, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("INFO %s ", key);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+}
+
+// The error name, then clear the runtime's last error so that a non-sticky error observed here
+// does not leak into the next observation.
+static inline void obs_rc(const char *key, cudaError_t rc) {
+    obs(key, cudaGetErrorName(rc));
+    (void)cudaGetLastError();
+}
+
+static inline void obs_ok(const char *key, bool ok) {
+    obs(key, ok ? "ok" : "bad");
+}
+
+static inline void obs_yes(const char *key, bool yes) {
+    obs(key, yes ? "yes" : "no");
+}
+
+static inline void obs_same(const char *key, const void *a, const void *b) {
+    obs(key, a == b ? "same" : "different");
+}
+
+static inline void obs_int(const char *key, long long v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", v);
+    obs(key, buf);
+}
+
+// Exit 77 (CTest's skip code) when the machine cannot run graph memory at all: no device, or a
+// device without stream-ordered memory pools (graph memory needs them, Programming Guide 16.2).
+static inline void require_graph_memory(void) {
+    int count = 0;
+    cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc != cudaSuccess || count == 0) {
+        printf("SKIP no CUDA device: %s\n", rc != cudaSuccess ? cudaGetErrorName(rc) : "count 0");
+        exit(77);
+    }
+    int pools = 0;
+    cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, 0);
+    if (!pools) {
+        printf("SKIP device 0 has no memory pool support\n");
+        exit(77);
+    }
+    cudaSetDevice(0);
+}
+
+// ---- kernels: every data check goes through a device-side counter of mismatching words ----
+
+static __global__ void k_fill(uint32_t *p, size_t n, uint32_t v) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = v + (uint32_t)i;
+}
+
+static __global__ void k_check(const uint32_t *p, size_t n, uint32_t v, unsigned *bad) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        if (p[i] != v + (uint32_t)i)
+            atomicAdd(bad, 1u);
+}
+
+// dst[i] = src[i] + add: with k_fill(src, v) the result matches k_check(dst, v + add).
+static __global__ void k_add(uint32_t *dst, const uint32_t *src, size_t n, uint32_t add) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i] + add;
+}
+
+static const unsigned kGrid = 64, kBlock = 256;
+
+// One device counter for host-side checks, allocated outside any graph.
+static unsigned *g_bad = nullptr;
+
+// Checks that words [0, n) of p hold v + i, ordered after the work already in `s`. Returns false
+// (and prints the error) when the check itself could not run, e.g. after a sticky fault.
+static inline bool check_words(cudaStream_t s, const void *p, size_t n, uint32_t v) {
+    cudaError_t rc = cudaSuccess;
+    if (!g_bad)
+        rc = cudaMalloc(&g_bad, sizeof(unsigned));
+    unsigned bad = 1;
+    if (rc == cudaSuccess)
+        rc = cudaMemsetAsync(g_bad, 0, sizeof(unsigned), s);
+    if (rc == cudaSuccess) {
+        k_check<<<kGrid, kBlock, 0, s>>>((const uint32_t *)p, n, v, g_bad);
+        rc = cudaGetLastError();
+    }
+    if (rc == cudaSuccess)
+        rc = cudaMemcpyAsync(&bad, g_bad, sizeof bad, cudaMemcpyDeviceToHost, s);
+    if (rc == cudaSuccess)
+        rc = cudaStreamSynchronize(s);
+    if (rc != cudaSuccess) {
+        info("check_error", "%s", cudaGetErrorName(rc));
+        return false;
+    }
+    return bad == 0;
+}
+
+static inline cudaError_t fill_words(cudaStream_t s, void *p, size_t n, uint32_t v) {
+    k_fill<<<kGrid, kBlock, 0, s>>>((uint32_t *)p, n, v);
+    return cudaGetLastError();
+}
+
+// ---- explicit graph construction ----
+
+static inline cudaMemAllocNodeParams alloc_params(size_t bytes) {
+    cudaMemAllocNodeParams p = {};
+    p.poolProps.allocType = cudaMemAllocationTypePinned;
+    p.poolProps.handleTypes = cudaMemHandleTypeNone;
+    p.poolProps.location.type = cudaMemLocationTypeDevice;
+    p.poolProps.location.id = 0;
+    p.bytesize = bytes;
+    return p;
+}
+
+static inline cudaError_t add_alloc(cudaGraphNode_t *node, cudaGraph_t g,
+                                    const cudaGraphNode_t *deps, size_t ndeps, size_t bytes,
+                                    void **dptr) {
+    cudaMemAllocNodeParams p = alloc_params(bytes);
+    cudaError_t rc = cudaGraphAddMemAllocNode(node, g, deps, ndeps, &p);
+    *dptr = p.dptr;
+    return rc;
+}
+
+static inline cudaError_t add_fill(cudaGraphNode_t *node, cudaGraph_t g,
+                                   const cudaGraphNode_t *deps, size_t ndeps, void *p, size_t n,
+                                   uint32_t v) {
+    uint32_t *words = (uint32_t *)p;
+    void *args[] = {&words, &n, &v};
+    cudaKernelNodeParams k = {};
+    k.func = (void *)k_fill;
+    k.gridDim = dim3(kGrid);
+    k.blockDim = dim3(kBlock);
+    k.kernelParams = args;
+    return cudaGraphAddKernelNode(node, g, deps, ndeps, &k);
+}
+
+static inline cudaError_t add_add(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps,
+                                  size_t ndeps, void *dst, const void *src, size_t n,
+                                  uint32_t add) {
+    uint32_t *d = (uint32_t *)dst;
+    const uint32_t *s = (const uint32_t *)src;
+    void *args[] = {&d, &s, &n, &add};
+    cudaKernelNodeParams k = {};
+    k.func = (void *)k_add;
+    k.gridDim = dim3(kGrid);
+    k.blockDim = dim3(kBlock);
+    k.kernelParams = args;
+    return cudaGraphAddKernelNode(node, g, deps, ndeps, &k);
+}
+
+static inline cudaError_t add_check(cudaGraphNode_t *node, cudaGraph_t g,
+                                    const cudaGraphNode_t *deps, size_t ndeps, const void *p,
+                                    size_t n, uint32_t v, unsigned *bad) {
+    const uint32_t *words = (const uint32_t *)p;
+    void *args[] = {&words, &n, &v, &bad};
+    cudaKernelNodeParams k = {};
+    k.func = (void *)k_check;
+    k.gridDim = dim3(kGrid);
+    k.blockDim = dim3(kBlock);
+    k.kernelParams = args;
+    return cudaGraphAddKernelNode(node, g, deps, ndeps, &k);
+}
+
+// ---- graph memory attributes ----
+
+struct GraphMemAttrs {
+    uint64_t used, used_high, reserved, reserved_high;
+};
+
+static inline GraphMemAttrs read_attrs(void) {
+    GraphMemAttrs a = {0, 0, 0, 0};
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &a.used);
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &a.used_high);
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemCurrent, &a.reserved);
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemHigh, &a.reserved_high);
+    return a;
+}
+
+static inline void info_attrs(const char *when, GraphMemAttrs a) {
+    char key[96];
+    snprintf(key, sizeof key, "%s_attrs", when);
+    info(key, "used=%llu used_high=%llu reserved=%llu reserved_high=%llu",
+         (unsigned long long)a.used, (unsigned long long)a.used_high,
+         (unsigned long long)a.reserved, (unsigned long long)a.reserved_high);
+}
+
+static inline void reset_highs(void) {
+    uint64_t zero = 0;
+    cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &zero);
+    cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrReservedMemHigh, &zero);
+}
+
+// Observations that hold whatever the allocator's granularity: prefixed keys such as
+// `<when>_used_ge_need yes`.
+static inline void obs_attr_relations(const char *when, GraphMemAttrs a, uint64_t need) {
+    char key[96];
+    snprintf(key, sizeof key, "%s_used_ge_need", when);
+    obs_yes(key, a.used >= need);
+    snprintf(key, sizeof key, "%s_reserved_ge_used", when);
+    obs_yes(key, a.reserved >= a.used);
+    snprintf(key, sizeof key, "%s_highs_ge_currents", when);
+    obs_yes(key, a.used_high >= a.used && a.reserved_high >= a.reserved);
+    info_attrs(when, a);
+}
