@@ -1,0 +1,148 @@
+#include "place.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bitset.h"
+
+typedef struct span {
+    uint64_t lo, hi;
+} span_t;
+
+typedef struct workspace {
+    const gm_place_input_t *in;
+    uint32_t *order;
+    uint64_t *placed; /* bit row: items already given an offset */
+    span_t *spans;
+    uint64_t *offset;
+} workspace_t;
+
+static int by_lo(const void *a, const void *b) {
+    const span_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The offset for item `i` given the items placed so far: only its conflicting placed items
+ * matter, found by walking the set bits of (conflict row AND placed). */
+static uint64_t fit(workspace_t *ws, uint32_t i, bool best_fit) {
+    const gm_place_input_t *in = ws->in;
+    const uint64_t *row = in->conflict + (size_t)i * in->words;
+    uint32_t n = 0;
+    for (size_t w = 0; w < in->words; w++)
+        for (uint64_t b = row[w] & ws->placed[w]; b; b &= b - 1) {
+            uint32_t j = (uint32_t)(w * 64 + gm_bits_ctz(b));
+            ws->spans[n++] = (span_t){ws->offset[j], ws->offset[j] + in->pages[j]};
+        }
+    qsort(ws->spans, n, sizeof *ws->spans, by_lo);
+    uint64_t need = in->pages[i], cursor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+    for (uint32_t k = 0; k < n; k++) {
+        if (ws->spans[k].lo > cursor && ws->spans[k].lo - cursor >= need) {
+            uint64_t gap = ws->spans[k].lo - cursor;
+            if (!best_fit)
+                return cursor;
+            if (gap < best_gap) {
+                best_gap = gap;
+                best = cursor;
+            }
+        }
+        if (ws->spans[k].hi > cursor)
+            cursor = ws->spans[k].hi;
+    }
+    return best != UINT64_MAX ? best : cursor;
+}
+
+static uint64_t run(workspace_t *ws, bool best_fit) {
+    const gm_place_input_t *in = ws->in;
+    memset(ws->placed, 0, in->words * sizeof *ws->placed);
+    uint64_t arena = 0;
+    for (uint32_t k = 0; k < in->count; k++) {
+        uint32_t i = ws->order[k];
+        if (in->pages[i] == 0)
+            continue;
+        ws->offset[i] = fit(ws, i, best_fit);
+        gm_bits_set(ws->placed, i);
+        if (ws->offset[i] + in->pages[i] > arena)
+            arena = ws->offset[i] + in->pages[i];
+    }
+    return arena;
+}
+
+typedef struct sort_key {
+    uint64_t major, minor;
+    uint32_t item;
+} sort_key_t;
+
+static int by_key(const void *a, const void *b) {
+    const sort_key_t *x = a, *y = b;
+    if (x->major != y->major)
+        return x->major < y->major ? -1 : 1;
+    if (x->minor != y->minor)
+        return x->minor < y->minor ? -1 : 1;
+    return x->item < y->item ? -1 : x->item > y->item;
+}
+
+typedef enum order_kind {
+    ORDER_SIZE,  /* largest first, then earliest */
+    ORDER_START, /* earliest first, then largest */
+} order_kind_t;
+
+typedef struct strategy {
+    order_kind_t order;
+    bool best_fit;
+} strategy_t;
+
+static const strategy_t strategies[] = {
+    {ORDER_SIZE, true},   /* greedy by size, best fit (TFLite, XLA kSpatial) */
+    {ORDER_START, false}, /* topological first fit: optimal on a single stream */
+    {ORDER_SIZE, false},
+    {ORDER_START, true},
+};
+
+static void make_order(const gm_place_input_t *in, order_kind_t kind, sort_key_t *keys,
+                       uint32_t *order) {
+    for (uint32_t i = 0; i < in->count; i++) {
+        uint64_t size_key = ~in->pages[i];
+        keys[i] = kind == ORDER_SIZE ? (sort_key_t){size_key, in->start[i], i}
+                                     : (sort_key_t){in->start[i], size_key, i};
+    }
+    qsort(keys, in->count, sizeof *keys, by_key);
+    for (uint32_t i = 0; i < in->count; i++)
+        order[i] = keys[i].item;
+}
+
+gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t *arena_out) {
+    uint32_t n = in->count;
+    memset(offset_out, 0, (size_t)n * sizeof *offset_out);
+    *arena_out = 0;
+    if (n == 0)
+        return GM_OK;
+    workspace_t ws = {.in = in};
+    ws.order = malloc((size_t)n * sizeof *ws.order);
+    ws.placed = malloc(in->words * sizeof *ws.placed);
+    ws.spans = malloc((size_t)n * sizeof *ws.spans);
+    ws.offset = malloc((size_t)n * sizeof *ws.offset);
+    sort_key_t *keys = malloc((size_t)n * sizeof *keys);
+    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
+    if (!ws.order || !ws.placed || !ws.spans || !ws.offset || !keys)
+        goto out;
+    uint64_t best = UINT64_MAX;
+    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
+        make_order(in, strategies[s].order, keys, ws.order);
+        memset(ws.offset, 0, (size_t)n * sizeof *ws.offset);
+        uint64_t arena = run(&ws, strategies[s].best_fit);
+        if (arena < best) {
+            best = arena;
+            memcpy(offset_out, ws.offset, (size_t)n * sizeof *offset_out);
+        }
+    }
+    *arena_out = best;
+    st = GM_OK;
+out:
+    free(ws.order);
+    free(ws.placed);
+    free(ws.spans);
+    free(ws.offset);
+    free(keys);
+    return st;
+}

@@ -1,0 +1,23 @@
+/* Offsets of items in a page arena such that conflicting items never overlap: dynamic storage
+ * allocation on a conflict graph (NP-hard), solved by several greedy orders, keeping the
+ * smallest arena (as XLA's ChooseBestHeapAlgorithm does). */
+#ifndef GRAPHMEM_PLACE_H
+#define GRAPHMEM_PLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef struct gm_place_input {
+    uint32_t count;
+    const uint64_t *pages;    /* per item; 0 = not placed (offset 0) */
+    const uint64_t *conflict; /* count rows of `words` words: bit j of row i = i, j conflict */
+    size_t words;
+    const uint64_t *start; /* per item: topological rank of its earliest allocation */
+} gm_place_input_t;
+
+/* Writes offset_out[i] for every item and the arena size (the highest end). */
+gm_status_t gm_place(const gm_place_input_t *input, uint64_t *offset_out, uint64_t *arena_out);
+
+#endif

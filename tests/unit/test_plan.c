@@ -1,0 +1,174 @@
+/* gm_plan_build on hand-made graphs whose best plan is known. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "plan.h"
+
+#define MIB (1ull << 20)
+
+static gm_plan_input_t chain_input(uint32_t nodes, uint32_t *from, uint32_t *to) {
+    for (uint32_t e = 0; e + 1 < nodes; e++) {
+        from[e] = e;
+        to[e] = e + 1;
+    }
+    return (gm_plan_input_t){.node_count = nodes,
+                             .edge_count = nodes - 1,
+                             .edge_from = from,
+                             .edge_to = to,
+                             .page = 2 * MIB,
+                             .max_handle = 32 * MIB};
+}
+
+/* E1b: A(128) -> free -> B(256): 256 MiB, B reuses A's pages. */
+static void test_sequential_reuse(void) {
+    uint32_t from[3], to[3];
+    gm_plan_input_t in = chain_input(4, from, to);
+    gm_plan_alloc_t a[] = {{128 * MIB, 0, 1, 0, 0}, {256 * MIB, 2, 3, 1, 0}};
+    in.alloc_count = 2;
+    in.allocs = a;
+    in.item_count = 2;
+    gm_plan_t plan;
+    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
+    CHECK_EQ_U64(plan.lower_bound, 256 * MIB);
+    CHECK_EQ_U64(plan.shared.pages, 128);
+    CHECK_EQ_U64(plan.escape.pages, 0);
+    CHECK_EQ_U64(plan.items[0].pages, 64);
+    CHECK_EQ_U64(plan.items[1].pages, 128);
+    CHECK_EQ_U64(plan.shared.handle_count, 8);
+    CHECK_EQ_U64(plan.mappings, 4 + 8);
+    gm_plan_free(&plan);
+}
+
+/* E2: two parallel branches: both live together whatever the order. */
+static void test_parallel_branches(void) {
+    uint32_t from[] = {0, 1, 0, 3, 2, 4}, to[] = {1, 2, 3, 4, 5, 5};
+    gm_plan_alloc_t a[] = {{256 * MIB, 1, 2, 0, 0}, {256 * MIB, 3, 4, 1, 0}};
+    gm_plan_input_t in = {.node_count = 6,
+                          .edge_count = 6,
+                          .edge_from = from,
+                          .edge_to = to,
+                          .alloc_count = 2,
+                          .allocs = a,
+                          .item_count = 2,
+                          .page = 2 * MIB,
+                          .max_handle = 32 * MIB};
+    gm_plan_t plan;
+    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
+    CHECK_EQ_U64(plan.lower_bound, 512 * MIB);
+    CHECK_EQ_U64(plan.shared.pages, 256);
+    CHECK(plan.items[0].arena_page + 128 <= plan.items[1].arena_page ||
+          plan.items[1].arena_page + 128 <= plan.items[0].arena_page);
+    gm_plan_free(&plan);
+}
+
+/* An escaping allocation goes to the escape arena; a zero-size one takes no page; a chunk item
+ * holding two small allocations gets the pages of its furthest byte. */
+static void test_escape_zero_and_chunk(void) {
+    uint32_t from[5], to[5];
+    gm_plan_input_t in = chain_input(6, from, to);
+    gm_plan_alloc_t a[] = {
+        {3 * MIB, 0, GM_NO_NODE, 0, 0}, /* escapes: 2 pages */
+        {0, 1, 2, 1, 0},                /* zero size: item 1 has no page */
+        {4096, 1, 3, 2, 0},             /* chunk item 2: bytes up to 5 MiB + 4096 */
+        {4096, 2, 4, 2, 5 * MIB},
+        {10 * MIB, 4, 5, 3, 0},
+    };
+    in.alloc_count = 5;
+    in.allocs = a;
+    in.item_count = 4;
+    gm_plan_t plan;
+    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
+    CHECK(plan.items[0].escaping);
+    CHECK_EQ_U64(plan.items[0].pages, 2);
+    CHECK_EQ_U64(plan.escape.pages, 2);
+    CHECK_EQ_U64(plan.items[1].pages, 0);
+    CHECK_EQ_U64(plan.items[1].handle_count, 0);
+    CHECK_EQ_U64(plan.items[2].pages, 3);
+    CHECK(!plan.items[2].escaping);
+    /* Item 3 starts after both chunk residents are freed: it reuses the chunk's pages. */
+    CHECK_EQ_U64(plan.items[3].pages, 5);
+    CHECK_EQ_U64(plan.shared.pages, 5);
+    CHECK_EQ_U64(plan.lower_bound, 3 * MIB + 10 * MIB);
+    gm_plan_free(&plan);
+}
+
+static void test_no_alias(void) {
+    uint32_t from[3], to[3];
+    gm_plan_input_t in = chain_input(4, from, to);
+    gm_plan_alloc_t a[] = {{128 * MIB, 0, 1, 0, 0}, {256 * MIB, 2, 3, 1, 0}};
+    in.alloc_count = 2;
+    in.allocs = a;
+    in.item_count = 2;
+    in.no_alias = true;
+    gm_plan_t plan;
+    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
+    CHECK_EQ_U64(plan.shared.pages, 192);
+    CHECK(plan.items[0].arena_page + 64 <= plan.items[1].arena_page ||
+          plan.items[1].arena_page + 128 <= plan.items[0].arena_page);
+    gm_plan_free(&plan);
+}
+
+/* Handles follow item boundaries when that saves mappings: items of 3 pages with 4-page handles
+ * would straddle under an even cut. */
+static void test_cuts_follow_items(void) {
+    uint32_t from[8], to[8];
+    gm_plan_input_t in = chain_input(9, from, to);
+    in.max_handle = 8 * MIB; /* 4 pages */
+    gm_plan_alloc_t a[4];
+    for (uint32_t i = 0; i < 4; i++) /* all four live together: 12 pages */
+        a[i] = (gm_plan_alloc_t){6 * MIB, i, 8 - i, i, 0};
+    in.alloc_count = 4;
+    in.allocs = a;
+    in.item_count = 4;
+    gm_plan_t plan;
+    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
+    CHECK_EQ_U64(plan.shared.pages, 12);
+    CHECK_EQ_U64(plan.mappings, 4);
+    uint64_t total = 0;
+    for (uint32_t h = 0; h < plan.shared.handle_count; h++) {
+        CHECK(plan.shared.handle_pages[h] <= 4);
+        total += plan.shared.handle_pages[h];
+    }
+    CHECK_EQ_U64(total, 12);
+    gm_plan_free(&plan);
+}
+
+static void test_rejects_bad_input(void) {
+    uint32_t from[] = {0, 1}, to[] = {1, 0};
+    gm_plan_alloc_t a[] = {{MIB, 0, 1, 0, 0}};
+    gm_plan_input_t in = {.node_count = 2,
+                          .edge_count = 2,
+                          .edge_from = from,
+                          .edge_to = to,
+                          .alloc_count = 1,
+                          .allocs = a,
+                          .item_count = 1,
+                          .page = 2 * MIB,
+                          .max_handle = 32 * MIB};
+    gm_plan_t plan;
+    CHECK_EQ_INT(gm_plan_build(&in, &plan), GM_ERR_INVALID_VALUE); /* cycle */
+    in.edge_count = 1;
+    a[0].item = 1;
+    CHECK_EQ_INT(gm_plan_build(&in, &plan), GM_ERR_INVALID_VALUE); /* item out of range */
+    a[0].item = 0;
+    a[0].free_node = 2;
+    CHECK_EQ_INT(gm_plan_build(&in, &plan), GM_ERR_INVALID_VALUE); /* node out of range */
+    a[0].free_node = 1;
+    in.max_handle = 3 * MIB;
+    CHECK_EQ_INT(gm_plan_build(&in, &plan), GM_ERR_INVALID_VALUE); /* not a page multiple */
+    in.max_handle = 2 * MIB;
+    CHECK_EQ_INT(gm_plan_build(&in, &plan), GM_OK);
+    CHECK_EQ_U64(plan.shared.pages, 1);
+    gm_plan_free(&plan);
+}
+
+int main(void) {
+    RUN_TEST(test_sequential_reuse);
+    RUN_TEST(test_parallel_branches);
+    RUN_TEST(test_escape_zero_and_chunk);
+    RUN_TEST(test_no_alias);
+    RUN_TEST(test_cuts_follow_items);
+    RUN_TEST(test_rejects_bad_input);
+    return gm_check_summary();
+}
