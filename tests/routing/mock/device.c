@@ -387,3 +387,16 @@ GM_MOCK_API CUresult cuCtxGetLimit(size_t *value, CUlimit limit) {
     *value = limit == CU_LIMIT_STACK_SIZE ? 1024 : 0;
     return CUDA_SUCCESS;
 }
+
+GM_MOCK_API CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx) {
+    GM_MOCK_CALL("cuCtxGetDevice_v2");
+    CUresult rc = ctx ? gm_mock_check_init() : need_ctx();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ctx && ctx != GM_MOCK_CTX)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *dev = 0;
+    return CUDA_SUCCESS;
+}

@@ -164,24 +164,34 @@ static const void *const cls_table[4] = {
     (const void *)cls_slot3,
 };
 
-/* Tables whose slots no call of the test programs needs: slot 0 is the size, the rest fail
- * loudly. */
-#define UNKNOWN_TABLE(t)                                                                           \
-    UNKNOWN_SLOT(t, 1)                                                                             \
-    UNKNOWN_SLOT(t, 2)                                                                             \
-    UNKNOWN_SLOT(t, 3)                                                                             \
-    UNKNOWN_SLOT(t, 4)                                                                             \
-    UNKNOWN_SLOT(t, 5)                                                                             \
-    UNKNOWN_SLOT(t, 6)                                                                             \
-    UNKNOWN_SLOT(t, 7)                                                                             \
-    static const void *const t##_table[8] = {                                                      \
-        (const void *)sizeof(t##_table), (const void *)t##_slot1, (const void *)t##_slot2,         \
-        (const void *)t##_slot3,         (const void *)t##_slot4, (const void *)t##_slot5,         \
-        (const void *)t##_slot6,         (const void *)t##_slot7,                                  \
-    };
+/* Table 263e8860-...: slot 2 is asked about a context with two int outputs; cudart compares
+ * the first with 1 and otherwise looks the context up among its devices' primary contexts. The
+ * mock's only context is the primary one: answer 0, device 0. Slot 3 is a query whose failure
+ * cudart tolerates. */
+static CUresult t263_ctx_info(CUcontext ctx, int *kind, int *device) {
+    gm_mock_logf("export_slot t263 2");
+    (void)ctx;
+    *kind = 0;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
 
-UNKNOWN_TABLE(t263)
-UNKNOWN_TABLE(td408)
+UNKNOWN_SLOT(t263, 1)
+UNKNOWN_SLOT(t263, 3)
+UNKNOWN_SLOT(t263, 4)
+UNKNOWN_SLOT(t263, 5)
+UNKNOWN_SLOT(t263, 6)
+UNKNOWN_SLOT(t263, 7)
+
+static const void *const t263_table[8] = {
+    (const void *)sizeof(t263_table), (const void *)t263_slot1, (const void *)t263_ctx_info,
+    (const void *)t263_slot3,         (const void *)t263_slot4, (const void *)t263_slot5,
+    (const void *)t263_slot6,         (const void *)t263_slot7,
+};
+
+const void *const *gm_mock_cudart_table(void) {
+    return cudart_table;
+}
 
 static const struct {
     unsigned char id[16];
@@ -204,7 +214,7 @@ static const struct {
      t263_table},
     {{0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1,
       0xf2},
-     td408_table},
+     NULL},
 };
 
 GM_MOCK_API CUresult cuGetExportTable(const void **table, const CUuuid *id) {
@@ -218,7 +228,7 @@ GM_MOCK_API CUresult cuGetExportTable(const void **table, const CUuuid *id) {
         b[14], b[15]);
     for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
         if (memcmp(b, tables[i].id, sizeof(tables[i].id)) == 0) {
-            *table = tables[i].table;
+            *table = tables[i].table ? tables[i].table : gm_mock_handshake_table();
             return CUDA_SUCCESS;
         }
     }

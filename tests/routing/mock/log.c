@@ -42,7 +42,7 @@ void gm_mock_logf(const char *fmt, ...) {
     (void)w;
 }
 
-void gm_mock_log_call(const char *name, const void *caller) {
+static const char *caller_object(const void *caller) {
     Dl_info info;
     const char *obj = "?";
     if (dladdr(caller, &info) && info.dli_fname) {
@@ -51,5 +51,14 @@ void gm_mock_log_call(const char *name, const void *caller) {
         if (!*obj)
             obj = "main";
     }
-    gm_mock_logf("call %s from=%s", name, obj);
+    return obj;
+}
+
+void gm_mock_log_call(const char *name, const void *caller) {
+    gm_mock_logf("call %s from=%s", name, caller_object(caller));
+}
+
+/* Called by the weak defaults of stubs.c: a program reaching one needs more of the mock. */
+void gm_mock_log_unimplemented(const char *name, const void *caller) {
+    gm_mock_logf("call %s from=%s unimplemented", name, caller_object(caller));
 }

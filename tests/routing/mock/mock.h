@@ -61,4 +61,8 @@ const CUgraphNode *gm_mock_stream_frontier(CUstream s, size_t *n);
 /* Fake device addresses for graph and stream-ordered allocations: unique, never dereferenced. */
 CUdeviceptr gm_mock_fake_address(size_t bytes);
 
+/* Export tables (export_table.c, handshake.c); the handshake hashes their addresses. */
+const void *const *gm_mock_cudart_table(void);
+const void *const *gm_mock_handshake_table(void);
+
 #endif

@@ -6,14 +6,14 @@
  * prototype, which the x86-64 and aarch64 calling conventions make harmless. */
 #include <stddef.h>
 
-void gm_mock_log_call(const char *name, const void *caller);
+void gm_mock_log_unimplemented(const char *name, const void *caller);
 
 #define GM_MOCK_NOT_SUPPORTED 801
 
 #define GM_MOCK_SYM(name)                                                                          \
     __attribute__((weak, visibility("default"))) int name(void);                                   \
     int name(void) {                                                                               \
-        gm_mock_log_call(#name, __builtin_return_address(0));                                      \
+        gm_mock_log_unimplemented(#name, __builtin_return_address(0));                             \
         return GM_MOCK_NOT_SUPPORTED;                                                              \
     }
 #include "mock_symbols.def"
