@@ -72,13 +72,21 @@ static void from_pool(cudaMemAllocationHandleType handles, const char *tag) {
     cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
     uint32_t *a = nullptr, *b = nullptr;
     snprintf(key, sizeof key, "%s_malloc_from_pool", tag);
-    obs_rc(key, cudaMallocFromPoolAsync(&a, bytes, pool, s));
-    cudaMallocFromPoolAsync(&b, bytes, pool, s);
-    use_and_free(a, b);
+    cudaError_t rc = cudaMallocFromPoolAsync(&a, bytes, pool, s);
+    obs_rc(key, rc);
+    // A refused allocation (IPC pools natively) leaves nothing to use: end the capture only.
+    if (rc == cudaSuccess && cudaMallocFromPoolAsync(&b, bytes, pool, s) == cudaSuccess)
+        use_and_free(a, b);
     cudaGraph_t g = nullptr;
     snprintf(key, sizeof key, "%s_end_capture", tag);
     obs_rc(key, cudaStreamEndCapture(s, &g));
-    if (g) {
+    if (g && rc != cudaSuccess) {
+        size_t count = 0;
+        cudaGraphGetNodes(g, nullptr, &count);
+        snprintf(key, sizeof key, "%s_refused_graph_nodes", tag);
+        obs_int(key, (long long)count);
+        cudaGraphDestroy(g);
+    } else if (g) {
         cudaGraphNode_t nodes[16];
         size_t count = 16;
         cudaGraphGetNodes(g, nodes, &count);
