@@ -28,7 +28,10 @@ void gm_pack_destroy(gm_pack_t *pack);
  * multiples of `align`. GM_ERR_INVALID_VALUE when size exceeds chunk_bytes. */
 gm_status_t gm_pack_place(gm_pack_t *pack, uint64_t size, bool (*reusable)(uint32_t id, void *arg),
                           void *arg, uint32_t *id_out, uint32_t *chunk_out, uint64_t *offset_out);
-/* Its graph has a free node for it now: later placements may ask to reuse its bytes. */
+/* Its graph has a free node for it now, ordered after its alloc (the alloc is among the free's
+ * ancestors): later placements may ask to reuse its bytes. A free not proven to follow its alloc
+ * must not be reported: the allocation is then live to the end (as the planner treats it), and
+ * the reasoning above (free(k) -> alloc(j) -> free(j)) needs alloc(j) -> free(j). */
 void gm_pack_mark_freed(gm_pack_t *pack, uint32_t id);
 /* Its creation was aborted: its bytes are as they were before it was placed. */
 void gm_pack_forget(gm_pack_t *pack, uint32_t id);
