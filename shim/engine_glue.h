@@ -1,11 +1,22 @@
-/* The engine as the shim sees it: created lazily on the first graph-memory operation with the
- * CUDA backend of shim/backend_cuda.c. */
+/* The engine as the shim sees it: created on the first graph-memory operation, with the CUDA
+ * backend, once the driver has shown it has what graphmem needs (VMM, memory pools, the capture
+ * entries). Otherwise graphmem warns once and passes everything through. */
 #ifndef GRAPHMEM_ENGINE_GLUE_H
 #define GRAPHMEM_ENGINE_GLUE_H
 
-/* Registers the engine as the source of per-exec statistics. */
+#include "engine.h"
+#include "shim.h"
+
+/* The engine, or NULL when graphmem passes through (disabled, unsupported, failed). */
+gm_engine_t *gm_glue_engine(void);
+/* The engine if it exists already; never creates it (for hooks that only matter once it does). */
+gm_engine_t *gm_glue_engine_if_started(void);
+/* The driver's number of devices (0 before the engine starts). */
+int gm_glue_device_count(void);
+
+CUresult gm_cuda_result(gm_status_t status);
+
 void gm_engine_glue_register_stats(void);
-/* In a forked child: forget the parent's engine without touching it. */
 void gm_engine_glue_forget_after_fork(void);
 
 #endif

@@ -1,0 +1,248 @@
+/* Stream-ordered allocation and free. Outside captures these pass straight through after one
+ * relaxed load; on a capturing stream a graph allocation becomes a marker at the stream's frontier
+ * and the address comes from graphmem's reservation. */
+#include "driver.h"
+#include "engine_glue.h"
+#include "log.h"
+#include "markers.h"
+#include "options.h"
+#include "stats.h"
+#include "streams.h"
+
+typedef struct capture_point {
+    CUgraph graph;
+    const CUgraphNode *deps;
+    const CUgraphEdgeData *edge_data;
+    size_t count;
+} capture_point_t;
+
+/* Whether `stream` is capturing now, and where the next captured node goes. */
+static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
+    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0)
+        return false;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                     const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
+        ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
+    if (info == NULL || info(stream, &status, NULL, &point->graph, &point->deps, &point->edge_data,
+                             &point->count) != CUDA_SUCCESS)
+        return false; /* the driver will report whatever is wrong with the stream */
+    return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+/* Makes `node` the stream's only capture dependency, as a driver memory node would be. */
+static CUresult set_frontier(CUstream stream, bool ptsz, CUgraphNode node) {
+    CUresult (*update)(CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int) =
+        ptsz ? gm_real.cuStreamUpdateCaptureDependencies_v2_ptsz
+             : gm_real.cuStreamUpdateCaptureDependencies_v2;
+    return update(stream, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+}
+
+static uint64_t access_mask_of_pool(CUmemoryPool pool, int resident) {
+    uint64_t mask = 1ull << resident;
+    for (int d = 0; d < gm_glue_device_count(); d++) {
+        if (d == resident)
+            continue;
+        CUmemLocation location = {CU_MEM_LOCATION_TYPE_DEVICE, d};
+        CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        if (gm_drv.cuMemPoolGetAccess(&flags, pool, &location) == CUDA_SUCCESS &&
+            flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            mask |= 1ull << d;
+    }
+    return mask;
+}
+
+/* The pool a captured allocation takes its properties from; false when graphmem cannot serve it
+ * (IPC or host pools, pools it does not know): the driver makes the node then. */
+static bool capture_pool(CUstream stream, bool ptsz, CUmemoryPool pool, gm_alloc_params_t *params) {
+    int device = -1;
+    if (pool == NULL) {
+        CUdevice stream_device = 0;
+        CUresult (*get_device)(CUstream, CUdevice *) =
+            ptsz ? gm_drv.cuStreamGetDevice_ptsz : gm_drv.cuStreamGetDevice;
+        if (get_device(stream, &stream_device) != CUDA_SUCCESS ||
+            gm_drv.cuDeviceGetMemPool(&pool, stream_device) != CUDA_SUCCESS)
+            return false;
+        device = stream_device;
+    } else {
+        device = gm_pool_device(pool);
+        for (int d = 0; device < 0 && d < gm_glue_device_count(); d++) {
+            CUmemoryPool default_pool = NULL;
+            if (gm_drv.cuDeviceGetDefaultMemPool(&default_pool, d) == CUDA_SUCCESS &&
+                default_pool == pool)
+                device = d;
+        }
+    }
+    if (device < 0 || !gm_pool_servable(pool, device))
+        return false;
+    params->device = device;
+    params->access_mask = access_mask_of_pool(pool, device);
+    return true;
+}
+
+static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
+                               bool ptsz, const gm_alloc_params_t *params, CUdeviceptr *dptr) {
+    gm_ancestor_set_t ancestors = {.view = {NULL, 0}};
+    if (params->size < gm_option_u64(GM_OPT_SMALL_LIMIT))
+        gm_find_ancestors(engine, point->deps, point->count, &ancestors);
+    uint64_t va = 0;
+    gm_status_t status = gm_engine_alloc_create(engine, (uint64_t)(uintptr_t)point->graph, params,
+                                                &ancestors.view, &va);
+    if (status != GM_OK)
+        return gm_cuda_result(status);
+    CUgraphNode node = NULL;
+    CUresult result =
+        gm_marker_add(&node, point->graph, point->deps, point->edge_data, point->count);
+    if (result != CUDA_SUCCESS) {
+        gm_engine_alloc_abort(engine, va);
+        return result;
+    }
+    gm_engine_alloc_attach(engine, va, (uint64_t)(uintptr_t)node);
+    result = set_frontier(stream, ptsz, node);
+    if (result == CUDA_SUCCESS) {
+        *dptr = va;
+        gm_stat_add(GM_STAT_graph_allocations, 1);
+    }
+    return result;
+}
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream,
+                            bool ptsz, CUresult (*forward)(void *), void *forward_arg) {
+    capture_point_t point;
+    if (dptr == NULL || gm_shim_mode() != GM_MODE_ACTIVE || !capturing(stream, ptsz, &point))
+        return forward(forward_arg);
+    gm_engine_t *engine = gm_glue_engine();
+    if (engine == NULL)
+        return forward(forward_arg);
+    gm_relaxed_t relaxed = gm_relaxed_begin();
+    gm_alloc_params_t params = {.device = 0, .size = size, .access_mask = 0};
+    CUresult result;
+    if (!capture_pool(stream, ptsz, pool, &params)) {
+        gm_stat_add(GM_STAT_passthrough_allocations, 1);
+        result = forward(forward_arg);
+    } else {
+        result = captured_alloc(engine, &point, stream, ptsz, &params, dptr);
+    }
+    gm_relaxed_end(relaxed);
+    return result;
+}
+
+typedef struct alloc_call {
+    CUdeviceptr *dptr;
+    size_t size;
+    CUmemoryPool pool;
+    CUstream stream;
+    bool ptsz;
+} alloc_call_t;
+
+static CUresult forward_alloc(void *arg) {
+    alloc_call_t *c = arg;
+    return c->ptsz ? gm_real.cuMemAllocAsync_ptsz(c->dptr, c->size, c->stream)
+                   : gm_real.cuMemAllocAsync(c->dptr, c->size, c->stream);
+}
+
+static CUresult forward_alloc_from_pool(void *arg) {
+    alloc_call_t *c = arg;
+    return c->ptsz ? gm_real.cuMemAllocFromPoolAsync_ptsz(c->dptr, c->size, c->pool, c->stream)
+                   : gm_real.cuMemAllocFromPoolAsync(c->dptr, c->size, c->pool, c->stream);
+}
+
+CUresult gm_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    alloc_call_t call = {dptr, bytesize, NULL, hStream, false};
+    return alloc_async(dptr, bytesize, NULL, hStream, false, forward_alloc, &call);
+}
+
+CUresult gm_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    alloc_call_t call = {dptr, bytesize, NULL, hStream, true};
+    return alloc_async(dptr, bytesize, NULL, hStream, true, forward_alloc, &call);
+}
+
+CUresult gm_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                         CUstream hStream) {
+    alloc_call_t call = {dptr, bytesize, pool, hStream, false};
+    if (pool == NULL)
+        return forward_alloc_from_pool(&call); /* the driver's error for a NULL pool */
+    return alloc_async(dptr, bytesize, pool, hStream, false, forward_alloc_from_pool, &call);
+}
+
+CUresult gm_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                              CUstream hStream) {
+    alloc_call_t call = {dptr, bytesize, pool, hStream, true};
+    if (pool == NULL)
+        return forward_alloc_from_pool(&call);
+    return alloc_async(dptr, bytesize, pool, hStream, true, forward_alloc_from_pool, &call);
+}
+
+/* ---- frees ---------------------------------------------------------------------------------- */
+
+static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
+                              bool ptsz, CUdeviceptr dptr) {
+    gm_ancestor_set_t ancestors = {.view = {NULL, 0}};
+    gm_find_ancestors(engine, point->deps, point->count, &ancestors);
+    uint64_t graph = (uint64_t)(uintptr_t)point->graph;
+    gm_status_t status = gm_engine_free_create(engine, graph, dptr, &ancestors.view);
+    if (status != GM_OK)
+        return gm_cuda_result(status);
+    CUgraphNode node = NULL;
+    CUresult result =
+        gm_marker_add(&node, point->graph, point->deps, point->edge_data, point->count);
+    if (result != CUDA_SUCCESS) {
+        gm_engine_free_abort(engine, graph, dptr);
+        return result;
+    }
+    gm_engine_free_attach(engine, graph, dptr, (uint64_t)(uintptr_t)node);
+    gm_stat_add(GM_STAT_graph_frees, 1);
+    return set_frontier(stream, ptsz, node);
+}
+
+/* UAF_CHECK: once a free is done, nothing of the allocation may stay mapped. */
+static void unmap_freed_now(gm_engine_t *engine, CUstream stream, bool ptsz) {
+    if (!gm_option_bool(GM_OPT_UAF_CHECK))
+        return;
+    if (stream != NULL || ptsz)
+        (ptsz ? gm_drv.cuStreamSynchronize_ptsz : gm_drv.cuStreamSynchronize)(stream);
+    for (int d = 0; d < gm_glue_device_count(); d++)
+        gm_engine_trim(engine, d);
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || !gm_engine_owns(engine, dptr))
+        return ptsz ? gm_real.cuMemFreeAsync_ptsz(dptr, stream)
+                    : gm_real.cuMemFreeAsync(dptr, stream);
+    gm_relaxed_t relaxed = gm_relaxed_begin();
+    capture_point_t point;
+    CUresult result;
+    if (capturing(stream, ptsz, &point)) {
+        result = captured_free(engine, &point, stream, ptsz, dptr);
+    } else {
+        result = gm_cuda_result(gm_engine_free_outside(engine, dptr, gm_stream_key(stream, ptsz)));
+        if (result == CUDA_SUCCESS) {
+            gm_stat_add(GM_STAT_outside_frees, 1);
+            unmap_freed_now(engine, stream, ptsz);
+        }
+    }
+    gm_relaxed_end(relaxed);
+    return result;
+}
+
+CUresult gm_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    return free_async(dptr, hStream, false);
+}
+
+CUresult gm_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+    return free_async(dptr, hStream, true);
+}
+
+CUresult gm_hook_cuMemFree_v2(CUdeviceptr dptr) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || !gm_engine_owns(engine, dptr))
+        return gm_real.cuMemFree_v2(dptr);
+    /* cuMemFree ends the lifetime at once and does not synchronize (the caller must have). */
+    CUresult result = gm_cuda_result(gm_engine_free_outside(engine, dptr, GM_NO_STREAM));
+    if (result == CUDA_SUCCESS) {
+        gm_stat_add(GM_STAT_outside_frees, 1);
+        unmap_freed_now(engine, NULL, false);
+    }
+    return result;
+}

@@ -1,0 +1,56 @@
+/* Per-device graph memory: trim and the four attributes. The driver answers first (it validates
+ * the device, the attribute and the value exactly as it always does, and it owns whatever graph
+ * memory graphmem leaves to it); graphmem then adds its own. */
+#include "driver.h"
+#include "engine_glue.h"
+#include "markers.h"
+#include "stats.h"
+
+CUresult gm_hook_cuDeviceGraphMemTrim(CUdevice device) {
+    CUresult result = gm_real.cuDeviceGraphMemTrim(device);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (result != CUDA_SUCCESS || engine == NULL)
+        return result;
+    gm_relaxed_t relaxed = gm_relaxed_begin();
+    gm_status_t status = gm_engine_trim(engine, device);
+    gm_relaxed_end(relaxed);
+    gm_stat_add(GM_STAT_trims, 1);
+    return gm_cuda_result(status);
+}
+
+CUresult gm_hook_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+                                              void *value) {
+    CUresult result = gm_real.cuDeviceGetGraphMemAttribute(device, attr, value);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (result != CUDA_SUCCESS || engine == NULL)
+        return result;
+    uint64_t ours = 0;
+    gm_status_t status = gm_engine_attr_get(engine, device, (int)attr, &ours);
+    if (status != GM_OK)
+        return gm_cuda_result(status);
+    *(cuuint64_t *)value += ours;
+    return CUDA_SUCCESS;
+}
+
+CUresult gm_hook_cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+                                              void *value) {
+    CUresult result = gm_real.cuDeviceSetGraphMemAttribute(device, attr, value);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (result != CUDA_SUCCESS || engine == NULL)
+        return result;
+    return gm_cuda_result(gm_engine_attr_set(engine, device, (int)attr, *(cuuint64_t *)value));
+}
+
+CUresult gm_hook_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
+    CUresult result = gm_real.cuMemPoolCreate(pool, poolProps);
+    if (result == CUDA_SUCCESS && pool != NULL && poolProps != NULL)
+        gm_pool_created(*pool, poolProps);
+    return result;
+}
+
+CUresult gm_hook_cuMemPoolDestroy(CUmemoryPool pool) {
+    CUresult result = gm_real.cuMemPoolDestroy(pool);
+    if (result == CUDA_SUCCESS)
+        gm_pool_destroyed(pool);
+    return result;
+}

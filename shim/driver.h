@@ -1,0 +1,28 @@
+/* The driver entries graphmem calls for its own work (shim/driver.def). */
+#ifndef GRAPHMEM_DRIVER_H
+#define GRAPHMEM_DRIVER_H
+
+#include "shim.h"
+
+typedef struct gm_driver_table {
+#define GM_DRIVER(name, params) CUresult(CUDAAPI *name) params;
+#include "driver.def"
+#undef GM_DRIVER
+} gm_driver_table_t;
+
+extern gm_driver_table_t gm_drv;
+
+/* Resolves gm_drv; returns the name of the first missing entry, or NULL when all are there. */
+const char *gm_driver_resolve(void *driver);
+
+/* Runs internal driver work that the capture mode of the calling thread could refuse (GLOBAL and
+ * THREAD_LOCAL captures make "unsafe" calls fail and invalidate the capture): RELAXED for the
+ * duration, then the caller's mode back. */
+typedef struct gm_relaxed {
+    CUstreamCaptureMode saved;
+    bool active;
+} gm_relaxed_t;
+gm_relaxed_t gm_relaxed_begin(void);
+void gm_relaxed_end(gm_relaxed_t relaxed);
+
+#endif

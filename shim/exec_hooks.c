@@ -1,0 +1,234 @@
+/* Instantiation, launch, upload and destruction of graphs holding graphmem allocations; graphs
+ * without any pass straight through. */
+#include <string.h>
+
+#include "driver.h"
+#include "engine_glue.h"
+#include "options.h"
+#include "stats.h"
+#include "streams.h"
+#include "topology.h"
+
+#define GM_INSTANTIATE_FLAG_AUTO_FREE 1ull
+#define GM_INSTANTIATE_FLAG_UPLOAD 2ull
+#define GM_INSTANTIATE_FLAG_DEVICE_LAUNCH 4ull
+
+typedef struct instantiation {
+    gm_engine_t *engine; /* NULL: not ours, forward unchanged */
+    gm_topology_buf_t topology;
+} instantiation_t;
+
+/* Before the driver instantiates: the restrictions the driver puts on memory nodes, then the
+ * topology (read now, while the graph is known to be unchanged). */
+static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
+                        CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    inst->engine = NULL;
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || graph == NULL)
+        return CUDA_SUCCESS;
+    uint64_t key = (uint64_t)(uintptr_t)graph;
+    bool markers = gm_engine_graph_has_markers(engine, key);
+    if (!markers) {
+        if (gm_conditional_bodies_have_markers(engine, graph))
+            return CUDA_ERROR_INVALID_VALUE; /* memory nodes in a conditional body */
+        return CUDA_SUCCESS;
+    }
+    if (gm_engine_graph_instantiated(engine, key))
+        return CUDA_ERROR_NOT_SUPPORTED; /* one exec at a time for graphs with memory nodes */
+    if (flags & GM_INSTANTIATE_FLAG_DEVICE_LAUNCH) {
+        if (params != NULL)
+            params->result_out = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (gm_conditional_bodies_have_markers(engine, graph))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = gm_topology_read(graph, &inst->topology);
+    if (r != CUDA_SUCCESS)
+        return r;
+    inst->engine = engine;
+    return CUDA_SUCCESS;
+}
+
+/* After the driver made the exec: plan it; on failure the exec is destroyed again so the caller
+ * sees one clean error. */
+static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CUgraphExec *exec,
+                       unsigned long long flags, CUstream upload_stream) {
+    if (inst->engine == NULL)
+        return result;
+    if (result == CUDA_SUCCESS) {
+        gm_relaxed_t relaxed = gm_relaxed_begin();
+        uint64_t key = (uint64_t)(uintptr_t)*exec;
+        unsigned engine_flags = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
+        gm_status_t status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
+                                                   &inst->topology.view, key, engine_flags);
+        if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
+            uint64_t stream = gm_stream_key(upload_stream, false);
+            status = gm_engine_launch_begin(inst->engine, key, stream, true);
+            if (status == GM_OK)
+                gm_engine_launch_end(inst->engine, key, stream, true, true);
+            if (status != GM_OK)
+                gm_engine_exec_destroyed(inst->engine, key);
+        }
+        gm_relaxed_end(relaxed);
+        if (status != GM_OK) {
+            gm_real.cuGraphExecDestroy(*exec);
+            result = gm_cuda_result(status);
+        } else {
+            gm_stat_add(GM_STAT_instantiations, 1);
+        }
+    }
+    gm_topology_free(&inst->topology);
+    return result;
+}
+
+CUresult gm_hook_cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                    CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize) {
+    instantiation_t inst;
+    CUresult r = prepare(hGraph, 0, &inst, NULL);
+    if (r != CUDA_SUCCESS || phGraphExec == NULL)
+        return r != CUDA_SUCCESS ? r
+                                 : gm_real.cuGraphInstantiate(phGraphExec, hGraph, phErrorNode,
+                                                              logBuffer, bufferSize);
+    r = gm_real.cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+    return finish(&inst, hGraph, r, phGraphExec, 0, NULL);
+}
+
+CUresult gm_hook_cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                       CUgraphNode *phErrorNode, char *logBuffer,
+                                       size_t bufferSize) {
+    instantiation_t inst;
+    CUresult r = prepare(hGraph, 0, &inst, NULL);
+    if (r != CUDA_SUCCESS || phGraphExec == NULL)
+        return r != CUDA_SUCCESS ? r
+                                 : gm_real.cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode,
+                                                                 logBuffer, bufferSize);
+    r = gm_real.cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+    return finish(&inst, hGraph, r, phGraphExec, 0, NULL);
+}
+
+CUresult gm_hook_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                             unsigned long long flags) {
+    instantiation_t inst;
+    CUresult r = prepare(hGraph, flags, &inst, NULL);
+    if (r != CUDA_SUCCESS || phGraphExec == NULL)
+        return r != CUDA_SUCCESS ? r
+                                 : gm_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
+    r = gm_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
+    return finish(&inst, hGraph, r, phGraphExec, flags, NULL);
+}
+
+static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,
+                                        CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    CUresult (*real)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *) =
+        ptsz ? gm_real.cuGraphInstantiateWithParams_ptsz : gm_real.cuGraphInstantiateWithParams;
+    if (params == NULL || phGraphExec == NULL)
+        return real(phGraphExec, hGraph, params);
+    instantiation_t inst;
+    CUresult r = prepare(hGraph, params->flags, &inst, params);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(phGraphExec, hGraph, params);
+    return finish(&inst, hGraph, r, phGraphExec, params->flags, params->hUploadStream);
+}
+
+CUresult gm_hook_cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
+    return instantiate_with_params(false, phGraphExec, hGraph, instantiateParams);
+}
+
+CUresult
+gm_hook_cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                          CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
+    return instantiate_with_params(true, phGraphExec, hGraph, instantiateParams);
+}
+
+/* ---- launch and upload ---------------------------------------------------------------------- */
+
+/* UAF_CHECK: after each launch, wait for it and unmap everything not unfreed, so any later access
+ * to a freed allocation faults. */
+static void uaf_after_launch(gm_engine_t *engine, CUstream stream, bool ptsz) {
+    (ptsz ? gm_drv.cuStreamSynchronize_ptsz : gm_drv.cuStreamSynchronize)(stream);
+    for (int d = 0; d < gm_glue_device_count(); d++)
+        gm_engine_trim(engine, d);
+}
+
+static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload) {
+    CUresult (*real)(CUgraphExec, CUstream) =
+        upload ? (ptsz ? gm_real.cuGraphUpload_ptsz : gm_real.cuGraphUpload)
+               : (ptsz ? gm_real.cuGraphLaunch_ptsz : gm_real.cuGraphLaunch);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    uint64_t key = (uint64_t)(uintptr_t)exec;
+    if (engine == NULL || !gm_engine_exec_known(engine, key))
+        return real(exec, stream);
+    uint64_t stream_key = gm_stream_key(stream, ptsz);
+    gm_relaxed_t relaxed = gm_relaxed_begin();
+    gm_status_t status = gm_engine_launch_begin(engine, key, stream_key, upload);
+    CUresult result = gm_cuda_result(status);
+    if (status == GM_OK) {
+        result = real(exec, stream);
+        gm_engine_launch_end(engine, key, stream_key, upload, result == CUDA_SUCCESS);
+        if (result == CUDA_SUCCESS) {
+            gm_stat_add(upload ? GM_STAT_uploads : GM_STAT_launches, 1);
+            if (!upload && gm_option_bool(GM_OPT_UAF_CHECK))
+                uaf_after_launch(engine, stream, ptsz);
+        }
+    }
+    gm_relaxed_end(relaxed);
+    return result;
+}
+
+CUresult gm_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+    return launch(hGraphExec, hStream, false, false);
+}
+
+CUresult gm_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+    return launch(hGraphExec, hStream, true, false);
+}
+
+CUresult gm_hook_cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+    return launch(hGraphExec, hStream, false, true);
+}
+
+CUresult gm_hook_cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+    return launch(hGraphExec, hStream, true, true);
+}
+
+/* ---- destruction ---------------------------------------------------------------------------- */
+
+CUresult gm_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
+    CUresult result = gm_real.cuGraphExecDestroy(hGraphExec);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (result == CUDA_SUCCESS && engine != NULL)
+        gm_engine_exec_destroyed(engine, (uint64_t)(uintptr_t)hGraphExec);
+    return result;
+}
+
+CUresult gm_hook_cuGraphDestroy(CUgraph hGraph) {
+    CUresult result = gm_real.cuGraphDestroy(hGraph);
+    if (result != CUDA_SUCCESS)
+        return result;
+    gm_conditional_forget(hGraph);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine != NULL)
+        gm_engine_graph_destroyed(engine, (uint64_t)(uintptr_t)hGraph);
+    return result;
+}
+
+static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine != NULL && stream != NULL && stream != CU_STREAM_LEGACY &&
+        stream != CU_STREAM_PER_THREAD) {
+        gm_relaxed_t relaxed = gm_relaxed_begin();
+        gm_engine_stream_destroyed(engine, gm_stream_key(stream, false));
+        gm_relaxed_end(relaxed);
+    }
+    return real(stream);
+}
+
+CUresult gm_hook_cuStreamDestroy(CUstream hStream) {
+    return stream_destroy(gm_real.cuStreamDestroy, hStream);
+}
+
+CUresult gm_hook_cuStreamDestroy_v2(CUstream hStream) {
+    return stream_destroy(gm_real.cuStreamDestroy_v2, hStream);
+}

@@ -1,0 +1,31 @@
+/* Markers: the empty nodes graphmem puts where the driver would have put memory nodes. */
+#ifndef GRAPHMEM_MARKERS_H
+#define GRAPHMEM_MARKERS_H
+
+#include "engine.h"
+#include "shim.h"
+
+/* Adds an empty node after `deps` (keeping their edge data when there is any). */
+CUresult gm_marker_add(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
+                       const CUgraphEdgeData *edge_data, size_t count);
+
+/* Markers among the ancestors of `deps`, found by a bounded backward search that stops at
+ * markers. Proves, online, that earlier frees come before a new allocation (engine.h). */
+#define GM_ANCESTOR_MAX 32
+typedef struct gm_ancestor_set {
+    uint64_t markers[GM_ANCESTOR_MAX];
+    gm_ancestors_t view;
+} gm_ancestor_set_t;
+
+void gm_find_ancestors(gm_engine_t *engine, const CUgraphNode *deps, size_t count,
+                       gm_ancestor_set_t *set);
+
+/* Pool properties graphmem can serve (plain device memory, no IPC handle types), for a pool
+ * created through cuMemPoolCreate or a device's default pool. */
+bool gm_pool_servable(CUmemoryPool pool, int device);
+void gm_pool_created(CUmemoryPool pool, const CUmemPoolProps *props);
+void gm_pool_destroyed(CUmemoryPool pool);
+/* The device a pool allocates on (its location), or -1 when unknown. */
+int gm_pool_device(CUmemoryPool pool);
+
+#endif
