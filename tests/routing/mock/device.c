@@ -400,3 +400,18 @@ GM_MOCK_API CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx) {
     *dev = 0;
     return CUDA_SUCCESS;
 }
+
+GM_MOCK_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+    GM_MOCK_CALL("cuDevicePrimaryCtxRelease");
+    CUresult rc = gm_mock_check_init();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    gm_mock_lock();
+    rc = primary_retained > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (primary_retained > 0)
+        primary_retained--;
+    gm_mock_unlock();
+    return rc;
+}

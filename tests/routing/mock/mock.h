@@ -28,37 +28,59 @@ void gm_mock_unlock(void);
 /* CUDA_ERROR_NOT_INITIALIZED until cuInit succeeded, like the driver. */
 CUresult gm_mock_check_init(void);
 
+/* Exports a legacy entry and its per-thread twin around one body, each logging its own name.
+ * The mock treats a NULL stream alike in both: no test captures on a default stream. */
+#define GM_MOCK_PAIR(name, params, args)                                                           \
+    GM_MOCK_API CUresult name params {                                                             \
+        GM_MOCK_CALL(#name);                                                                       \
+        return name##_impl args;                                                                   \
+    }                                                                                              \
+    GM_MOCK_API CUresult name##_ptsz params {                                                      \
+        GM_MOCK_CALL(#name "_ptsz");                                                               \
+        return name##_impl args;                                                                   \
+    }
+
 /* Capture bookkeeping shared by stream.c (capture state) and graph.c (nodes). */
 typedef struct gm_mock_node gm_mock_node_t;
 typedef struct gm_mock_graph gm_mock_graph_t;
 
+#define GM_MOCK_MAGIC_GRAPH 0x47524148u
+#define GM_MOCK_MAGIC_NODE 0x4e4f4445u
+#define GM_MOCK_MAGIC_EXEC 0x45584543u
+#define GM_MOCK_MAGIC_STREAM 0x5354524du
+
 struct gm_mock_node {
+    unsigned magic;
     CUgraphNodeType type;
     gm_mock_graph_t *graph;
     gm_mock_node_t *next; /* in graph->nodes */
     size_t ndeps;
     gm_mock_node_t **deps;
-    CUDA_MEM_ALLOC_NODE_PARAMS alloc; /* CU_GRAPH_NODE_TYPE_MEM_ALLOC */
-    CUdeviceptr free_ptr;             /* CU_GRAPH_NODE_TYPE_MEM_FREE */
+    CUDA_MEM_ALLOC_NODE_PARAMS_v1 alloc; /* CU_GRAPH_NODE_TYPE_MEM_ALLOC */
+    CUdeviceptr free_ptr;                /* CU_GRAPH_NODE_TYPE_MEM_FREE */
 };
 
 struct gm_mock_graph {
+    unsigned magic;
     gm_mock_node_t *nodes;
     size_t nnodes;
 };
 
+/* Graph helpers; the caller holds the lock. */
 gm_mock_graph_t *gm_mock_graph_new(void);
-/* Adds a node after deps; NULL when out of memory. Caller holds the lock. */
+void gm_mock_graph_free(gm_mock_graph_t *g);
+gm_mock_graph_t *gm_mock_graph_check(CUgraph g);
+/* Adds a node after deps: NULL with *err set when a dependency is not a node of g. */
 gm_mock_node_t *gm_mock_node_add(gm_mock_graph_t *g, CUgraphNodeType type, const CUgraphNode *deps,
-                                 size_t ndeps);
+                                 size_t ndeps, CUresult *err);
 
-/* Returns the capture graph of a stream that is actively capturing, else NULL. */
-gm_mock_graph_t *gm_mock_stream_capture(CUstream s, CUresult *err);
-/* Replaces the capture frontier of a capturing stream with one node. */
-void gm_mock_stream_set_frontier(CUstream s, gm_mock_node_t *node);
-const CUgraphNode *gm_mock_stream_frontier(CUstream s, size_t *n);
+/* Stream-ordered work on a stream: when it is capturing, adds a node of `type` after the
+ * capture frontier and makes it the frontier, returning it; NULL otherwise. *err is set when
+ * the stream is invalid or its capture is invalidated. Takes the lock itself. */
+gm_mock_node_t *gm_mock_stream_capture_node(CUstream s, CUgraphNodeType type, CUresult *err);
 
-/* Fake device addresses for graph and stream-ordered allocations: unique, never dereferenced. */
+/* Fake device addresses for graph and stream-ordered allocations: unique, never dereferenced.
+ * The caller holds the lock. */
 CUdeviceptr gm_mock_fake_address(size_t bytes);
 
 /* Export tables (export_table.c, handshake.c); the handshake hashes their addresses. */
