@@ -1,0 +1,138 @@
+/* Engine lifetime, attributes and reports. The other concerns live in engine_graph.c (records
+ * and markers), engine_exec.c (instantiation), engine_group.c (sharing and mapping),
+ * engine_launch.c (launch and outside frees) and engine_trim.c (what may be given back). */
+#include <stdlib.h>
+#include <time.h>
+
+#include "engine_internal.h"
+
+/* Address space is reserved this many pages at a time: 64 GiB at 2 MiB pages, so one
+ * reservation serves most processes, and small test granularities stay small. */
+#define GM_SLAB_PAGES 32768u
+
+uint64_t gm_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap)
+        return GM_OK;
+    uint64_t ncap = *cap ? *cap : 8;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > UINT32_MAX)
+        return GM_ERR_OUT_OF_MEMORY;
+    void *p = realloc(*array, ncap * elem);
+    if (!p)
+        return GM_ERR_OUT_OF_MEMORY;
+    *array = p;
+    *cap = (uint32_t)ncap;
+    return GM_OK;
+}
+
+gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_config_t *config) {
+    if (!backend || !config || !backend->granularity || config->device_count <= 0 ||
+        config->device_count > GM_MAX_DEVICES)
+        return NULL;
+    gm_engine_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    pthread_mutex_init(&e->lock, NULL);
+    e->backend = *backend;
+    e->config = *config;
+    e->page = backend->granularity;
+    uint64_t mh = config->max_handle < e->page ? e->page : config->max_handle;
+    e->config.max_handle = (mh + e->page - 1) / e->page * e->page;
+    e->pad = e->config.max_handle - e->page;
+    /* A chunk holds many small allocations; an allocation below small_limit always fits. */
+    uint64_t chunk = e->config.max_handle;
+    while (chunk < 16 * config->small_limit)
+        chunk *= 2;
+    e->chunk_bytes = chunk;
+    e->vas = gm_vaspace_create(&e->backend, GM_SLAB_PAGES * e->page);
+    bool ok = e->vas != NULL;
+    for (int d = 0; ok && d < config->device_count; d++) {
+        e->pools[d] =
+            gm_pool_create(&e->backend, d, config->max_reserved, config->release_threshold);
+        ok = e->pools[d] != NULL;
+    }
+    if (!ok) {
+        gm_engine_destroy(e);
+        return NULL;
+    }
+    return e;
+}
+
+void gm_engine_destroy(gm_engine_t *e) {
+    if (!e)
+        return;
+    gm_execs_destroy_all(e);
+    gm_graphs_destroy_all(e);
+    gm_groups_destroy_all(e);
+    for (int d = 0; d < e->config.device_count; d++)
+        gm_pool_destroy(e->pools[d]);
+    gm_vaspace_destroy(e->vas);
+    gm_map_fini(&e->nodes);
+    gm_map_fini(&e->addresses);
+    free(e->dead_reports);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+gm_status_t gm_engine_attr_get(gm_engine_t *e, int device, int attr, uint64_t *value) {
+    if (device < 0 || device >= e->config.device_count)
+        return GM_ERR_INVALID_DEVICE;
+    if (!value || attr < GM_ATTR_USED_CURRENT || attr > GM_ATTR_RESERVED_HIGH)
+        return GM_ERR_INVALID_VALUE;
+    pthread_mutex_lock(&e->lock);
+    if (e->config.uaf_check)
+        gm_uaf_poll(e);
+    gm_pool_stats_t s = gm_pool_stats(e->pools[device]);
+    pthread_mutex_unlock(&e->lock);
+    const uint64_t values[] = {s.used, s.used_high, s.reserved, s.reserved_high};
+    *value = values[attr];
+    return GM_OK;
+}
+
+gm_status_t gm_engine_attr_set(gm_engine_t *e, int device, int attr, uint64_t value) {
+    if (device < 0 || device >= e->config.device_count)
+        return GM_ERR_INVALID_DEVICE;
+    if (value != 0 || (attr != GM_ATTR_USED_HIGH && attr != GM_ATTR_RESERVED_HIGH))
+        return GM_ERR_INVALID_VALUE; /* "High watermark can only be reset to zero" (§A10.3) */
+    pthread_mutex_lock(&e->lock);
+    if (attr == GM_ATTR_USED_HIGH)
+        gm_pool_reset_used_high(e->pools[device]);
+    else
+        gm_pool_reset_reserved_high(e->pools[device]);
+    pthread_mutex_unlock(&e->lock);
+    return GM_OK;
+}
+
+static uint64_t mapped_bytes(const gm_exec_t *x) {
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < x->part_count; i++) {
+        const gm_part_t *p = x->parts[i];
+        for (uint32_t k = 0; k < p->shared_maps.count; k++)
+            sum += gm_handle_bytes(p->shared_maps.maps[k].handle);
+        for (uint32_t k = 0; k < p->escape_maps.count; k++)
+            sum += gm_handle_bytes(p->escape_maps.maps[k].handle);
+    }
+    return sum;
+}
+
+void gm_engine_report(gm_engine_t *e, void (*fn)(const gm_exec_report_t *, void *), void *arg) {
+    pthread_mutex_lock(&e->lock);
+    uint32_t pos = 0;
+    void *v;
+    while (gm_map_next(&e->execs, &pos, NULL, &v)) {
+        gm_exec_t *x = v;
+        gm_exec_report_t r = x->report;
+        r.mapped_bytes = mapped_bytes(x);
+        fn(&r, arg);
+    }
+    for (uint32_t i = 0; i < e->dead_count; i++)
+        fn(&e->dead_reports[i], arg);
+    pthread_mutex_unlock(&e->lock);
+}

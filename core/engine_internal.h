@@ -1,0 +1,209 @@
+/* The engine's objects and the functions its files share. Private to core/engine*.c.
+ *
+ * Ownership:
+ * - record: one graph allocation. Kept while its node lives (owner graph), while an exec plans
+ *   it (exec_refs), or while it is live (made by a launch, not freed). Holds its VA window: its
+ *   own (large) or a reference on a shared chunk window (small).
+ * - marker: an alloc marker is embedded in its record; free markers belong to their graph.
+ * - part: what one exec needs on one device: plan, items (VA windows to map), escape arena,
+ *   current mappings. Outlives its exec while its memory is mapped or its allocations are live.
+ * - group: the sharing unit of a device: one arena of handles mapped by all member parts. */
+#ifndef GRAPHMEM_ENGINE_INTERNAL_H
+#define GRAPHMEM_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "engine.h"
+#include "engine_map.h"
+#include "pack.h"
+#include "plan.h"
+#include "pool.h"
+#include "vaspace.h"
+
+#define GM_PACK_ALIGN 256u /* cudaMallocAsync's alignment guarantee */
+
+typedef struct gm_graph gm_graph_t;
+typedef struct gm_record gm_record_t;
+typedef struct gm_part gm_part_t;
+typedef struct gm_group gm_group_t;
+typedef struct gm_exec gm_exec_t;
+
+/* Frees proven to come before a marker: sorted record ids. */
+typedef struct gm_idset {
+    uint64_t *ids;
+    uint32_t count;
+} gm_idset_t;
+
+typedef struct gm_marker {
+    gm_marker_kind_t kind;
+    gm_record_t *record;
+    gm_graph_t *graph;
+    uint64_t node; /* 0 until attached */
+    gm_idset_t before;
+} gm_marker_t;
+
+/* A padded window of small allocations of one packer. */
+typedef struct gm_chunk {
+    uint64_t base, bytes, va; /* va = base + pad: where the packer's offsets start */
+    uint32_t refs;            /* records placed in it, +1 while its packer lives */
+} gm_chunk_t;
+
+typedef struct gm_packer {
+    gm_pack_t *pack;
+    int device;
+    uint64_t access_mask;
+    gm_chunk_t **chunks;
+    uint32_t chunk_count;
+    gm_record_t **ids; /* pack id -> record (NULL once forgotten) */
+    uint32_t id_count, id_cap;
+    struct gm_packer *next;
+} gm_packer_t;
+
+struct gm_record {
+    uint64_t id, va;
+    gm_alloc_params_t params;
+    gm_graph_t *owner; /* NULL once its graph is gone */
+    gm_marker_t alloc;
+    gm_chunk_t *chunk; /* small: its chunk; NULL: own window [win_base, +win_bytes) */
+    uint64_t win_base, win_bytes;
+    uint64_t chunk_offset;
+    gm_packer_t *packer;
+    uint32_t pack_id;
+    gm_marker_t *free_marker;  /* free node in the owner graph */
+    gm_marker_t *foreign_free; /* free node in another graph */
+    bool freed_in_owner;       /* stays set after the owner graph is gone */
+    uint32_t exec_refs;
+    bool live;
+    gm_part_t *live_part; /* whose escape arena backs it */
+    gm_record_t *va_next; /* records sharing this address (reuse inside one graph) */
+};
+
+struct gm_graph {
+    uint64_t key;
+    gm_record_t **records;
+    uint32_t record_count, record_cap;
+    gm_marker_t **frees;
+    uint32_t free_count, free_cap;
+    gm_marker_t *pending_free;
+    gm_packer_t *packers;
+    gm_exec_t *exec;
+};
+
+typedef struct gm_item {
+    uint64_t va; /* where arena page `arena_page` is mapped */
+    uint64_t pages, arena_page;
+    bool escaping;
+    uint64_t access_mask;
+} gm_item_t;
+
+typedef struct gm_mapping {
+    gm_handle_t *handle;
+    uint64_t va;
+} gm_mapping_t;
+
+typedef struct gm_maplist {
+    gm_mapping_t *maps;
+    uint32_t count, cap;
+    bool mapped; /* every mapping the items need is in place */
+} gm_maplist_t;
+
+/* A stream on which a free of one of the part's allocations was enqueued; the fence is recorded
+ * when first needed (or when the stream goes away). */
+typedef struct gm_free_point {
+    uint64_t stream, fence;
+} gm_free_point_t;
+
+struct gm_part {
+    gm_exec_t *exec;
+    int device;
+    gm_plan_t plan;
+    gm_item_t *items;
+    uint32_t item_count;
+    gm_record_t **records; /* its allocations */
+    uint32_t record_count;
+    gm_record_t **escaping; /* those not freed in the graph: live after each launch */
+    uint32_t escaping_count;
+    uint64_t plan_ns;
+    gm_group_t *group;
+    gm_part_t *group_next;
+    gm_arena_t escape;
+    gm_maplist_t shared_maps, escape_maps;
+    uint32_t unfreed;
+    gm_free_point_t *points;
+    uint32_t point_count, point_cap;
+    /* GPU progress: launched on run_stream and not yet proven finished. */
+    bool running;
+    uint64_t run_stream, run_fence;
+    bool mapped_once;
+    bool busy; /* being mapped: a trim for room must leave it alone */
+    gm_part_t *all_next, *all_prev;
+};
+
+struct gm_group {
+    int device;
+    uint64_t stream;      /* key in the device's group map; GM_NO_STREAM when private */
+    uint64_t last_stream; /* where its latest user ran */
+    uint64_t last_fence;  /* set when last_stream was destroyed: stands for it */
+    gm_part_t *last_part;
+    bool in_map; /* false: a private group (no_alias) */
+    gm_arena_t arena;
+    gm_part_t *members;
+    uint32_t member_count;
+};
+
+struct gm_exec {
+    uint64_t key;
+    gm_graph_t *graph;
+    unsigned flags;
+    gm_part_t **parts;
+    uint32_t part_count;
+    gm_record_t **foreign; /* allocations of other graphs its launches free */
+    uint32_t foreign_count;
+    bool destroyed;
+    gm_exec_report_t report; /* counters; bytes are filled when reported */
+};
+
+struct gm_engine {
+    pthread_mutex_t lock;
+    gm_backend_t backend;
+    gm_engine_config_t config;
+    uint64_t page, pad, chunk_bytes;
+    gm_vaspace_t *vas;
+    gm_pool_t *pools[GM_MAX_DEVICES];
+    gm_map_t graphs, nodes, execs, addresses; /* addresses: va -> first record of its chain */
+    gm_map_t groups[GM_MAX_DEVICES];          /* stream -> group */
+    gm_part_t *parts;                         /* every part, alive exec or not */
+    uint64_t next_record_id;
+    gm_exec_report_t *dead_reports;
+    uint32_t dead_count, dead_cap;
+};
+
+/* engine.c */
+uint64_t gm_now_ns(void);
+gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem);
+
+/* engine_graph.c */
+gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create);
+void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */
+void gm_graphs_destroy_all(gm_engine_t *e);
+
+/* engine_exec.c */
+void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p);
+void gm_execs_destroy_all(gm_engine_t *e);
+
+/* engine_group.c: sharing groups, and mapping parts into them and their escape arenas */
+gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p);
+/* Joins the group for a launch on `stream` and orders the launch after the group's last user. */
+gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream);
+void gm_part_unmap_shared(gm_engine_t *e, gm_part_t *p);
+void gm_part_unmap_escape(gm_engine_t *e, gm_part_t *p);
+void gm_groups_destroy_all(gm_engine_t *e);
+void gm_group_leave(gm_engine_t *e, gm_part_t *p);
+
+/* engine_trim.c */
+bool gm_part_idle(gm_engine_t *e, gm_part_t *p, bool wait);
+bool gm_part_points_done(gm_engine_t *e, gm_part_t *p);
+void gm_trim_device(gm_engine_t *e, int device);
+void gm_uaf_poll(gm_engine_t *e);
+
+#endif

@@ -1,0 +1,29 @@
+/* A hash map from 64-bit keys (graph, node, exec, stream handles, addresses) to pointers: open
+ * addressing with linear probing, so a lookup on the launch path is a few loads and no call. */
+#ifndef GRAPHMEM_ENGINE_MAP_H
+#define GRAPHMEM_ENGINE_MAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef struct gm_map {
+    uint64_t *keys;
+    void **values;
+    uint8_t *state;            /* 0 empty, 1 full, 2 deleted */
+    uint32_t cap, count, used; /* used = full + deleted */
+} gm_map_t;
+
+void gm_map_fini(gm_map_t *map);
+void *gm_map_get(const gm_map_t *map, uint64_t key);
+/* Inserts or replaces. GM_ERR_OUT_OF_MEMORY when the table cannot grow (nothing changes). */
+gm_status_t gm_map_put(gm_map_t *map, uint64_t key, void *value);
+/* Makes sure the next `n` insertions of new keys cannot fail. */
+gm_status_t gm_map_reserve(gm_map_t *map, uint32_t n);
+void *gm_map_remove(gm_map_t *map, uint64_t key);
+
+/* Iteration: `*pos` starts at 0; returns false at the end. Removing the current entry is safe. */
+bool gm_map_next(const gm_map_t *map, uint32_t *pos, uint64_t *key_out, void **value_out);
+
+#endif
