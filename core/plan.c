@@ -220,7 +220,8 @@ static gm_status_t place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
         gm_place_input_t pin = {w->m, pages, w->group_conflict, gm_bits_words(w->m), start};
         st = gm_place(&pin, offset, &plan->shared.pages);
         for (uint32_t g = 0; g < w->m && st == GM_OK; g++)
-            plan->items[w->group_item[g]].arena_page = offset[g];
+            if (pages[g] > 0)
+                plan->items[w->group_item[g]].arena_page = offset[g];
     }
     free(pages);
     free(start);
