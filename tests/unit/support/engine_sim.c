@@ -1,0 +1,248 @@
+#include "engine_sim.h"
+
+#include "check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SIM_PAGE (64u << 10)
+
+gm_engine_config_t sim_default_config(void) {
+    return (gm_engine_config_t){
+        .device_count = 2,
+        .small_limit = 16u << 10,
+        .max_handle = 4 * SIM_PAGE,
+        .max_reserved = 0,
+        .release_threshold = UINT64_MAX,
+        .cross_stream = GM_CROSS_STREAM_SERIALIZE,
+    };
+}
+
+uint64_t sim_page(void) {
+    return SIM_PAGE;
+}
+
+bool sim_init(sim_t *s, const gm_engine_config_t *config) {
+    memset(s, 0, sizeof *s);
+    s->config = config ? *config : sim_default_config();
+    s->hb = host_backend_create(SIM_PAGE, s->config.device_count);
+    if (!s->hb)
+        return false;
+    s->engine = gm_engine_create(host_backend_ops(s->hb), &s->config);
+    s->next_key = 0x1000;
+    return s->engine != NULL;
+}
+
+bool sim_fini(sim_t *s) {
+    gm_engine_destroy(s->engine);
+    bool clean = host_backend_check_clean(s->hb);
+    host_backend_destroy(s->hb);
+    return clean;
+}
+
+void sim_graph_init(sim_t *s, sim_graph_t *g) {
+    memset(g, 0, sizeof *g);
+    g->key = s->next_key++;
+}
+
+static uint32_t add_node(sim_t *s, sim_graph_t *g, sim_kind_t kind, const uint32_t *deps,
+                         uint32_t n) {
+    uint32_t i = g->node_count++;
+    g->nodes[i] = s->next_key++;
+    g->kind[i] = kind;
+    for (uint32_t k = 0; k < n; k++) {
+        g->edge_from[g->edge_count] = deps[k];
+        g->edge_to[g->edge_count++] = i;
+    }
+    return i;
+}
+
+/* Markers among the ancestors of a would-be node with these deps, searching backwards and
+ * stopping at markers, as the shim does. */
+static uint32_t find_ancestors(const sim_graph_t *g, const uint32_t *deps, uint32_t n,
+                               uint64_t *out) {
+    bool seen[SIM_MAX_NODES] = {false};
+    uint32_t stack[SIM_MAX_NODES], top = 0, count = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (!seen[deps[k]]) {
+            seen[deps[k]] = true;
+            stack[top++] = deps[k];
+        }
+    while (top) {
+        uint32_t v = stack[--top];
+        if (g->kind[v] != SIM_PLAIN) {
+            out[count++] = g->nodes[v];
+            continue;
+        }
+        for (uint32_t e = 0; e < g->edge_count; e++)
+            if (g->edge_to[e] == v && !seen[g->edge_from[e]]) {
+                seen[g->edge_from[e]] = true;
+                stack[top++] = g->edge_from[e];
+            }
+    }
+    return count;
+}
+
+uint32_t sim_plain(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n) {
+    return add_node(s, g, SIM_PLAIN, deps, n);
+}
+
+uint32_t sim_alloc_on(sim_t *s, sim_graph_t *g, const gm_alloc_params_t *params,
+                      const uint32_t *deps, uint32_t n) {
+    uint64_t markers[SIM_MAX_NODES];
+    gm_ancestors_t anc = {markers, find_ancestors(g, deps, n, markers)};
+    uint64_t va = 0;
+    if (gm_engine_alloc_create(s->engine, g->key, params, &anc, &va) != GM_OK)
+        return UINT32_MAX;
+    uint32_t i = add_node(s, g, SIM_ALLOC, deps, n);
+    g->va[i] = va;
+    g->size[i] = params->size;
+    gm_engine_alloc_attach(s->engine, va, g->nodes[i]);
+    return i;
+}
+
+uint32_t sim_alloc(sim_t *s, sim_graph_t *g, uint64_t size, const uint32_t *deps, uint32_t n) {
+    gm_alloc_params_t p = {.device = 0, .size = size};
+    return sim_alloc_on(s, g, &p, deps, n);
+}
+
+uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, uint32_t n,
+                  gm_status_t *st) {
+    uint64_t markers[SIM_MAX_NODES];
+    gm_ancestors_t anc = {markers, find_ancestors(g, deps, n, markers)};
+    gm_status_t r = gm_engine_free_create(s->engine, g->key, va, &anc);
+    if (st)
+        *st = r;
+    if (r != GM_OK)
+        return UINT32_MAX;
+    uint32_t i = add_node(s, g, SIM_FREE, deps, n);
+    g->va[i] = va;
+    gm_engine_free_attach(s->engine, g->key, va, g->nodes[i]);
+    return i;
+}
+
+gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags) {
+    gm_topology_t t = {g->node_count, g->nodes, g->edge_count, g->edge_from, g->edge_to};
+    return gm_engine_instantiate(s->engine, g->key, &t, exec, flags);
+}
+
+static gm_status_t run(sim_t *s, uint64_t exec, uint64_t stream, bool upload) {
+    gm_status_t st = gm_engine_launch_begin(s->engine, exec, stream, upload);
+    if (st == GM_OK)
+        host_backend_submit(s->hb, stream);
+    gm_engine_launch_end(s->engine, exec, stream, upload, st == GM_OK);
+    return st;
+}
+
+gm_status_t sim_launch(sim_t *s, uint64_t exec, uint64_t stream) {
+    return run(s, exec, stream, false);
+}
+
+gm_status_t sim_upload(sim_t *s, uint64_t exec, uint64_t stream) {
+    return run(s, exec, stream, true);
+}
+
+static void fill(uint64_t va, uint64_t size, uint64_t pattern) {
+    unsigned char *p = (unsigned char *)(uintptr_t)va;
+    for (uint64_t i = 0; i < size; i++)
+        p[i] = (unsigned char)(pattern >> (8 * (i % 8)));
+}
+
+static bool intact(uint64_t va, uint64_t size, uint64_t pattern) {
+    const unsigned char *p = (const unsigned char *)(uintptr_t)va;
+    for (uint64_t i = 0; i < size; i++) {
+        if (p[i] != (unsigned char)(pattern >> (8 * (i % 8)))) {
+            fprintf(stderr, "sim: allocation at %#llx (%llu bytes) clobbered at byte %llu\n",
+                    (unsigned long long)va, (unsigned long long)size, (unsigned long long)i);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool live_drop(sim_t *s, uint64_t va) {
+    for (uint32_t i = 0; i < s->live_count; i++) {
+        if (s->live_va[i] == va) {
+            s->live_count--;
+            s->live_va[i] = s->live_va[s->live_count];
+            s->live_size[i] = s->live_size[s->live_count];
+            s->live_pattern[i] = s->live_pattern[s->live_count];
+        }
+    }
+    return true;
+}
+
+bool sim_run_data(sim_t *s, const sim_graph_t *g, uint64_t *rng) {
+    uint32_t indeg[SIM_MAX_NODES] = {0};
+    uint64_t pattern[SIM_MAX_NODES] = {0};
+    bool done[SIM_MAX_NODES] = {false}, ok = true;
+    for (uint32_t e = 0; e < g->edge_count; e++)
+        indeg[g->edge_to[e]]++;
+    for (uint32_t step = 0; step < g->node_count; step++) {
+        /* Pick a ready node: alloc before plain before free (or random). */
+        uint32_t pick = UINT32_MAX, ready = 0;
+        for (uint32_t v = 0; v < g->node_count; v++) {
+            if (done[v] || indeg[v])
+                continue;
+            ready++;
+            if (rng) {
+                if (gm_rand(rng) % ready == 0)
+                    pick = v;
+            } else if (pick == UINT32_MAX || g->kind[v] < g->kind[pick] ||
+                       (g->kind[v] == SIM_ALLOC && g->kind[pick] != SIM_ALLOC)) {
+                pick = v;
+            }
+        }
+        if (pick == UINT32_MAX)
+            return false; /* a cycle: not a DAG */
+        done[pick] = true;
+        for (uint32_t e = 0; e < g->edge_count; e++)
+            if (g->edge_from[e] == pick)
+                indeg[g->edge_to[e]]--;
+        if (g->kind[pick] == SIM_ALLOC) {
+            pattern[pick] = 0x9e3779b97f4a7c15ull * ++s->pattern_seq;
+            fill(g->va[pick], g->size[pick], pattern[pick]);
+        } else if (g->kind[pick] == SIM_FREE) {
+            /* The allocation at that address that is live now (earlier ones sharing the address
+             * were freed already and hold pattern 0). */
+            for (uint32_t a = 0; a < g->node_count; a++) {
+                if (g->kind[a] == SIM_ALLOC && g->va[a] == g->va[pick] && pattern[a]) {
+                    ok = intact(g->va[a], g->size[a], pattern[a]) && ok;
+                    pattern[a] = 0;
+                }
+            }
+            ok = sim_forget_live(s, g->va[pick]) && ok; /* an allocation of another graph */
+        }
+    }
+    for (uint32_t a = 0; a < g->node_count; a++) {
+        if (g->kind[a] != SIM_ALLOC || !pattern[a])
+            continue;
+        live_drop(s, g->va[a]); /* AutoFreeOnLaunch relaunch: the old one is gone */
+        s->live_va[s->live_count] = g->va[a];
+        s->live_size[s->live_count] = g->size[a];
+        s->live_pattern[s->live_count++] = pattern[a];
+    }
+    for (uint32_t i = 0; i < s->live_count; i++)
+        ok = intact(s->live_va[i], s->live_size[i], s->live_pattern[i]) && ok;
+    return ok;
+}
+
+bool sim_forget_live(sim_t *s, uint64_t va) {
+    for (uint32_t i = 0; i < s->live_count; i++) {
+        if (s->live_va[i] == va) {
+            bool ok = intact(s->live_va[i], s->live_size[i], s->live_pattern[i]);
+            s->live_count--;
+            s->live_va[i] = s->live_va[s->live_count];
+            s->live_size[i] = s->live_size[s->live_count];
+            s->live_pattern[i] = s->live_pattern[s->live_count];
+            return ok;
+        }
+    }
+    return true;
+}
+
+uint64_t sim_attr(sim_t *s, int attr) {
+    uint64_t v = UINT64_MAX;
+    gm_engine_attr_get(s->engine, 0, attr, &v);
+    return v;
+}

@@ -1,0 +1,70 @@
+/* What the shim does, played by tests against the engine over the host backend: graphs of
+ * plain, alloc and free nodes built through the engine's marker API (ancestors found the way the
+ * shim finds them), instantiation from the topology, launches that submit simulated work, and a
+ * data check that runs each launched graph on the host through the real mappings. */
+#ifndef GRAPHMEM_TEST_ENGINE_SIM_H
+#define GRAPHMEM_TEST_ENGINE_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "host_backend.h"
+
+#define SIM_MAX_NODES 256
+
+typedef enum sim_kind { SIM_PLAIN, SIM_ALLOC, SIM_FREE } sim_kind_t;
+
+typedef struct sim_graph {
+    uint64_t key;
+    uint32_t node_count, edge_count;
+    uint64_t nodes[SIM_MAX_NODES];
+    sim_kind_t kind[SIM_MAX_NODES];
+    uint64_t va[SIM_MAX_NODES], size[SIM_MAX_NODES];
+    uint32_t edge_from[4 * SIM_MAX_NODES], edge_to[4 * SIM_MAX_NODES];
+} sim_graph_t;
+
+typedef struct sim {
+    host_backend_t *hb;
+    gm_engine_t *engine;
+    gm_engine_config_t config;
+    uint64_t next_key;
+    uint64_t pattern_seq;
+    /* Allocations live outside their graph run (escaped): address, size, pattern. */
+    uint64_t live_va[1024], live_size[1024], live_pattern[1024];
+    uint32_t live_count;
+} sim_t;
+
+/* A config with small numbers: 64 KiB pages, 4-page handles, 16 KiB small limit. */
+gm_engine_config_t sim_default_config(void);
+uint64_t sim_page(void);
+bool sim_init(sim_t *s, const gm_engine_config_t *config);
+/* Destroys the engine and checks the backend was left clean; returns that verdict. */
+bool sim_fini(sim_t *s);
+
+void sim_graph_init(sim_t *s, sim_graph_t *g);
+/* Adds a node depending on deps; returns its index or UINT32_MAX when the engine refused. */
+uint32_t sim_plain(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n);
+uint32_t sim_alloc(sim_t *s, sim_graph_t *g, uint64_t size, const uint32_t *deps, uint32_t n);
+uint32_t sim_alloc_on(sim_t *s, sim_graph_t *g, const gm_alloc_params_t *params,
+                      const uint32_t *deps, uint32_t n);
+/* A free of `va` in g; returns the engine's verdict through *st. */
+uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, uint32_t n,
+                  gm_status_t *st);
+gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags);
+
+/* launch_begin, one submitted item on the stream, launch_end. */
+gm_status_t sim_launch(sim_t *s, uint64_t exec, uint64_t stream);
+gm_status_t sim_upload(sim_t *s, uint64_t exec, uint64_t stream);
+/* Runs g on the host as its launch would: writes a fresh pattern into each allocation when its
+ * alloc node runs, checks it when its free node runs, keeps escaping ones in the live list, and
+ * checks every live allocation afterwards. Nodes run in an order that keeps as many allocations
+ * live at once as possible (allocs early, frees late), or a random order when rng != NULL.
+ * Returns false (and prints) on a clobbered byte. */
+bool sim_run_data(sim_t *s, const sim_graph_t *g, uint64_t *rng);
+/* Checks and forgets the live pattern of va (freed outside). */
+bool sim_forget_live(sim_t *s, uint64_t va);
+
+uint64_t sim_attr(sim_t *s, int attr);
+
+#endif

@@ -1,0 +1,288 @@
+/* Engine scenarios from the graph-memory documentation: building graphs, validating frees,
+ * instantiating, launching, escaping allocations and the relaunch rules. */
+#include "check.h"
+#include "engine_sim.h"
+
+#define MiB (1ull << 20)
+#define S1 0x51
+#define S2 0x52
+
+/* Explicit alloc -> kernel -> free; addresses fixed and distinct; markers introspectable. */
+static void test_explicit_alloc_free(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
+    REQUIRE(a != UINT32_MAX);
+    uint32_t k = sim_plain(&s, &g, &a, 1);
+    gm_status_t st;
+    uint32_t f = sim_free(&s, &g, g.va[a], &k, 1, &st);
+    REQUIRE(f != UINT32_MAX);
+    CHECK(gm_engine_owns(s.engine, g.va[a]));
+    CHECK(!gm_engine_owns(s.engine, g.va[a] + 1));
+    CHECK(gm_engine_graph_has_markers(s.engine, g.key));
+    gm_marker_info_t info;
+    CHECK_EQ_INT(gm_engine_marker(s.engine, g.nodes[a], &info), GM_MARKER_ALLOC);
+    CHECK_EQ_U64(info.va, g.va[a]);
+    CHECK_EQ_U64(info.params.size, 1 * MiB);
+    CHECK_EQ_INT(gm_engine_marker(s.engine, g.nodes[f], &info), GM_MARKER_FREE);
+    CHECK_EQ_U64(info.va, g.va[a]);
+    CHECK_EQ_INT(gm_engine_marker(s.engine, g.nodes[k], NULL), GM_MARKER_NONE);
+
+    /* Semantics §A2.1: freeing twice or a foreign address is refused. */
+    CHECK(sim_free(&s, &g, g.va[a], &f, 1, &st) == UINT32_MAX);
+    CHECK_EQ_INT(st, GM_ERR_INVALID_VALUE);
+    sim_free(&s, &g, 0x1234, NULL, 0, &st);
+    CHECK_EQ_INT(st, GM_ERR_INVALID_VALUE);
+
+    /* Instantiation maps nothing (A5.2); the first launch maps (A6.5), Used = Reserved. */
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    CHECK(gm_engine_exec_known(s.engine, 0xE1));
+    CHECK(gm_engine_graph_instantiated(s.engine, g.key));
+    CHECK_EQ_INT(sim_instantiate(&s, &g, 0xE2, 0), GM_ERR_NOT_SUPPORTED);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
+    CHECK(sim_run_data(&s, &g, NULL));
+    /* Freed inside its graph: never live, so an outside free is refused (A8.3). */
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], GM_NO_STREAM), GM_ERR_INVALID_VALUE);
+    /* Relaunch on the same stream: no backend call at all. */
+    host_backend_reset_calls(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    for (int op = 0; op < HOST_OP_COUNT; op++)
+        CHECK_EQ_U64(host_backend_calls(s.hb, (host_op_t)op), 0);
+    CHECK(gm_engine_launch_begin(s.engine, 0xBAD, S1, false) == GM_ERR_INVALID_VALUE);
+
+    gm_engine_graph_destroyed(s.engine, g.key); /* the exec keeps working (A9.2) */
+    CHECK(!gm_engine_owns(s.engine, g.va[a]));
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    gm_engine_exec_destroyed(s.engine, 0xE1);
+    CHECK(!gm_engine_exec_known(s.engine, 0xE1));
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB); /* until a trim (A9.3) */
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_HIGH), 1 * MiB);
+    CHECK(sim_fini(&s));
+}
+
+/* Fork/join: two branches' allocations are live together and must not share memory; a later
+ * allocation after the join reuses the address of a freed one (A1.11). */
+static void test_fork_join(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t root = sim_plain(&s, &g, NULL, 0);
+    uint32_t a = sim_alloc(&s, &g, 2 * MiB, &root, 1);
+    uint32_t b = sim_alloc(&s, &g, 3 * MiB, &root, 1);
+    uint32_t ka = sim_plain(&s, &g, &a, 1), kb = sim_plain(&s, &g, &b, 1);
+    uint32_t fa = sim_free(&s, &g, g.va[a], &ka, 1, NULL);
+    uint32_t fb = sim_free(&s, &g, g.va[b], &kb, 1, NULL);
+    uint32_t join[2] = {fa, fb};
+    uint32_t j = sim_plain(&s, &g, join, 2);
+    uint32_t c = sim_alloc(&s, &g, 4 * MiB, &j, 1);
+    uint32_t kc = sim_plain(&s, &g, &c, 1);
+    sim_free(&s, &g, g.va[c], &kc, 1, NULL);
+    /* Small ones: the second reuses the first's bytes only after its free. */
+    uint32_t x = sim_alloc(&s, &g, 1000, &kc, 1);
+    uint32_t fx = sim_free(&s, &g, g.va[x], &x, 1, NULL);
+    uint32_t y = sim_alloc(&s, &g, 1000, &fx, 1);
+    uint32_t z = sim_alloc(&s, &g, 1000, &y, 1);
+    CHECK_EQ_U64(g.va[y], g.va[x]);
+    CHECK(g.va[z] != g.va[y]);
+    uint32_t fyz[2];
+    fyz[0] = sim_free(&s, &g, g.va[y], &z, 1, NULL);
+    fyz[1] = sim_free(&s, &g, g.va[z], &z, 1, NULL);
+    CHECK(fyz[0] != UINT32_MAX && fyz[1] != UINT32_MAX);
+    CHECK(g.va[a] != g.va[b] && g.va[b] != g.va[c] && g.va[a] != g.va[c]);
+
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+    uint64_t used = sim_attr(&s, GM_ATTR_USED_CURRENT);
+    /* a and b overlap (5 MiB); c after both: the lower bound is 5 MiB plus the small chunk. */
+    CHECK(used >= 5 * MiB);
+    CHECK(used <= 5 * MiB + 4 * sim_page());
+    CHECK(sim_run_data(&s, &g, NULL));
+    uint64_t rng = 3;
+    for (int i = 0; i < 8; i++) {
+        REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+        CHECK(sim_run_data(&s, &g, &rng));
+    }
+    CHECK(sim_fini(&s));
+}
+
+/* An allocation escapes, is used by a later graph and freed outside (A8.1, A8.2, A6.1). */
+static void test_escape_and_relaunch_rules(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g, h;
+    sim_graph_init(&s, &g);
+    sim_graph_init(&s, &h);
+    uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
+    uint64_t va = g.va[a];
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    /* Not launched yet: not live, an outside free is refused (A8.6). */
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_ERR_INVALID_VALUE);
+    REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_ERR_INVALID_VALUE); /* unfreed */
+    CHECK_EQ_INT(sim_upload(&s, 0xE1, S1), GM_OK);                /* an upload frees nothing */
+
+    /* A consumer graph on another stream uses it; graph and exec of the owner go away. */
+    uint32_t k = sim_plain(&s, &h, NULL, 0);
+    uint32_t b = sim_alloc(&s, &h, 2 * MiB, &k, 1);
+    sim_free(&s, &h, h.va[b], &b, 1, NULL);
+    REQUIRE(sim_instantiate(&s, &h, 0xE2, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE2, S2) == GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    gm_engine_graph_destroyed(s.engine, g.key);
+    gm_engine_exec_destroyed(s.engine, 0xE1);
+    CHECK(gm_engine_owns(s.engine, va)); /* its memory is still live (A9.1) */
+    host_backend_complete_all(s.hb);
+    gm_engine_trim(s.engine, 0);
+    CHECK(sim_forget_live(&s, va)); /* the trim kept the unfreed allocation's bytes */
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB);
+    host_backend_submit(s.hb, S2); /* a kernel still using it, then cudaFreeAsync on S2 */
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S2), GM_OK);
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S2), GM_ERR_INVALID_VALUE); /* A8.5 */
+    CHECK(!gm_engine_owns(s.engine, va));
+    /* The async free is not known to be done: trim keeps the memory until it is. */
+    gm_engine_trim(s.engine, 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
+    host_backend_complete_all(s.hb);
+    gm_engine_trim(s.engine, 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK(sim_fini(&s));
+}
+
+/* AutoFreeOnLaunch: each relaunch frees the previous allocation and makes it again at the same
+ * address; an async outside free orders the next relaunch after it (A6.2). */
+static void test_auto_free_loop(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, GM_EXEC_AUTO_FREE) == GM_OK);
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+        CHECK(sim_run_data(&s, &g, NULL));
+        CHECK(gm_engine_owns(s.engine, g.va[a]));
+    }
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 3 * MiB);
+    /* Freed on S2, relaunched on S1: the relaunch waits for S2. */
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S2), GM_OK);
+    sim_forget_live(&s, g.va[a]);
+    uint64_t waits = host_backend_stream_waits(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 1);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK(sim_fini(&s));
+}
+
+/* Upload maps and ties the exec to the stream; the launch then does nothing more (A7.1). */
+static void test_upload_then_launch(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
+    sim_free(&s, &g, g.va[a], &a, 1, NULL);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    CHECK_EQ_INT(sim_upload(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB);
+    host_backend_reset_calls(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_MAP), 0);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK(sim_fini(&s));
+}
+
+/* A free-only graph frees an allocation of another graph (A2.3, A2.4). */
+static void test_free_in_other_graph(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g, h, i;
+    sim_graph_init(&s, &g);
+    sim_graph_init(&s, &h);
+    sim_graph_init(&s, &i);
+    uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
+    uint64_t va = g.va[a];
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    gm_engine_graph_destroyed(s.engine, g.key);
+    gm_status_t st;
+    REQUIRE(sim_free(&s, &h, va, NULL, 0, &st) != UINT32_MAX);
+    sim_free(&s, &i, va, NULL, 0, &st); /* already freed by another graph */
+    CHECK_EQ_INT(st, GM_ERR_INVALID_VALUE);
+    REQUIRE(sim_instantiate(&s, &h, 0xE2, 0) == GM_OK);
+    for (int round = 0; round < 3; round++) {
+        REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+        CHECK(sim_run_data(&s, &g, NULL));
+        CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_ERR_INVALID_VALUE);
+        REQUIRE(sim_launch(&s, 0xE2, S2) == GM_OK);
+        CHECK(sim_run_data(&s, &h, NULL));
+    }
+    /* In-owner free after a foreign free is refused too. */
+    sim_graph_t g2;
+    sim_graph_init(&s, &g2);
+    uint32_t b = sim_alloc(&s, &g2, 1 * MiB, NULL, 0);
+    sim_free(&s, &g2, g2.va[b], &b, 1, &st);
+    REQUIRE(st == GM_OK);
+    sim_free(&s, &h, g2.va[b], NULL, 0, &st);
+    CHECK_EQ_INT(st, GM_ERR_INVALID_VALUE);
+    CHECK(sim_fini(&s));
+}
+
+/* Aborted markers leave nothing behind; a moved child's markers belong to the parent. */
+static void test_abort_and_move(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    gm_alloc_params_t p = {.device = 0, .size = 4096};
+    uint64_t va = 0;
+    REQUIRE(gm_engine_alloc_create(s.engine, 0x77, &p, NULL, &va) == GM_OK);
+    gm_engine_alloc_abort(s.engine, va);
+    CHECK(!gm_engine_owns(s.engine, va));
+    p.device = 5;
+    CHECK_EQ_INT(gm_engine_alloc_create(s.engine, 0x77, &p, NULL, &va), GM_ERR_INVALID_VALUE);
+    p.device = 0;
+    p.size = UINT64_MAX;
+    CHECK_EQ_INT(gm_engine_alloc_create(s.engine, 0x77, &p, NULL, &va), GM_ERR_OUT_OF_MEMORY);
+
+    sim_graph_t child, parent;
+    sim_graph_init(&s, &child);
+    sim_graph_init(&s, &parent);
+    uint32_t a = sim_alloc(&s, &child, 1 * MiB, NULL, 0);
+    CHECK_EQ_INT(gm_engine_free_create(s.engine, child.key, child.va[a], NULL), GM_OK);
+    gm_engine_free_abort(s.engine, child.key, child.va[a]);
+    gm_engine_graph_moved(s.engine, child.key, parent.key);
+    CHECK(!gm_engine_graph_has_markers(s.engine, child.key));
+    CHECK(gm_engine_graph_has_markers(s.engine, parent.key));
+    /* The parent's topology holds the child's nodes. */
+    parent.nodes[0] = child.nodes[a];
+    parent.kind[0] = SIM_ALLOC;
+    parent.va[0] = child.va[a];
+    parent.size[0] = 1 * MiB;
+    parent.node_count = 1;
+    REQUIRE(sim_instantiate(&s, &parent, 0xE1, GM_EXEC_AUTO_FREE) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+    CHECK(sim_run_data(&s, &parent, NULL));
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB);
+    CHECK(sim_fini(&s));
+}
+
+int main(void) {
+    RUN_TEST(test_explicit_alloc_free);
+    RUN_TEST(test_fork_join);
+    RUN_TEST(test_escape_and_relaunch_rules);
+    RUN_TEST(test_auto_free_loop);
+    RUN_TEST(test_upload_then_launch);
+    RUN_TEST(test_free_in_other_graph);
+    RUN_TEST(test_abort_and_move);
+    return gm_check_summary();
+}
