@@ -177,7 +177,11 @@ static CUresult t263_ctx_info(CUcontext ctx, int *kind, int *device) {
 }
 
 UNKNOWN_SLOT(t263, 1)
-UNKNOWN_SLOT(t263, 3)
+/* Slot 3 is a yes/no query: cudart compares the result with 1 and carries on either way. */
+static CUresult t263_query(void) {
+    gm_mock_logf("export_slot t263 3");
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
 UNKNOWN_SLOT(t263, 4)
 UNKNOWN_SLOT(t263, 5)
 UNKNOWN_SLOT(t263, 6)
@@ -185,7 +189,7 @@ UNKNOWN_SLOT(t263, 7)
 
 static const void *const t263_table[8] = {
     (const void *)sizeof(t263_table), (const void *)t263_slot1, (const void *)t263_ctx_info,
-    (const void *)t263_slot3,         (const void *)t263_slot4, (const void *)t263_slot5,
+    (const void *)t263_query,         (const void *)t263_slot4, (const void *)t263_slot5,
     (const void *)t263_slot6,         (const void *)t263_slot7,
 };
 

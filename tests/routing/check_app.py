@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Run a routing test program on the mock driver natively and under graphmem, and check routing.
+
+1. Native run (no preload): must succeed; its mock log says which exact ABI entries the
+   program's cudart called ("call NAME from=OBJ").
+2. graphmem run (LD_PRELOAD): same program output (minus the "entry" lines, which name where
+   the runtime's entry points live); every "entry" line for a hooked name must point into
+   libgraphmem.so at the same exact symbol the native run got from the mock.
+3. Every hooked entry the native run called is counted by graphmem (stats JSON "calls") at
+   least as often, under its exact twin name, and no hooked entry was reached from outside
+   libgraphmem.so. The last check is --strict-caller only: an optimized libgraphmem.so may
+   tail-call the driver, which removes its frame from the call and hides it from the mock.
+4. The stats JSON is version 1 and lists every hooked name.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def hooked_names(hooks_def):
+    with open(hooks_def) as f:
+        return re.findall(r"^GM_(?:FORWARD|HOOK)\((\w+),", f.read(), re.M)
+
+
+def run(app, env_extra, log):
+    env = dict(os.environ)
+    env.update(env_extra)
+    env["GM_MOCK_LOG"] = log
+    p = subprocess.run([app], env=env, capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def calls(log):
+    """Counter of (name, caller object) for mock entries called."""
+    out = collections.Counter()
+    with open(log) as f:
+        for line in f:
+            m = re.match(r"call (\S+) from=(\S+)", line)
+            if m:
+                out[(m.group(1), m.group(2))] += 1
+    return out
+
+
+def split(stdout):
+    lines = stdout.splitlines()
+    return [l for l in lines if not l.startswith("entry ")], [l for l in lines if l.startswith("entry ")]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--mock-dir", required=True)
+    ap.add_argument("--graphmem", required=True)
+    ap.add_argument("--hooks-def", required=True)
+    ap.add_argument("--strict-caller", action="store_true")
+    args = ap.parse_args()
+    hooked = set(hooked_names(args.hooks_def))
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        native_log = os.path.join(tmp, "native.log")
+        gm_log = os.path.join(tmp, "graphmem.log")
+        stats = os.path.join(tmp, "stats.json")
+        base = {"LD_LIBRARY_PATH": args.mock_dir}
+        rc, out, err = run(args.app, base, native_log)
+        if rc != 0:
+            print(out + err)
+            sys.exit("native run on the mock failed (rc %d): the mock is not good enough" % rc)
+        native_calls = calls(native_log)
+        app_obj = os.path.basename(args.app)
+        direct = collections.Counter()
+        for (name, obj), n in native_calls.items():
+            if obj != "libcuda.so.1":
+                direct[name] += n
+        unimplemented = len(re.findall(r"^(?:call|export_slot) .* unimplemented$", open(native_log).read(), re.M))
+        if unimplemented:
+            failures.append("native run reached %d unimplemented mock entries" % unimplemented)
+
+        env = dict(base, LD_PRELOAD=args.graphmem, GRAPHMEM_STATS_FILE=stats)
+        grc, gout, gerr = run(args.app, env, gm_log)
+        if grc != 0:
+            failures.append("graphmem run failed (rc %d); stderr tail:\n%s" % (grc, gerr[-2000:]))
+        plain, entries = split(out)
+        gplain, gentries = split(gout)
+        if grc == 0 and plain != gplain:
+            failures.append("program output differs under graphmem:\n  native:   %s\n  graphmem: %s"
+                            % ([l for l in plain if l not in gplain], [l for l in gplain if l not in plain]))
+        for native, preloaded in zip(entries, gentries):
+            m = re.search(r"status=(\S+) object=(\S+) symbol=(\S+)", native)
+            g = re.search(r"status=(\S+) object=(\S+) symbol=(\S+)", preloaded)
+            if not m or not g:
+                continue
+            symbol = m.group(3)
+            want_obj = "libgraphmem.so" if symbol in hooked else m.group(2)
+            if g.group(1) != m.group(1) or g.group(3) != symbol or g.group(2) != want_obj:
+                failures.append("runtime entry point: %s\n  under graphmem: %s" % (native, preloaded))
+        if grc == 0 and len(entries) != len(gentries):
+            failures.append("entry report has %d lines natively, %d under graphmem" % (len(entries), len(gentries)))
+
+        if os.path.exists(gm_log):
+            for (name, obj), n in calls(gm_log).items():
+                if name in hooked and obj not in ("libgraphmem.so", "libcuda.so.1") and args.strict_caller:
+                    failures.append("%s reached the driver %d time(s) from %s, bypassing graphmem" % (name, n, obj))
+        try:
+            with open(stats) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            failures.append("no readable stats JSON: %s" % e)
+            doc = None
+        if doc is not None:
+            if doc.get("graphmem_stats_version") != 1:
+                failures.append("stats version %r" % doc.get("graphmem_stats_version"))
+            counted = doc.get("calls", {})
+            missing = sorted(hooked - set(counted))
+            if missing:
+                failures.append("stats JSON lacks hooked names: %s" % " ".join(missing))
+            for name, n in sorted(direct.items()):
+                if name in hooked and counted.get(name, 0) < n:
+                    failures.append("%s: called %d time(s) natively, graphmem counted %d" % (name, n, counted.get(name, 0)))
+            exercised = sorted(n for n in direct if n in hooked)
+            print("hooked entries exercised by %s: %s" % (app_obj, " ".join(exercised)))
+
+    for f in failures:
+        print("FAIL:", f)
+    if not args.strict_caller:
+        print("note: caller objects not checked (optimized libgraphmem.so may tail-call the driver)")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+# Regenerates the mock's tables from the toolkit and compares them with the committed ones.
+file(MAKE_DIRECTORY ${OUT})
+execute_process(COMMAND ${PYTHON} ${SRC}/gen_tables.py ${CUDA_ROOT} ${OUT} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gen_tables.py failed")
+endif()
+foreach(f mock_symbols.def mock_procs.def)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${SRC}/${f} ${OUT}/${f} RESULT_VARIABLE diff)
+  if(NOT diff EQUAL 0)
+    message(FATAL_ERROR "${f} is stale for ${CUDA_ROOT}: rerun tests/routing/mock/gen_tables.py")
+  endif()
+endforeach()
