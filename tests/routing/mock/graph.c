@@ -255,6 +255,63 @@ GM_MOCK_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t 
     return rc;
 }
 
+GM_MOCK_API CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *deps,
+                                                   CUgraphEdgeData *edges, size_t *n) {
+    GM_MOCK_CALL("cuGraphNodeGetDependencies_v2");
+    gm_mock_node_t *node = node_check(hNode);
+    if (!node || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (deps) {
+        size_t count = *n < node->ndeps ? *n : node->ndeps;
+        for (size_t i = 0; i < count; i++) {
+            deps[i] = (CUgraphNode)node->deps[i];
+            if (edges)
+                edges[i] = (CUgraphEdgeData){0};
+        }
+        *n = count;
+    } else {
+        *n = node->ndeps;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Edges are the nodes' dependencies, listed from each node in graph order. */
+static CUresult get_edges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                          CUgraphEdgeData *edges, size_t *n) {
+    if (!n || (from == NULL) != (to == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    gm_mock_lock();
+    gm_mock_graph_t *g = gm_mock_graph_check(hGraph);
+    size_t count = 0;
+    for (gm_mock_node_t *node = g ? g->nodes : NULL; node; node = node->next) {
+        for (size_t i = 0; i < node->ndeps; i++, count++) {
+            if (!from || count >= *n)
+                continue;
+            from[count] = (CUgraphNode)node->deps[i];
+            to[count] = (CUgraphNode)node;
+            if (edges)
+                edges[count] = (CUgraphEdgeData){0};
+        }
+    }
+    gm_mock_unlock();
+    if (!g)
+        return CUDA_ERROR_INVALID_VALUE;
+    *n = from && count > *n ? *n : count;
+    return CUDA_SUCCESS;
+}
+
+GM_MOCK_API CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                                     size_t *numEdges) {
+    GM_MOCK_CALL("cuGraphGetEdges");
+    return get_edges(hGraph, from, to, NULL, numEdges);
+}
+
+GM_MOCK_API CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                                        CUgraphEdgeData *edgeData, size_t *numEdges) {
+    GM_MOCK_CALL("cuGraphGetEdges_v2");
+    return get_edges(hGraph, from, to, edgeData, numEdges);
+}
+
 static CUresult instantiate(CUgraphExec *out, CUgraph hGraph) {
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;

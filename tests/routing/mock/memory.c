@@ -160,3 +160,14 @@ GM_MOCK_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
     (void)minBytesToKeep;
     return pool == GM_MOCK_POOL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+
+GM_MOCK_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool,
+                                        CUmemLocation *location) {
+    GM_MOCK_CALL("cuMemPoolGetAccess");
+    if (!flags || !location || pool != GM_MOCK_POOL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id == 0
+                 ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                 : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    return CUDA_SUCCESS;
+}

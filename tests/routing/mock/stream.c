@@ -324,3 +324,16 @@ gm_mock_node_t *gm_mock_stream_capture_node(CUstream s, CUgraphNodeType type, CU
     gm_mock_unlock();
     return node;
 }
+
+static CUresult cuStreamGetDevice_impl(CUstream hStream, CUdevice *device) {
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    gm_mock_lock();
+    gm_mock_stream_t *st = stream_get(hStream);
+    gm_mock_unlock();
+    if (!st)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+GM_MOCK_PAIR(cuStreamGetDevice, (CUstream hStream, CUdevice *device), (hStream, device))
