@@ -66,6 +66,8 @@ static void report_entries(void)
 
 int main(void)
 {
+    // Unbuffered, so a crash under test still shows how far the program got.
+    setvbuf(stdout, NULL, _IONBF, 0);
     int dev = -1;
     CHECK(cudaSetDevice(0));
     CHECK(cudaGetDevice(&dev));
