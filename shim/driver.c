@@ -24,7 +24,8 @@ const char *gm_driver_resolve(void *driver) {
 gm_relaxed_t gm_relaxed_begin(void) {
     gm_relaxed_t relaxed = {CU_STREAM_CAPTURE_MODE_RELAXED, false};
     /* Outside any capture the exchange is pure overhead: skip it. */
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0)
+    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0 ||
+        gm_drv.cuThreadExchangeStreamCaptureMode == NULL)
         return relaxed;
     relaxed.active = gm_drv.cuThreadExchangeStreamCaptureMode(&relaxed.saved) == CUDA_SUCCESS;
     return relaxed;
