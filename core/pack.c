@@ -211,9 +211,8 @@ gm_status_t gm_pack_place(gm_pack_t *pack, uint64_t size, bool (*reusable)(uint3
         consider(&best, ci, cursor, pack->chunk_bytes, need, pack->align);
     }
     if (best.chunk == UINT32_MAX) {
-        if (pack->chunk_count == UINT32_MAX ||
-            !grow((void **)&pack->chunks, &pack->chunk_cap, pack->chunk_count + 1,
-                  sizeof *pack->chunks))
+        if (pack->chunk_count == UINT32_MAX || !grow((void **)&pack->chunks, &pack->chunk_cap,
+                                                     pack->chunk_count + 1, sizeof *pack->chunks))
             return GM_ERR_OUT_OF_MEMORY;
         pack->chunks[pack->chunk_count] = (chunk_t){0};
         best = (fit_t){pack->chunk_count++, 0, pack->chunk_bytes};
@@ -249,7 +248,7 @@ static int by_offset(const void *a, const void *b) {
 static frag_t clip(frag_t piece, frag_t f) {
     uint64_t a = piece.offset > f.offset ? piece.offset : f.offset;
     uint64_t b = piece.offset + piece.size < f.offset + f.size ? piece.offset + piece.size
-                                                                : f.offset + f.size;
+                                                               : f.offset + f.size;
     return a < b ? (frag_t){a, b - a, piece.id} : (frag_t){0, 0, piece.id};
 }
 
