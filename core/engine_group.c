@@ -216,8 +216,9 @@ static gm_status_t grow_group_arena(gm_group_t *g, const gm_plan_arena_t *plan) 
 static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, fill_log_t *log) {
     gm_status_t st = GM_OK;
     if (!p->shared_maps.mapped) {
+        maplist_unmap(e, p, &p->shared_maps, 0); /* leftovers of a refused unmap */
         if (p->shared_maps.count)
-            return GM_ERR_BACKEND; /* an earlier unmap was refused */
+            return GM_ERR_BACKEND;
         st = grow_group_arena(p->group, &p->plan.shared);
         log->arena[0] = &p->group->arena;
         for (uint32_t i = 0; st == GM_OK && i < p->item_count; i++)
@@ -225,6 +226,7 @@ static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, fill_log_t *log) {
                 st = map_item(e, p, &p->items[i], &p->group->arena, &p->shared_maps, log, 0);
     }
     if (st == GM_OK && !p->escape_maps.mapped) {
+        maplist_unmap(e, p, &p->escape_maps, 0);
         if (p->escape_maps.count)
             return GM_ERR_BACKEND;
         log->arena[1] = &p->escape;

@@ -142,15 +142,23 @@ gm_status_t sim_upload(sim_t *s, uint64_t exec, uint64_t stream) {
     return run(s, exec, stream, true);
 }
 
+/* Byte i of an allocation holds byte (i % 8) of its pattern: word accesses where aligned. */
 static void fill(uint64_t va, uint64_t size, uint64_t pattern) {
     unsigned char *p = (unsigned char *)(uintptr_t)va;
-    for (uint64_t i = 0; i < size; i++)
+    uint64_t i = 0;
+    for (; va % 8 == 0 && i + 8 <= size; i += 8)
+        *(uint64_t *)(void *)(p + i) = pattern;
+    for (; i < size; i++)
         p[i] = (unsigned char)(pattern >> (8 * (i % 8)));
 }
 
 static bool intact(uint64_t va, uint64_t size, uint64_t pattern) {
     const unsigned char *p = (const unsigned char *)(uintptr_t)va;
-    for (uint64_t i = 0; i < size; i++) {
+    uint64_t i = 0;
+    for (; va % 8 == 0 && i + 8 <= size; i += 8)
+        if (*(const uint64_t *)(const void *)(p + i) != pattern)
+            break;
+    for (; i < size; i++) {
         if (p[i] != (unsigned char)(pattern >> (8 * (i % 8)))) {
             fprintf(stderr, "sim: allocation at %#llx (%llu bytes) clobbered at byte %llu\n",
                     (unsigned long long)va, (unsigned long long)size, (unsigned long long)i);
@@ -160,16 +168,16 @@ static bool intact(uint64_t va, uint64_t size, uint64_t pattern) {
     return true;
 }
 
-static bool live_drop(sim_t *s, uint64_t va) {
+static void live_drop(sim_t *s, uint64_t va) {
     for (uint32_t i = 0; i < s->live_count; i++) {
         if (s->live_va[i] == va) {
             s->live_count--;
             s->live_va[i] = s->live_va[s->live_count];
             s->live_size[i] = s->live_size[s->live_count];
             s->live_pattern[i] = s->live_pattern[s->live_count];
+            return;
         }
     }
-    return true;
 }
 
 bool sim_run_data(sim_t *s, const sim_graph_t *g, uint64_t *rng) {
@@ -231,10 +239,7 @@ bool sim_forget_live(sim_t *s, uint64_t va) {
     for (uint32_t i = 0; i < s->live_count; i++) {
         if (s->live_va[i] == va) {
             bool ok = intact(s->live_va[i], s->live_size[i], s->live_pattern[i]);
-            s->live_count--;
-            s->live_va[i] = s->live_va[s->live_count];
-            s->live_size[i] = s->live_size[s->live_count];
-            s->live_pattern[i] = s->live_pattern[s->live_count];
+            live_drop(s, va);
             return ok;
         }
     }
