@@ -23,6 +23,16 @@ static int by_lo(const void *a, const void *b) {
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+/* Candidate position inside the free gap [lo, hi) (hi = UINT64_MAX: open), or UINT64_MAX when
+ * `need` pages do not fit; never straddling the barrier. */
+static uint64_t gap_position(uint64_t lo, uint64_t hi, uint64_t need, uint64_t barrier) {
+    if (barrier > lo && barrier < hi && lo + need > barrier)
+        lo = barrier; /* the part below the barrier is too small: try above it */
+    if (hi != UINT64_MAX && (hi < lo || hi - lo < need))
+        return UINT64_MAX;
+    return lo;
+}
+
 /* The offset for item `i` given the items placed so far: only its conflicting placed items
  * matter, found by walking the set bits of (conflict row AND placed). */
 static uint64_t fit(workspace_t *ws, uint32_t i, bool best_fit) {
@@ -37,28 +47,39 @@ static uint64_t fit(workspace_t *ws, uint32_t i, bool best_fit) {
     qsort(ws->spans, n, sizeof *ws->spans, by_lo);
     uint64_t need = in->pages[i], cursor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
     for (uint32_t k = 0; k < n; k++) {
-        if (ws->spans[k].lo > cursor && ws->spans[k].lo - cursor >= need) {
-            uint64_t gap = ws->spans[k].lo - cursor;
-            if (!best_fit)
-                return cursor;
-            if (gap < best_gap) {
-                best_gap = gap;
-                best = cursor;
+        if (ws->spans[k].lo > cursor) {
+            uint64_t at = gap_position(cursor, ws->spans[k].lo, need, in->barrier);
+            if (at != UINT64_MAX) {
+                if (!best_fit)
+                    return at;
+                uint64_t gap = ws->spans[k].lo - cursor;
+                if (gap < best_gap) {
+                    best_gap = gap;
+                    best = at;
+                }
             }
         }
         if (ws->spans[k].hi > cursor)
             cursor = ws->spans[k].hi;
     }
-    return best != UINT64_MAX ? best : cursor;
+    return best != UINT64_MAX ? best : gap_position(cursor, UINT64_MAX, need, in->barrier);
 }
 
 static uint64_t run(workspace_t *ws, bool best_fit) {
     const gm_place_input_t *in = ws->in;
     memset(ws->placed, 0, in->words * sizeof *ws->placed);
     uint64_t arena = 0;
+    for (uint32_t i = 0; in->fixed && i < in->count; i++) {
+        if (in->fixed[i] == GM_PLACE_FREE || in->pages[i] == 0)
+            continue;
+        ws->offset[i] = in->fixed[i];
+        gm_bits_set(ws->placed, i);
+        if (ws->offset[i] + in->pages[i] > arena)
+            arena = ws->offset[i] + in->pages[i];
+    }
     for (uint32_t k = 0; k < in->count; k++) {
         uint32_t i = ws->order[k];
-        if (in->pages[i] == 0)
+        if (in->pages[i] == 0 || (in->fixed && in->fixed[i] != GM_PLACE_FREE))
             continue;
         ws->offset[i] = fit(ws, i, best_fit);
         gm_bits_set(ws->placed, i);

@@ -15,7 +15,11 @@ typedef struct gm_place_input {
     const uint64_t *conflict; /* count rows of `words` words: bit j of row i = i, j conflict */
     size_t words;
     const uint64_t *start; /* per item: topological rank of its earliest allocation */
+    const uint64_t *fixed; /* per item: a given offset, or GM_PLACE_FREE; may be NULL */
+    uint64_t barrier;      /* no item may straddle this page offset (0 = none) */
 } gm_place_input_t;
+
+#define GM_PLACE_FREE UINT64_MAX
 
 /* Writes offset_out[i] for every item and the arena size (the highest end). */
 gm_status_t gm_place(const gm_place_input_t *input, uint64_t *offset_out, uint64_t *arena_out);

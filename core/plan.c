@@ -180,7 +180,10 @@ static uint64_t pages_of(uint64_t bytes, uint64_t page) {
     return bytes / page + (bytes % page != 0);
 }
 
-/* Item extents, escape flags, and offsets in both arenas. */
+/* Item extents, escape flags, and offsets in both arenas. Escaping items (live past the end of the
+ * graph) sit back to back at the bottom of one joint arena; every other item is placed around
+ * them, and those that land below them share the escape arena (pages an escaping allocation only
+ * takes later); a barrier keeps any item from straddling the two arenas. */
 static gm_status_t place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
                                uint64_t *escape_len) {
     const gm_plan_input_t *in = w->in;
@@ -194,38 +197,54 @@ static gm_status_t place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
     }
     for (uint32_t it = 0; it < plan->item_count; it++) {
         gm_plan_item_t *item = &plan->items[it];
-        uint64_t *len = item->escaping ? escape_len : shared_len;
         gm_plan_arena_t *arena = item->escaping ? &plan->escape : &plan->shared;
-        len[it] = item->pages;
-        /* Escaping items all live to the end together; no_alias wants nothing shared. */
+        /* no_alias wants nothing shared: everything back to back. */
         if (item->escaping || in->no_alias) {
             item->arena_page = arena->pages;
             arena->pages += item->pages;
         }
     }
-    if (in->no_alias || w->m == 0)
-        return GM_OK;
-    uint64_t *pages = malloc((size_t)w->m * sizeof *pages);
-    uint64_t *start = malloc((size_t)w->m * sizeof *start);
-    uint64_t *offset = malloc((size_t)w->m * sizeof *offset);
-    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    if (pages && start && offset) {
-        for (uint32_t g = 0; g < w->m; g++) {
-            pages[g] = shared_len[w->group_item[g]];
-            start[g] = UINT64_MAX;
-            for (uint32_t k = w->first[g]; k < w->first[g + 1]; k++)
-                if (w->dag.rank[w->alloc_node[k]] < start[g])
-                    start[g] = w->dag.rank[w->alloc_node[k]];
+    gm_status_t st = GM_OK;
+    if (!in->no_alias && w->m > 0) {
+        uint64_t *pages = malloc((size_t)w->m * sizeof *pages);
+        uint64_t *start = malloc((size_t)w->m * sizeof *start);
+        uint64_t *offset = malloc((size_t)w->m * sizeof *offset);
+        uint64_t *fixed = malloc((size_t)w->m * sizeof *fixed);
+        st = GM_ERR_OUT_OF_MEMORY;
+        if (pages && start && offset && fixed) {
+            uint64_t barrier = plan->escape.pages;
+            for (uint32_t g = 0; g < w->m; g++) {
+                const gm_plan_item_t *item = &plan->items[w->group_item[g]];
+                pages[g] = item->pages;
+                fixed[g] = item->escaping ? item->arena_page : GM_PLACE_FREE;
+                start[g] = UINT64_MAX;
+                for (uint32_t k = w->first[g]; k < w->first[g + 1]; k++)
+                    if (w->dag.rank[w->alloc_node[k]] < start[g])
+                        start[g] = w->dag.rank[w->alloc_node[k]];
+            }
+            gm_place_input_t pin = {w->m,  pages,  w->group_conflict, gm_bits_words(w->m), start,
+                                    fixed, barrier};
+            uint64_t total = 0;
+            st = gm_place(&pin, offset, &total);
+            for (uint32_t g = 0; g < w->m && st == GM_OK; g++) {
+                gm_plan_item_t *item = &plan->items[w->group_item[g]];
+                if (pages[g] == 0 || fixed[g] != GM_PLACE_FREE)
+                    continue;
+                item->escaping = offset[g] < barrier;
+                item->arena_page = item->escaping ? offset[g] : offset[g] - barrier;
+            }
+            plan->shared.pages = total > barrier ? total - barrier : 0;
         }
-        gm_place_input_t pin = {w->m, pages, w->group_conflict, gm_bits_words(w->m), start};
-        st = gm_place(&pin, offset, &plan->shared.pages);
-        for (uint32_t g = 0; g < w->m && st == GM_OK; g++)
-            if (pages[g] > 0)
-                plan->items[w->group_item[g]].arena_page = offset[g];
+        free(pages);
+        free(start);
+        free(offset);
+        free(fixed);
     }
-    free(pages);
-    free(start);
-    free(offset);
+    for (uint32_t it = 0; it < plan->item_count; it++) {
+        const gm_plan_item_t *item = &plan->items[it];
+        escape_len[it] = item->escaping ? item->pages : 0;
+        shared_len[it] = item->escaping ? 0 : item->pages;
+    }
     return st;
 }
 

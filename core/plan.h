@@ -35,7 +35,9 @@ typedef struct gm_plan_input {
 
 typedef struct gm_plan_item {
     uint64_t pages;        /* used extent of the window, in pages */
-    bool escaping;         /* holds an allocation that outlives the graph: escape arena */
+    bool escaping;         /* in the exec-private escape arena: it holds an allocation that
+                            * outlives the graph, or shares pages such an allocation takes only
+                            * after this item's allocations end */
     uint64_t arena_page;   /* offset in its arena (shared or escape), in pages */
     uint32_t first_handle; /* handles [first_handle, first_handle + handle_count) of its arena */
     uint32_t handle_count;

@@ -283,7 +283,10 @@ static void run_case(uint32_t target, uint32_t streams, uint64_t max_size, bool 
     uint64_t mappings = 0;
     for (uint32_t it = 0; it < g.items; it++) {
         CHECK_EQ_U64(plan.items[it].pages, want_pages[it]);
-        CHECK(plan.items[it].escaping == want_escape[it]);
+        /* An item holding an allocation that outlives the graph must be in the escape arena;
+         * others may share it (pages an escaping allocation only takes later). */
+        if (want_escape[it])
+            CHECK(plan.items[it].escaping);
         mappings += plan.items[it].handle_count;
     }
     CHECK_EQ_U64(mappings, plan.mappings);
