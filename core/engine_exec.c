@@ -301,8 +301,12 @@ void gm_engine_exec_destroyed(gm_engine_t *e, uint64_t exec) {
 void gm_execs_destroy_all(gm_engine_t *e) {
     uint32_t pos = 0;
     void *v;
-    while (gm_map_next(&e->execs, &pos, NULL, &v))
-        exec_retire(e, v);
+    while (gm_map_next(&e->execs, &pos, NULL, &v)) {
+        gm_exec_t *x = v;
+        exec_retire(e, x);
+        if (x->part_count == 0)
+            exec_free(e, x); /* nothing to unmap: parts free the others */
+    }
     gm_map_fini(&e->execs);
     while (e->parts) {
         gm_part_t *p = e->parts;

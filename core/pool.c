@@ -97,17 +97,18 @@ static gm_status_t release(gm_pool_t *pool, gm_handle_t *h) {
     return GM_OK;
 }
 
-void gm_pool_destroy(gm_pool_t *pool) {
+void gm_pool_destroy(gm_pool_t *pool)
+{
     if (!pool)
         return;
+    /* Arenas may be gone by now: release without touching their slots. A handle still mapped
+     * or refused stays with the backend. */
     while (pool->handles) {
         gm_handle_t *h = pool->handles;
-        if (h->maps || release(pool, h) != GM_OK) {
-            /* Still mapped or refused: forget it rather than loop; the backend keeps it. */
-            h->arena->handles[h->index] = NULL;
-            unlink_handle(pool, h);
-            free(h);
-        }
+        if (!h->maps)
+            pool->backend->handle_release(pool->backend->ctx, h->backend_handle);
+        unlink_handle(pool, h);
+        free(h);
     }
     free(pool);
 }

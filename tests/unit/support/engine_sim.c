@@ -117,6 +117,9 @@ uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, u
         return UINT32_MAX;
     uint32_t i = add_node(s, g, SIM_FREE, deps, n);
     g->va[i] = va;
+    for (uint32_t a = 0; a < i; a++)
+        if (g->kind[a] == SIM_ALLOC && g->va[a] == va && !g->freed[a])
+            g->freed[a] = true;
     gm_engine_free_attach(s->engine, g->key, va, g->nodes[i]);
     return i;
 }
@@ -186,6 +189,11 @@ bool sim_run_data(sim_t *s, const sim_graph_t *g, uint64_t *rng) {
     bool done[SIM_MAX_NODES] = {false}, ok = true;
     for (uint32_t e = 0; e < g->edge_count; e++)
         indeg[g->edge_to[e]]++;
+    /* What the previous run left live is freed by this one (AutoFreeOnLaunch) or was freed
+     * before it: intact up to now, gone from here on. */
+    for (uint32_t a = 0; a < g->node_count; a++)
+        if (g->kind[a] == SIM_ALLOC)
+            ok = sim_forget_live(s, g->va[a]) && ok;
     for (uint32_t step = 0; step < g->node_count; step++) {
         /* Pick a ready node: alloc before plain before free (or random). */
         uint32_t pick = UINT32_MAX, ready = 0;
@@ -213,19 +221,21 @@ bool sim_run_data(sim_t *s, const sim_graph_t *g, uint64_t *rng) {
         } else if (g->kind[pick] == SIM_FREE) {
             /* The allocation at that address that is live now (earlier ones sharing the address
              * were freed already and hold pattern 0). */
+            bool own = false;
             for (uint32_t a = 0; a < g->node_count; a++) {
                 if (g->kind[a] == SIM_ALLOC && g->va[a] == g->va[pick] && pattern[a]) {
                     ok = intact(g->va[a], g->size[a], pattern[a]) && ok;
                     pattern[a] = 0;
+                    own = true;
                 }
             }
-            ok = sim_forget_live(s, g->va[pick]) && ok; /* an allocation of another graph */
+            if (!own) /* an allocation of another graph */
+                ok = sim_forget_live(s, g->va[pick]) && ok;
         }
     }
     for (uint32_t a = 0; a < g->node_count; a++) {
         if (g->kind[a] != SIM_ALLOC || !pattern[a])
             continue;
-        live_drop(s, g->va[a]); /* AutoFreeOnLaunch relaunch: the old one is gone */
         s->live_va[s->live_count] = g->va[a];
         s->live_size[s->live_count] = g->size[a];
         s->live_pattern[s->live_count++] = pattern[a];

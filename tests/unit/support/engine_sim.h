@@ -21,6 +21,7 @@ typedef struct sim_graph {
     uint64_t nodes[SIM_MAX_NODES];
     sim_kind_t kind[SIM_MAX_NODES];
     uint64_t va[SIM_MAX_NODES], size[SIM_MAX_NODES];
+    bool freed[SIM_MAX_NODES]; /* alloc nodes: a free node of this graph frees it */
     uint32_t edge_from[4 * SIM_MAX_NODES], edge_to[4 * SIM_MAX_NODES];
 } sim_graph_t;
 
