@@ -308,6 +308,55 @@ static void test_access_mask(void) {
     CHECK(sim_fini(&s));
 }
 
+/* One graph with allocations on two devices: a part per device, each on its own device. */
+static void test_two_devices(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    gm_alloc_params_t p0 = {.device = 0, .size = 1 * MiB}, p1 = {.device = 1, .size = 2 * MiB};
+    uint32_t a = sim_alloc_on(&s, &g, &p0, NULL, 0);
+    uint32_t b = sim_alloc_on(&s, &g, &p1, &a, 1);
+    sim_free(&s, &g, g.va[a], &b, 1, NULL);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE1, 0x51) == GM_OK);
+    CHECK_EQ_U64(host_backend_device_bytes(s.hb, 0), 1 * MiB);
+    CHECK_EQ_U64(host_backend_device_bytes(s.hb, 1), 2 * MiB);
+    uint64_t v = 0;
+    CHECK_EQ_INT(gm_engine_attr_get(s.engine, 1, GM_ATTR_RESERVED_CURRENT, &v), GM_OK);
+    CHECK_EQ_U64(v, 2 * MiB);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK(sim_forget_live(&s, g.va[b]));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[b], GM_NO_STREAM), GM_OK);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 1), GM_OK);
+    CHECK_EQ_U64(host_backend_device_bytes(s.hb, 1), 0);
+    CHECK_EQ_U64(host_backend_device_bytes(s.hb, 0), 1 * MiB); /* trim is per device */
+    CHECK(sim_fini(&s));
+}
+
+/* A destroyed stream is fenced at once: a new stream that gets the same handle waits for what
+ * the old one ran instead of being taken for it. */
+static void test_stream_destroyed(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a, b;
+    one_alloc_graph(&s, &a, 1 * MiB, false);
+    one_alloc_graph(&s, &b, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, 0x51) == GM_OK);
+    uint64_t fences = host_backend_calls(s.hb, HOST_OP_FENCE_RECORD);
+    gm_engine_stream_destroyed(s.engine, 0x51);
+    CHECK(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD) > fences);
+    REQUIRE(sim_launch(&s, 0xB, 0x51) == GM_OK);
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), 1);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
+    CHECK(sim_run_data(&s, &b, NULL));
+    gm_engine_stream_destroyed(s.engine, 0x77); /* unknown stream: nothing to do */
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_eight_graphs_one_stream_share);
     RUN_TEST(test_eight_streams_sum);
@@ -320,5 +369,7 @@ int main(void) {
     RUN_TEST(test_no_alias);
     RUN_TEST(test_uaf_check);
     RUN_TEST(test_access_mask);
+    RUN_TEST(test_two_devices);
+    RUN_TEST(test_stream_destroyed);
     return gm_check_summary();
 }
