@@ -1,6 +1,7 @@
-/* Engine lifetime, attributes and reports. The other concerns live in engine_graph.c (records
- * and markers), engine_exec.c (instantiation), engine_group.c (sharing and mapping),
- * engine_launch.c (launch and outside frees) and engine_trim.c (what may be given back). */
+/* Engine lifetime, attributes and reports. The other concerns live in engine_record.c (records and
+ * their addresses), engine_graph.c (graphs and markers), engine_exec.c (instantiation),
+ * engine_group.c (sharing and mapping), engine_launch.c (launch and outside frees) and
+ * engine_trim.c (what may be given back). */
 #include <stdlib.h>
 #include <time.h>
 

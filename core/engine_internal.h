@@ -182,9 +182,15 @@ struct gm_engine {
 uint64_t gm_now_ns(void);
 gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem);
 
+/* engine_record.c */
+void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */
+/* The frees proven to precede a new marker of `g` with these ancestors. */
+gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
+                             gm_idset_t *out);
+void gm_packer_destroy(gm_engine_t *e, gm_packer_t *pk);
+
 /* engine_graph.c */
 gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create);
-void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */
 void gm_graphs_destroy_all(gm_engine_t *e);
 
 /* engine_exec.c */

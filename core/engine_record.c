@@ -1,0 +1,295 @@
+/* Allocation records: their fixed addresses (a padded window of their own, or bytes of a
+ * packer chunk) and the online proof of order that lets small allocations reuse bytes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+/* ---- sets of record ids -------------------------------------------------------------------- */
+
+static bool idset_contains(const gm_idset_t *s, uint64_t id) {
+    uint32_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->count && s->ids[lo] == id;
+}
+
+/* out = a ∪ b ∪ {extra} (extra = 0: none). */
+static gm_status_t idset_union(const gm_idset_t *a, const gm_idset_t *b, uint64_t extra,
+                               gm_idset_t *out) {
+    uint64_t *ids = malloc(((size_t)a->count + b->count + 1) * sizeof *ids);
+    if (!ids)
+        return GM_ERR_OUT_OF_MEMORY;
+    uint32_t i = 0, j = 0, n = 0;
+    bool extra_done = extra == 0;
+    while (i < a->count || j < b->count || !extra_done) {
+        uint64_t next = UINT64_MAX;
+        if (i < a->count && a->ids[i] < next)
+            next = a->ids[i];
+        if (j < b->count && b->ids[j] < next)
+            next = b->ids[j];
+        if (!extra_done && extra < next)
+            next = extra;
+        ids[n++] = next;
+        if (i < a->count && a->ids[i] == next)
+            i++;
+        if (j < b->count && b->ids[j] == next)
+            j++;
+        if (!extra_done && extra == next)
+            extra_done = true;
+    }
+    free(out->ids);
+    out->ids = ids;
+    out->count = n;
+    return GM_OK;
+}
+
+/* The frees proven to precede a new marker of graph `g` with these ancestors. */
+gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
+                             gm_idset_t *out) {
+    *out = (gm_idset_t){0};
+    for (size_t i = 0; anc && i < anc->count; i++) {
+        gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
+        if (!m || m->graph != g)
+            continue;
+        uint64_t extra = m->kind == GM_MARKER_FREE ? m->record->id : 0;
+        gm_idset_t acc = *out;
+        gm_idset_t merged = {0};
+        if (idset_union(&acc, &m->before, extra, &merged) != GM_OK) {
+            free(out->ids);
+            *out = (gm_idset_t){0};
+            return GM_ERR_OUT_OF_MEMORY;
+        }
+        free(acc.ids);
+        *out = merged;
+    }
+    return GM_OK;
+}
+
+static void chunk_unref(gm_engine_t *e, gm_chunk_t *c) {
+    if (--c->refs == 0) {
+        gm_vaspace_free(e->vas, c->base, c->bytes);
+        free(c);
+    }
+}
+
+void gm_packer_destroy(gm_engine_t *e, gm_packer_t *pk) {
+    for (uint32_t i = 0; i < pk->id_count; i++)
+        if (pk->ids[i])
+            pk->ids[i]->packer = NULL;
+    for (uint32_t i = 0; i < pk->chunk_count; i++)
+        chunk_unref(e, pk->chunks[i]);
+    gm_pack_destroy(pk->pack);
+    free(pk->chunks);
+    free(pk->ids);
+    free(pk);
+}
+
+static gm_packer_t *packer_get(gm_engine_t *e, gm_graph_t *g, int device, uint64_t access) {
+    for (gm_packer_t *pk = g->packers; pk; pk = pk->next)
+        if (pk->device == device && pk->access_mask == access)
+            return pk;
+    gm_packer_t *pk = calloc(1, sizeof *pk);
+    if (!pk)
+        return NULL;
+    pk->pack = gm_pack_create(e->chunk_bytes, GM_PACK_ALIGN);
+    if (!pk->pack) {
+        free(pk);
+        return NULL;
+    }
+    pk->device = device;
+    pk->access_mask = access;
+    pk->next = g->packers;
+    g->packers = pk;
+    return pk;
+}
+
+/* ---- records ------------------------------------------------------------------------------- */
+
+static void chain_remove(gm_engine_t *e, gm_record_t *r) {
+    gm_record_t *head = gm_map_get(&e->addresses, r->va);
+    if (head == r) {
+        if (r->va_next)
+            gm_map_put(&e->addresses, r->va, r->va_next); /* replaces: cannot fail */
+        else
+            gm_map_remove(&e->addresses, r->va);
+        return;
+    }
+    for (gm_record_t *p = head; p; p = p->va_next) {
+        if (p->va_next == r) {
+            p->va_next = r->va_next;
+            return;
+        }
+    }
+}
+
+static void record_destroy(gm_engine_t *e, gm_record_t *r) {
+    chain_remove(e, r);
+    if (r->chunk) {
+        if (r->packer && r->pack_id < r->packer->id_count)
+            r->packer->ids[r->pack_id] = NULL;
+        chunk_unref(e, r->chunk);
+    } else {
+        gm_vaspace_free(e->vas, r->win_base, r->win_bytes);
+    }
+    free(r->alloc.before.ids);
+    free(r);
+}
+
+void gm_record_unref_check(gm_engine_t *e, gm_record_t *r) {
+    if (!r->owner && !r->exec_refs && !r->live && !r->foreign_free)
+        record_destroy(e, r);
+}
+
+typedef struct reuse_query {
+    gm_packer_t *packer;
+    const gm_idset_t *before;
+} reuse_query_t;
+
+static bool reusable(uint32_t id, void *arg) {
+    reuse_query_t *q = arg;
+    gm_record_t *r = id < q->packer->id_count ? q->packer->ids[id] : NULL;
+    return r && idset_contains(q->before, r->id);
+}
+
+/* Gives `r` its address: a byte range of a packer chunk or a padded window of its own. */
+static gm_status_t place(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
+    uint64_t size = r->params.size;
+    if (size >= e->config.small_limit || e->config.no_alias) {
+        uint64_t pages = size / e->page + (size % e->page != 0);
+        if (pages > (UINT64_MAX - 2 * e->pad) / e->page - 1)
+            return GM_ERR_OUT_OF_MEMORY; /* no address range that large (A1.6) */
+        r->win_bytes = 2 * e->pad + (pages ? pages : 1) * e->page;
+        gm_status_t st = gm_vaspace_alloc(e->vas, r->win_bytes, &r->win_base);
+        r->va = r->win_base + e->pad;
+        return st;
+    }
+    gm_packer_t *pk = packer_get(e, g, r->params.device, r->params.access_mask);
+    if (!pk || gm_grow((void **)&pk->ids, &pk->id_cap, pk->id_count + 1, sizeof *pk->ids))
+        return GM_ERR_OUT_OF_MEMORY;
+    reuse_query_t q = {pk, &r->alloc.before};
+    uint32_t id, chunk;
+    uint64_t offset;
+    gm_status_t st = gm_pack_place(pk->pack, size, reusable, &q, &id, &chunk, &offset);
+    if (st != GM_OK)
+        return st;
+    if (chunk >= pk->chunk_count) {
+        gm_chunk_t *c = calloc(1, sizeof *c);
+        gm_chunk_t **cs = realloc(pk->chunks, (pk->chunk_count + 1) * sizeof *cs);
+        if (cs)
+            pk->chunks = cs;
+        if (!c || !cs) {
+            free(c);
+            gm_pack_forget(pk->pack, id);
+            return GM_ERR_OUT_OF_MEMORY;
+        }
+        c->bytes = 2 * e->pad + e->chunk_bytes;
+        st = gm_vaspace_alloc(e->vas, c->bytes, &c->base);
+        if (st != GM_OK) {
+            free(c);
+            gm_pack_forget(pk->pack, id);
+            return st;
+        }
+        c->va = c->base + e->pad;
+        c->refs = 1;
+        pk->chunks[pk->chunk_count++] = c;
+    }
+    while (pk->id_count <= id)
+        pk->ids[pk->id_count++] = NULL;
+    pk->ids[id] = r;
+    r->packer = pk;
+    r->pack_id = id;
+    r->chunk = pk->chunks[chunk];
+    r->chunk->refs++;
+    r->chunk_offset = offset;
+    r->va = r->chunk->va + offset;
+    return GM_OK;
+}
+
+gm_status_t gm_engine_alloc_create(gm_engine_t *e, uint64_t graph, const gm_alloc_params_t *params,
+                                   const gm_ancestors_t *ancestors, uint64_t *va_out) {
+    if (!params || !va_out || params->device < 0 || params->device >= e->config.device_count ||
+        (e->config.device_count < 64 && params->access_mask >> e->config.device_count))
+        return GM_ERR_INVALID_VALUE;
+    pthread_mutex_lock(&e->lock);
+    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
+    gm_graph_t *g = gm_graph_get(e, graph, true);
+    gm_record_t *r = g ? calloc(1, sizeof *r) : NULL;
+    if (!r ||
+        gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
+        gm_map_reserve(&e->addresses, 1) || gm_map_reserve(&e->nodes, 1))
+        goto fail;
+    r->id = ++e->next_record_id;
+    r->params = *params;
+    r->params.access_mask &= ~(1ull << params->device);
+    r->owner = g;
+    r->alloc = (gm_marker_t){.kind = GM_MARKER_ALLOC, .record = r, .graph = g};
+    st = gm_proven_before(e, g, ancestors, &r->alloc.before);
+    if (st != GM_OK)
+        goto fail;
+    st = place(e, g, r);
+    if (st != GM_OK) {
+        free(r->alloc.before.ids);
+        goto fail;
+    }
+    r->va_next = gm_map_get(&e->addresses, r->va);
+    gm_map_put(&e->addresses, r->va, r); /* reserved above */
+    g->records[g->record_count++] = r;
+    *va_out = r->va;
+    pthread_mutex_unlock(&e->lock);
+    return GM_OK;
+fail:
+    free(r);
+    pthread_mutex_unlock(&e->lock);
+    return st;
+}
+
+static gm_record_t *pending_record(gm_engine_t *e, uint64_t va) {
+    for (gm_record_t *r = gm_map_get(&e->addresses, va); r; r = r->va_next)
+        if (r->owner && !r->alloc.node)
+            return r;
+    return NULL;
+}
+
+void gm_engine_alloc_attach(gm_engine_t *e, uint64_t va, uint64_t node) {
+    pthread_mutex_lock(&e->lock);
+    gm_record_t *r = pending_record(e, va);
+    if (r && gm_map_put(&e->nodes, node, &r->alloc) == GM_OK)
+        r->alloc.node = node;
+    pthread_mutex_unlock(&e->lock);
+}
+
+void gm_engine_alloc_abort(gm_engine_t *e, uint64_t va) {
+    pthread_mutex_lock(&e->lock);
+    gm_record_t *r = pending_record(e, va);
+    if (r) {
+        gm_graph_t *g = r->owner;
+        for (uint32_t i = 0; i < g->record_count; i++) {
+            if (g->records[i] == r) {
+                memmove(&g->records[i], &g->records[i + 1],
+                        (g->record_count - i - 1) * sizeof *g->records);
+                g->record_count--;
+                break;
+            }
+        }
+        if (r->packer)
+            gm_pack_forget(r->packer->pack, r->pack_id);
+        r->owner = NULL;
+        gm_record_unref_check(e, r);
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+bool gm_engine_owns(gm_engine_t *e, uint64_t va) {
+    pthread_mutex_lock(&e->lock);
+    bool owns = false;
+    for (gm_record_t *r = gm_map_get(&e->addresses, va); r && !owns; r = r->va_next)
+        owns = r->owner || r->live;
+    pthread_mutex_unlock(&e->lock);
+    return owns;
+}
