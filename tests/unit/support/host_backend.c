@@ -1,73 +1,10 @@
-#include "host_backend.h"
+#include "host_backend_internal.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/* Tables are plain arrays searched linearly: tests hold at most a few thousand objects and the
- * simplicity keeps the simulator obviously right. */
-typedef struct hb_reservation {
-    uint64_t va, size;
-} hb_reservation_t;
-
-typedef struct hb_handle {
-    int fd; /* -1 once released */
-    int device;
-    uint64_t size;
-    uint32_t map_count;
-} hb_handle_t;
-
-typedef struct hb_mapping {
-    uint64_t va, size, handle;
-    uint64_t access; /* device bitmask */
-} hb_mapping_t;
-
-typedef struct hb_wait {
-    uint64_t pos;       /* the item on the waiting stream */
-    uint32_t on_stream; /* index of the awaited stream */
-    uint64_t on_pos;    /* awaited position */
-} hb_wait_t;
-
-typedef struct hb_stream {
-    uint64_t key;
-    uint64_t submitted, completed;
-    hb_wait_t *waits;
-    size_t wait_count, wait_cap;
-} hb_stream_t;
-
-typedef struct hb_fence {
-    bool alive;
-    uint32_t stream;
-    uint64_t pos;
-} hb_fence_t;
-
-typedef struct hb_fault {
-    uint64_t countdown;
-    gm_status_t status;
-} hb_fault_t;
-
-struct host_backend {
-    gm_backend_t ops;
-    pthread_mutex_t lock;
-    int device_count;
-    uint64_t capacity[64];
-    hb_reservation_t *res;
-    size_t res_count, res_cap;
-    hb_handle_t *handles; /* handle id = index + 1, never reused */
-    size_t handle_count, handle_cap;
-    hb_mapping_t *maps;
-    size_t map_count, map_cap;
-    hb_stream_t *streams;
-    size_t stream_count, stream_cap;
-    hb_fence_t *fences; /* fence id = index + 1, never reused */
-    size_t fence_count, fence_cap;
-    uint64_t calls[HOST_OP_COUNT];
-    hb_fault_t faults[HOST_OP_COUNT];
-    uint64_t stream_waits, host_waits, misuses;
-};
 
 static const char *const op_names[HOST_OP_COUNT] = {
     "va_reserve",      "va_release", "handle_create", "handle_release", "map",
@@ -79,8 +16,7 @@ const char *host_op_name(host_op_t op) {
     return op < HOST_OP_COUNT ? op_names[op] : "?";
 }
 
-/* Grows *array to hold one more element; aborts on host OOM (a test cannot go on anyway). */
-static void *grow(void *array, size_t *cap, size_t count, size_t elem) {
+void *hb_grow(void *array, size_t *cap, size_t count, size_t elem) {
     if (count < *cap)
         return array;
     size_t ncap = *cap ? *cap * 2 : 16;
@@ -91,8 +27,7 @@ static void *grow(void *array, size_t *cap, size_t count, size_t elem) {
     return p;
 }
 
-/* Counts the call and reports an injected fault. */
-static bool inject(host_backend_t *hb, host_op_t op, gm_status_t *status) {
+bool hb_inject(host_backend_t *hb, host_op_t op, gm_status_t *status) {
     hb->calls[op]++;
     hb_fault_t *f = &hb->faults[op];
     if (f->countdown && --f->countdown == 0) {
@@ -102,7 +37,7 @@ static bool inject(host_backend_t *hb, host_op_t op, gm_status_t *status) {
     return false;
 }
 
-static gm_status_t misuse(host_backend_t *hb, const char *what) {
+gm_status_t hb_misuse(host_backend_t *hb, const char *what) {
     hb->misuses++;
     fprintf(stderr, "host_backend: misuse: %s\n", what);
     return GM_ERR_INVALID_VALUE;
@@ -145,10 +80,10 @@ static gm_status_t hb_va_reserve(void *ctx, uint64_t size, uint64_t *va_out) {
     host_backend_t *hb = ctx;
     gm_status_t st = GM_OK;
     pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_VA_RESERVE, &st))
+    if (hb_inject(hb, HOST_OP_VA_RESERVE, &st))
         goto out;
     if (size == 0 || size % hb->ops.granularity) {
-        st = misuse(hb, "va_reserve of a size that is not a positive multiple of granularity");
+        st = hb_misuse(hb, "va_reserve of a size that is not a positive multiple of granularity");
         goto out;
     }
     /* Over-reserve, then cut to an aligned range so the reservation honours the granularity. */
@@ -163,7 +98,7 @@ static gm_status_t hb_va_reserve(void *ctx, uint64_t size, uint64_t *va_out) {
         munmap(p, va - base);
     if (base + size + g > va + size)
         munmap((void *)(uintptr_t)(va + size), base + size + g - (va + size));
-    hb->res = grow(hb->res, &hb->res_cap, hb->res_count, sizeof *hb->res);
+    hb->res = hb_grow(hb->res, &hb->res_cap, hb->res_count, sizeof *hb->res);
     hb->res[hb->res_count++] = (hb_reservation_t){va, size};
     *va_out = va;
 out:
@@ -175,17 +110,17 @@ static gm_status_t hb_va_release(void *ctx, uint64_t va, uint64_t size) {
     host_backend_t *hb = ctx;
     gm_status_t st = GM_OK;
     pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_VA_RELEASE, &st))
+    if (hb_inject(hb, HOST_OP_VA_RELEASE, &st))
         goto out;
     size_t i = 0;
     while (i < hb->res_count && !(hb->res[i].va == va && hb->res[i].size == size))
         i++;
     if (i == hb->res_count) {
-        st = misuse(hb, "va_release of a range that is not a reservation");
+        st = hb_misuse(hb, "va_release of a range that is not a reservation");
         goto out;
     }
     if (overlaps_mapping(hb, va, size)) {
-        st = misuse(hb, "va_release of a reservation that still has mappings");
+        st = hb_misuse(hb, "va_release of a reservation that still has mappings");
         goto out;
     }
     munmap((void *)(uintptr_t)va, size);
@@ -207,14 +142,15 @@ static gm_status_t hb_handle_create(void *ctx, int device, uint64_t size, uint64
     host_backend_t *hb = ctx;
     gm_status_t st = GM_OK;
     pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_HANDLE_CREATE, &st))
+    if (hb_inject(hb, HOST_OP_HANDLE_CREATE, &st))
         goto out;
     if (device < 0 || device >= hb->device_count) {
-        st = misuse(hb, "handle_create on a device that does not exist");
+        st = hb_misuse(hb, "handle_create on a device that does not exist");
         goto out;
     }
     if (size == 0 || size % hb->ops.granularity) {
-        st = misuse(hb, "handle_create of a size that is not a positive multiple of granularity");
+        st =
+            hb_misuse(hb, "handle_create of a size that is not a positive multiple of granularity");
         goto out;
     }
     if (hb->capacity[device] && device_bytes_locked(hb, device) + size > hb->capacity[device]) {
@@ -228,7 +164,7 @@ static gm_status_t hb_handle_create(void *ctx, int device, uint64_t size, uint64
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
     }
-    hb->handles = grow(hb->handles, &hb->handle_cap, hb->handle_count, sizeof *hb->handles);
+    hb->handles = hb_grow(hb->handles, &hb->handle_cap, hb->handle_count, sizeof *hb->handles);
     hb->handles[hb->handle_count++] = (hb_handle_t){fd, device, size, 0};
     *handle_out = hb->handle_count;
 out:
@@ -240,16 +176,16 @@ static gm_status_t hb_handle_release(void *ctx, uint64_t handle) {
     host_backend_t *hb = ctx;
     gm_status_t st = GM_OK;
     pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_HANDLE_RELEASE, &st))
+    if (hb_inject(hb, HOST_OP_HANDLE_RELEASE, &st))
         goto out;
     hb_handle_t *h = handle_get(hb, handle);
     if (!h) {
-        st = misuse(hb, "handle_release of an unknown handle");
+        st = hb_misuse(hb, "handle_release of an unknown handle");
         goto out;
     }
     /* CUDA would defer the release until the last unmap; a correct engine never relies on it. */
     if (h->map_count) {
-        st = misuse(hb, "handle_release of a handle that is still mapped");
+        st = hb_misuse(hb, "handle_release of a handle that is still mapped");
         goto out;
     }
     close(h->fd);
@@ -263,19 +199,19 @@ static gm_status_t hb_map(void *ctx, uint64_t va, uint64_t size, uint64_t handle
     host_backend_t *hb = ctx;
     gm_status_t st = GM_OK;
     pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_MAP, &st))
+    if (hb_inject(hb, HOST_OP_MAP, &st))
         goto out;
     hb_handle_t *h = handle_get(hb, handle);
     if (!h || h->size != size) {
-        st = misuse(hb, "map of an unknown handle or not of its whole size");
+        st = hb_misuse(hb, "map of an unknown handle or not of its whole size");
         goto out;
     }
     if (va % hb->ops.granularity || !reservation_containing(hb, va, size)) {
-        st = misuse(hb, "map outside a reservation or unaligned");
+        st = hb_misuse(hb, "map outside a reservation or unaligned");
         goto out;
     }
     if (overlaps_mapping(hb, va, size)) {
-        st = misuse(hb, "map over an existing mapping");
+        st = hb_misuse(hb, "map over an existing mapping");
         goto out;
     }
     void *p = mmap((void *)(uintptr_t)va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, 0);
@@ -283,7 +219,7 @@ static gm_status_t hb_map(void *ctx, uint64_t va, uint64_t size, uint64_t handle
         st = GM_ERR_BACKEND;
         goto out;
     }
-    hb->maps = grow(hb->maps, &hb->map_cap, hb->map_count, sizeof *hb->maps);
+    hb->maps = hb_grow(hb->maps, &hb->map_cap, hb->map_count, sizeof *hb->maps);
     hb->maps[hb->map_count++] = (hb_mapping_t){va, size, handle, 0};
     h->map_count++;
 out:
@@ -295,13 +231,13 @@ static gm_status_t hb_unmap(void *ctx, uint64_t va, uint64_t size) {
     host_backend_t *hb = ctx;
     gm_status_t st = GM_OK;
     pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_UNMAP, &st))
+    if (hb_inject(hb, HOST_OP_UNMAP, &st))
         goto out;
     size_t i = 0;
     while (i < hb->map_count && !(hb->maps[i].va == va && hb->maps[i].size == size))
         i++;
     if (i == hb->map_count) {
-        st = misuse(hb, "unmap of a range that is not exactly one mapping");
+        st = hb_misuse(hb, "unmap of a range that is not exactly one mapping");
         goto out;
     }
     /* Back to a reserved, inaccessible range, as after cuMemUnmap. */
@@ -323,25 +259,25 @@ static gm_status_t hb_set_access(void *ctx, uint64_t va, uint64_t size, const in
     host_backend_t *hb = ctx;
     gm_status_t st = GM_OK;
     pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_SET_ACCESS, &st))
+    if (hb_inject(hb, HOST_OP_SET_ACCESS, &st))
         goto out;
     uint64_t mask = 0;
     for (int i = 0; i < device_count; i++) {
         if (devices[i] < 0 || devices[i] >= hb->device_count) {
-            st = misuse(hb, "set_access for a device that does not exist");
+            st = hb_misuse(hb, "set_access for a device that does not exist");
             goto out;
         }
         mask |= 1ull << devices[i];
     }
     if (device_count <= 0 || size == 0) {
-        st = misuse(hb, "set_access with no device or no bytes");
+        st = hb_misuse(hb, "set_access with no device or no bytes");
         goto out;
     }
     /* The range may span several adjacent mappings, but every byte must be mapped. */
     for (uint64_t cur = va; cur < va + size;) {
         hb_mapping_t *m = mapping_at(hb, cur);
         if (!m) {
-            st = misuse(hb, "set_access over a range that is not fully mapped");
+            st = hb_misuse(hb, "set_access over a range that is not fully mapped");
             goto out;
         }
         cur = m->va + m->size;
@@ -358,127 +294,6 @@ static gm_status_t hb_set_access(void *ctx, uint64_t va, uint64_t size, const in
 out:
     pthread_mutex_unlock(&hb->lock);
     return st;
-}
-
-static hb_stream_t *stream_get(host_backend_t *hb, uint64_t key, uint32_t *index_out) {
-    for (size_t i = 0; i < hb->stream_count; i++) {
-        if (hb->streams[i].key == key) {
-            if (index_out)
-                *index_out = (uint32_t)i;
-            return &hb->streams[i];
-        }
-    }
-    hb->streams = grow(hb->streams, &hb->stream_cap, hb->stream_count, sizeof *hb->streams);
-    hb->streams[hb->stream_count] = (hb_stream_t){.key = key};
-    if (index_out)
-        *index_out = (uint32_t)hb->stream_count;
-    return &hb->streams[hb->stream_count++];
-}
-
-static const hb_wait_t *wait_at(const hb_stream_t *s, uint64_t pos) {
-    for (size_t i = 0; i < s->wait_count; i++)
-        if (s->waits[i].pos == pos)
-            return &s->waits[i];
-    return NULL;
-}
-
-/* Completes stream `si` through `pos`, forcing what it waits on (a host wait). Terminates:
- * a wait only ever refers to a fence recorded before it. */
-static void complete_through(host_backend_t *hb, uint32_t si, uint64_t pos) {
-    while (hb->streams[si].completed < pos) {
-        const hb_wait_t *w = wait_at(&hb->streams[si], hb->streams[si].completed + 1);
-        if (w)
-            complete_through(hb, w->on_stream, w->on_pos);
-        hb->streams[si].completed++;
-    }
-}
-
-static gm_status_t hb_fence_record(void *ctx, uint64_t stream, uint64_t *fence_out) {
-    host_backend_t *hb = ctx;
-    gm_status_t st = GM_OK;
-    pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_FENCE_RECORD, &st))
-        goto out;
-    uint32_t si;
-    hb_stream_t *s = stream_get(hb, stream, &si);
-    hb->fences = grow(hb->fences, &hb->fence_cap, hb->fence_count, sizeof *hb->fences);
-    hb->fences[hb->fence_count++] = (hb_fence_t){true, si, s->submitted};
-    *fence_out = hb->fence_count;
-out:
-    pthread_mutex_unlock(&hb->lock);
-    return st;
-}
-
-static hb_fence_t *fence_get(host_backend_t *hb, uint64_t fence) {
-    if (fence == 0 || fence > hb->fence_count || !hb->fences[fence - 1].alive)
-        return NULL;
-    return &hb->fences[fence - 1];
-}
-
-static gm_status_t hb_fence_query(void *ctx, uint64_t fence) {
-    host_backend_t *hb = ctx;
-    gm_status_t st = GM_OK;
-    pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_FENCE_QUERY, &st))
-        goto out;
-    hb_fence_t *f = fence_get(hb, fence);
-    if (!f)
-        st = misuse(hb, "fence_query of an unknown fence");
-    else if (hb->streams[f->stream].completed < f->pos)
-        st = GM_ERR_NOT_READY;
-out:
-    pthread_mutex_unlock(&hb->lock);
-    return st;
-}
-
-static gm_status_t hb_fence_wait_stream(void *ctx, uint64_t stream, uint64_t fence) {
-    host_backend_t *hb = ctx;
-    gm_status_t st = GM_OK;
-    pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_FENCE_WAIT_STREAM, &st))
-        goto out;
-    hb_fence_t *f = fence_get(hb, fence);
-    if (!f) {
-        st = misuse(hb, "fence_wait_stream on an unknown fence");
-        goto out;
-    }
-    hb_fence_t awaited = *f;
-    hb_stream_t *s = stream_get(hb, stream, NULL);
-    s->waits = grow(s->waits, &s->wait_cap, s->wait_count, sizeof *s->waits);
-    s->waits[s->wait_count++] = (hb_wait_t){++s->submitted, awaited.stream, awaited.pos};
-    hb->stream_waits++;
-out:
-    pthread_mutex_unlock(&hb->lock);
-    return st;
-}
-
-static gm_status_t hb_fence_wait_host(void *ctx, uint64_t fence) {
-    host_backend_t *hb = ctx;
-    gm_status_t st = GM_OK;
-    pthread_mutex_lock(&hb->lock);
-    if (inject(hb, HOST_OP_FENCE_WAIT_HOST, &st))
-        goto out;
-    hb_fence_t *f = fence_get(hb, fence);
-    if (!f) {
-        st = misuse(hb, "fence_wait_host on an unknown fence");
-        goto out;
-    }
-    complete_through(hb, f->stream, f->pos);
-    hb->host_waits++;
-out:
-    pthread_mutex_unlock(&hb->lock);
-    return st;
-}
-
-static void hb_fence_destroy(void *ctx, uint64_t fence) {
-    host_backend_t *hb = ctx;
-    pthread_mutex_lock(&hb->lock);
-    hb_fence_t *f = fence_get(hb, fence);
-    if (f)
-        f->alive = false;
-    else
-        misuse(hb, "fence_destroy of an unknown fence");
-    pthread_mutex_unlock(&hb->lock);
 }
 
 host_backend_t *host_backend_create(uint64_t granularity, int device_count) {
@@ -557,51 +372,6 @@ void host_backend_reset_calls(host_backend_t *hb) {
     pthread_mutex_lock(&hb->lock);
     memset(hb->calls, 0, sizeof hb->calls);
     pthread_mutex_unlock(&hb->lock);
-}
-
-uint64_t host_backend_submit(host_backend_t *hb, uint64_t stream) {
-    pthread_mutex_lock(&hb->lock);
-    uint64_t pos = ++stream_get(hb, stream, NULL)->submitted;
-    pthread_mutex_unlock(&hb->lock);
-    return pos;
-}
-
-uint64_t host_backend_complete(host_backend_t *hb, uint64_t stream, uint64_t up_to) {
-    pthread_mutex_lock(&hb->lock);
-    hb_stream_t *s = stream_get(hb, stream, NULL);
-    if (up_to > s->submitted)
-        up_to = s->submitted;
-    while (s->completed < up_to) {
-        const hb_wait_t *w = wait_at(s, s->completed + 1);
-        if (w && hb->streams[w->on_stream].completed < w->on_pos)
-            break;
-        s->completed++;
-    }
-    uint64_t done = s->completed;
-    pthread_mutex_unlock(&hb->lock);
-    return done;
-}
-
-void host_backend_complete_all(host_backend_t *hb) {
-    pthread_mutex_lock(&hb->lock);
-    for (size_t i = 0; i < hb->stream_count; i++)
-        complete_through(hb, (uint32_t)i, hb->streams[i].submitted);
-    pthread_mutex_unlock(&hb->lock);
-}
-
-uint64_t host_backend_completed(const host_backend_t *hb, uint64_t stream) {
-    for (size_t i = 0; i < hb->stream_count; i++)
-        if (hb->streams[i].key == stream)
-            return hb->streams[i].completed;
-    return 0;
-}
-
-uint64_t host_backend_stream_waits(const host_backend_t *hb) {
-    return hb->stream_waits;
-}
-
-uint64_t host_backend_host_waits(const host_backend_t *hb) {
-    return hb->host_waits;
 }
 
 host_backend_counts_t host_backend_counts(const host_backend_t *hb) {
