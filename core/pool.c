@@ -97,8 +97,7 @@ static gm_status_t release(gm_pool_t *pool, gm_handle_t *h) {
     return GM_OK;
 }
 
-void gm_pool_destroy(gm_pool_t *pool)
-{
+void gm_pool_destroy(gm_pool_t *pool) {
     if (!pool)
         return;
     /* Arenas may be gone by now: release without touching their slots. A handle still mapped
