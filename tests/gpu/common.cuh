@@ -189,6 +189,17 @@ static inline cudaError_t add_check(cudaGraphNode_t *node, cudaGraph_t g,
     return cudaGraphAddKernelNode(node, g, deps, ndeps, &k);
 }
 
+// Up to `cap` nodes of g; 0 when g is NULL or the query fails (after an earlier failure in the
+// scenario), so that callers never walk an unfilled array.
+static inline size_t graph_nodes(cudaGraph_t g, cudaGraphNode_t *out, size_t cap) {
+    size_t n = cap;
+    if (!g || cudaGraphGetNodes(g, out, &n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n < cap ? n : cap;
+}
+
 // ---- graph memory attributes ----
 
 struct GraphMemAttrs {

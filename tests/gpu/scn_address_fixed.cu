@@ -26,12 +26,12 @@ int main() {
     cudaMallocAsync(&out, bytes, s);
     k_add<<<kGrid, kBlock, 0, s>>>(out, tmp, n, 1);
     cudaFreeAsync(tmp, s);
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     obs_rc("end_capture", cudaStreamEndCapture(s, &g));
 
     bool fixed = true, data = true;
     for (int round = 0; round < 3; round++) {
-        cudaGraphExec_t e;
+        cudaGraphExec_t e = nullptr;
         char key[64];
         snprintf(key, sizeof key, "instantiate%d", round);
         obs_rc(key, cudaGraphInstantiateWithFlags(&e, g, cudaGraphInstantiateFlagAutoFreeOnLaunch));
@@ -49,13 +49,12 @@ int main() {
     obs_yes("address_fixed_across_launches_and_instantiations", fixed);
     obs_ok("data", data);
 
-    cudaGraphNode_t nodes[16];
-    size_t count = 16;
-    cudaGraphGetNodes(g, nodes, &count);
+    cudaGraphNode_t nodes[16] = {};
+    size_t count = graph_nodes(g, nodes, 16);
     bool params_match = true;
     int allocs = 0;
     for (size_t i = 0; i < count; i++) {
-        cudaGraphNodeType t;
+        cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
         cudaGraphNodeGetType(nodes[i], &t);
         if (t != cudaGraphNodeTypeMemAlloc)
             continue;

@@ -6,7 +6,7 @@
 #include <climits>
 
 static cudaError_t try_alloc(cudaGraph_t g, cudaMemAllocNodeParams p) {
-    cudaGraphNode_t node;
+    cudaGraphNode_t node = nullptr;
     return cudaGraphAddMemAllocNode(&node, g, nullptr, 0, &p);
 }
 
@@ -14,9 +14,9 @@ int main() {
     require_graph_memory();
     int devices = 0;
     cudaGetDeviceCount(&devices);
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t node, first;
+    cudaGraphNode_t node = nullptr, first = nullptr;
     cudaMemAllocNodeParams p = alloc_params(4096);
 
     obs_rc("null_params", cudaGraphAddMemAllocNode(&node, g, nullptr, 0, nullptr));
@@ -84,11 +84,11 @@ int main() {
     np.type = cudaGraphNodeTypeMemAlloc;
     np.alloc.poolProps = alloc_params(0).poolProps;
     np.alloc.bytesize = 8192;
-    cudaGraphNode_t generic;
+    cudaGraphNode_t generic = nullptr;
     obs_rc("add_node_alloc", cudaGraphAddNode(&generic, g, nullptr, nullptr, 0, &np));
     obs_yes("add_node_alloc_dptr_nonnull", np.alloc.dptr != nullptr);
     obs_yes("add_node_alloc_dptr_distinct", np.alloc.dptr != a);
-    cudaGraphNodeType t;
+    cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
     cudaGraphNodeGetType(generic, &t);
     obs_yes("add_node_alloc_type", t == cudaGraphNodeTypeMemAlloc);
 
@@ -100,17 +100,17 @@ int main() {
     obs_rc("free_bogus_address",
            cudaGraphAddMemFreeNode(&node, g, &first, 1, (void *)(uintptr_t)0x1234000));
     obs_rc("free_interior_address", cudaGraphAddMemFreeNode(&node, g, &first, 1, (char *)a + 256));
-    cudaGraphNode_t freed;
+    cudaGraphNode_t freed = nullptr;
     obs_rc("free_valid", cudaGraphAddMemFreeNode(&freed, g, &first, 1, a));
     obs_rc("free_twice_same_graph", cudaGraphAddMemFreeNode(&node, g, &freed, 1, a));
     void *b = np.alloc.dptr;
     np = {};
     np.type = cudaGraphNodeTypeMemFree;
     np.free.dptr = b;
-    cudaGraphNode_t generic_free;
+    cudaGraphNode_t generic_free = nullptr;
     obs_rc("add_node_free", cudaGraphAddNode(&generic_free, g, &generic, nullptr, 1, &np));
 
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);

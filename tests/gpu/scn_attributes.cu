@@ -49,13 +49,13 @@ static void errors(void) {
 }
 
 static void one_byte(cudaStream_t s) {
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nf;
+    cudaGraphNode_t na = nullptr, nf = nullptr;
     void *p = nullptr;
     add_alloc(&na, g, nullptr, 0, 1, &p);
     cudaGraphAddMemFreeNode(&nf, g, &na, 1, p);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     cudaGraphInstantiate(&e, g, 0);
     obs_rc("one_byte_launch", cudaGraphLaunch(e, s));
     GraphMemAttrs a = read_attrs();
@@ -76,15 +76,15 @@ static void one_byte(cudaStream_t s) {
 
 static void double_memory(cudaStream_t s) {
     const size_t size = 256u << 20;
-    cudaGraph_t g[2];
-    cudaGraphExec_t e[2];
+    cudaGraph_t g[2] = {};
+    cudaGraphExec_t e[2] = {};
     void *p[2];
     uint64_t zero = 0;
     cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &zero);
     cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrReservedMemHigh, &zero);
     for (int i = 0; i < 2; i++) {
         cudaGraphCreate(&g[i], 0);
-        cudaGraphNode_t na;
+        cudaGraphNode_t na = nullptr;
         add_alloc(&na, g[i], nullptr, 0, size, &p[i]);
         cudaGraphInstantiate(&e[i], g[i], 0);
         char key[64];
@@ -123,12 +123,12 @@ static void double_memory(cudaStream_t s) {
 // A10.4: a reset while memory is in use sets the High to the current value.
 static void reset_while_used(cudaStream_t s) {
     const size_t size = 32u << 20;
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na;
+    cudaGraphNode_t na = nullptr;
     void *p = nullptr;
     add_alloc(&na, g, nullptr, 0, size, &p);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     cudaGraphInstantiate(&e, g, 0);
     cudaGraphLaunch(e, s);
     cudaStreamSynchronize(s);

@@ -9,7 +9,7 @@ static const size_t n = 1 << 12, bytes = n * sizeof(uint32_t);
 static void *escaped(cudaStream_t s, cudaGraph_t *g, cudaGraphExec_t *e) {
     void *a = nullptr;
     cudaGraphCreate(g, 0);
-    cudaGraphNode_t na, nf;
+    cudaGraphNode_t na = nullptr, nf = nullptr;
     add_alloc(&na, *g, nullptr, 0, bytes, &a);
     add_fill(&nf, *g, &na, 1, a, n, 1);
     cudaGraphInstantiate(e, *g, 0);
@@ -24,7 +24,7 @@ int main() {
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cudaGraphExec_t e = nullptr;
     cudaGraph_t g = nullptr;
-    cudaGraphNode_t node;
+    cudaGraphNode_t node = nullptr;
 
     obs_rc("launch_null_exec", cudaGraphLaunch(nullptr, s));
     obs_rc("upload_null_exec", cudaGraphUpload(nullptr, s));

@@ -87,11 +87,10 @@ static void from_pool(cudaMemAllocationHandleType handles, const char *tag) {
         obs_int(key, (long long)count);
         cudaGraphDestroy(g);
     } else if (g) {
-        cudaGraphNode_t nodes[16];
-        size_t count = 16;
-        cudaGraphGetNodes(g, nodes, &count);
+        cudaGraphNode_t nodes[16] = {};
+        size_t count = graph_nodes(g, nodes, 16);
         for (size_t i = 0; i < count; i++) {
-            cudaGraphNodeType t;
+            cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
             cudaGraphNodeGetType(nodes[i], &t);
             if (t != cudaGraphNodeTypeMemAlloc)
                 continue;
@@ -135,7 +134,7 @@ static void zero_bytes(void) {
     obs_rc("zero_free_async", cudaFreeAsync(a, s));
     cudaGraph_t g = nullptr;
     obs_rc("zero_end_capture", cudaStreamEndCapture(s, &g));
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("zero_instantiate", cudaGraphInstantiate(&e, g, 0));
     obs_rc("zero_launch", cudaGraphLaunch(e, s));
     obs_rc("zero_sync", cudaStreamSynchronize(s));
@@ -144,9 +143,9 @@ static void zero_bytes(void) {
 }
 
 static void to_graph_and_frontier(void) {
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t empty;
+    cudaGraphNode_t empty = nullptr;
     cudaGraphAddEmptyNode(&empty, g, nullptr, 0);
     obs_rc("to_graph_begin",
            cudaStreamBeginCaptureToGraph(s, g, &empty, nullptr, 1, cudaStreamCaptureModeGlobal));

@@ -4,15 +4,11 @@
 #include "common.cuh"
 
 static void count_types(cudaGraph_t g, int *allocs, int *frees) {
-    size_t n = 0;
-    cudaGraphGetNodes(g, nullptr, &n);
-    cudaGraphNode_t nodes[64];
-    if (n > 64)
-        n = 64;
-    cudaGraphGetNodes(g, nodes, &n);
+    cudaGraphNode_t nodes[64] = {};
+    size_t n = graph_nodes(g, nodes, 64);
     *allocs = *frees = 0;
     for (size_t i = 0; i < n; i++) {
-        cudaGraphNodeType t;
+        cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
         cudaGraphNodeGetType(nodes[i], &t);
         *allocs += t == cudaGraphNodeTypeMemAlloc;
         *frees += t == cudaGraphNodeTypeMemFree;

@@ -66,9 +66,9 @@ static CUDA_MEM_ALLOC_NODE_PARAMS drv_params(size_t size) {
 }
 
 static void explicit_nodes(CUstream s) {
-    CUgraph g;
+    CUgraph g = nullptr;
     cuGraphCreate(&g, 0);
-    CUgraphNode na, nf, ng;
+    CUgraphNode na = nullptr, nf = nullptr, ng = nullptr;
     CUDA_MEM_ALLOC_NODE_PARAMS p = drv_params(bytes);
     obs_cu("explicit_alloc_node", cuGraphAddMemAllocNode(&na, g, nullptr, 0, &p));
     obs_cu("explicit_free_node", cuGraphAddMemFreeNode(&nf, g, &na, 1, p.dptr));
@@ -84,7 +84,7 @@ static void explicit_nodes(CUstream s) {
     CUdeviceptr freed = 0;
     obs_cu("explicit_free_get_params", cuGraphMemFreeNodeGetParams(nf, &freed));
     obs_yes("explicit_free_get_params_match", freed == p.dptr);
-    CUgraphExec e;
+    CUgraphExec e = nullptr;
     obs_cu("explicit_instantiate", cuGraphInstantiate(&e, g, 0));
     obs_cu("explicit_launch", cuGraphLaunch(e, s));
     obs_cu("explicit_sync", cuStreamSynchronize(s));

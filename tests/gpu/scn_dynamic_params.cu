@@ -41,7 +41,7 @@ int main() {
     size_t count = n;
     void *args[] = {&a, &a, &count, &add};
     cudaKernelNodeParams kp = add_params(args);
-    cudaGraphNode_t mine;
+    cudaGraphNode_t mine = nullptr;
     obs_rc("add_kernel_node", cudaGraphAddKernelNode(&mine, cg, deps, ndeps, &kp));
     obs_rc("update_dependencies", cudaStreamUpdateCaptureDependencies(
                                       s, &mine, nullptr, 1, cudaStreamSetCaptureDependencies));
@@ -57,7 +57,7 @@ int main() {
     obs_rc("end_capture", cudaStreamEndCapture(s, &g));
     obs_yes("capture_graph_is_result", g == cg);
 
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));
     const uint32_t adds[3] = {10, 500, 77777};
     for (int round = 0; round < 3; round++) {

@@ -16,13 +16,13 @@ static void run(cudaStream_t s, bool captured, unsigned flags, const char *tag) 
         cudaStreamEndCapture(s, &g);
     } else {
         cudaGraphCreate(&g, 0);
-        cudaGraphNode_t na, nf;
+        cudaGraphNode_t na = nullptr, nf = nullptr;
         void *p = nullptr;
         add_alloc(&na, g, nullptr, 0, bytes, &p);
         add_fill(&nf, g, &na, 1, p, n, 9);
         a = (uint32_t *)p;
     }
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     snprintf(key, sizeof key, "%s_instantiate", tag);
     obs_rc(key, cudaGraphInstantiateWithFlags(&e, g, flags));
     snprintf(key, sizeof key, "%s_launch", tag);

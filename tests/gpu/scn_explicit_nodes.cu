@@ -14,9 +14,10 @@ int main() {
     for (size_t i = 0; i < n; i++)
         in[i] = 100 + (uint32_t)i;
 
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nb, nc, copy_in, add1, add2, fa, fb, fc, copy_out;
+    cudaGraphNode_t na = nullptr, nb = nullptr, nc = nullptr, copy_in = nullptr, add1 = nullptr,
+                    add2 = nullptr, fa = nullptr, fb = nullptr, fc = nullptr, copy_out = nullptr;
     void *a = nullptr, *b = nullptr, *c = nullptr;
     obs_rc("alloc_a", add_alloc(&na, g, nullptr, 0, bytes, &a));
     obs_yes("alloc_a_nonnull", a != nullptr);

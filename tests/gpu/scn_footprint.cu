@@ -8,9 +8,9 @@ static const int kGraphs = 8;
 static const size_t kBytes = 64u << 20, kWords = kBytes / sizeof(uint32_t);
 
 static cudaGraph_t build(bool free_it, void **dptr) {
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nf, nfree;
+    cudaGraphNode_t na = nullptr, nf = nullptr, nfree = nullptr;
     add_alloc(&na, g, nullptr, 0, kBytes, dptr);
     add_fill(&nf, g, &na, 1, *dptr, kWords, 1);
     if (free_it)
@@ -20,7 +20,7 @@ static cudaGraph_t build(bool free_it, void **dptr) {
 
 static void trim_and_observe(const char *when) {
     char key[96];
-    snprintf(key, sizeof key, "%s_sync", when);
+    snprintf(key, sizeof key, "%s_before_trim_sync", when);
     obs_rc(key, cudaDeviceSynchronize());
     snprintf(key, sizeof key, "%s_trim", when);
     obs_rc(key, cudaDeviceGraphMemTrim(0));
@@ -39,8 +39,8 @@ int main() {
     for (int i = 0; i < kGraphs; i++)
         cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking);
 
-    cudaGraph_t g[kGraphs];
-    cudaGraphExec_t e[kGraphs];
+    cudaGraph_t g[kGraphs] = {};
+    cudaGraphExec_t e[kGraphs] = {};
     void *p[kGraphs];
     for (int i = 0; i < kGraphs; i++) {
         g[i] = build(true, &p[i]);

@@ -13,14 +13,14 @@ int main() {
     size_t free0 = 0, total = 0;
     cudaMemGetInfo(&free0, &total);
 
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nb, nf;
+    cudaGraphNode_t na = nullptr, nb = nullptr, nf = nullptr;
     void *a = nullptr, *b = nullptr;
     add_alloc(&na, g, nullptr, 0, bytes, &a);
     add_fill(&nf, g, &na, 1, a, bytes / 4, 8);
     add_alloc(&nb, g, &nf, 1, 2 * bytes, &b);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     cudaGraphInstantiate(&e, g, 0);
     obs_rc("launch", cudaGraphLaunch(e, s));
     obs_rc("sync", cudaStreamSynchronize(s));

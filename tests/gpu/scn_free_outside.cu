@@ -8,9 +8,9 @@ static const size_t n = 1 << 16, bytes = n * sizeof(uint32_t);
 
 // alloc -> fill(v), optionally followed by its own free node.
 static cudaGraph_t build(void **a, uint32_t v, bool own_free) {
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nf, nfree;
+    cudaGraphNode_t na = nullptr, nf = nullptr, nfree = nullptr;
     add_alloc(&na, g, nullptr, 0, bytes, a);
     add_fill(&nf, g, &na, 1, *a, n, v);
     if (own_free)
@@ -20,7 +20,7 @@ static cudaGraph_t build(void **a, uint32_t v, bool own_free) {
 
 static cudaError_t free_graph(cudaGraph_t *gf, void *a) {
     cudaGraphCreate(gf, 0);
-    cudaGraphNode_t node;
+    cudaGraphNode_t node = nullptr;
     return cudaGraphAddMemFreeNode(&node, *gf, nullptr, 0, a);
 }
 
@@ -29,7 +29,7 @@ static void after_destroy(cudaStream_t s, const char *how) {
     char key[96];
     void *a = nullptr;
     cudaGraph_t g = build(&a, 5, false);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     cudaGraphInstantiate(&e, g, 0);
     cudaGraphLaunch(e, s);
     cudaStreamSynchronize(s);
@@ -41,10 +41,10 @@ static void after_destroy(cudaStream_t s, const char *how) {
     obs_ok(key, check_words(s, a, n, 5));
     cudaError_t rc;
     if (strncmp(how, "free_graph", 10) == 0) {
-        cudaGraph_t gf;
+        cudaGraph_t gf = nullptr;
         snprintf(key, sizeof key, "%s_add_node", how);
         obs_rc(key, free_graph(&gf, a));
-        cudaGraphExec_t ef;
+        cudaGraphExec_t ef = nullptr;
         snprintf(key, sizeof key, "%s_instantiate", how);
         obs_rc(key, cudaGraphInstantiate(&ef, gf, 0));
         rc = cudaGraphLaunch(ef, s);
@@ -81,11 +81,11 @@ int main() {
     // A2.4: an allocation freed by its own graph cannot get a free node in another graph.
     void *a = nullptr;
     cudaGraph_t g = build(&a, 6, true);
-    cudaGraph_t gf;
+    cudaGraph_t gf = nullptr;
     obs_rc("free_node_other_graph_when_owner_frees", free_graph(&gf, a));
     cudaGraphDestroy(gf);
     // A8.3: nor be freed outside after a launch.
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     cudaGraphInstantiate(&e, g, 0);
     cudaGraphLaunch(e, s);
     obs_rc("owner_freed_launch_sync", cudaStreamSynchronize(s));
@@ -98,10 +98,9 @@ int main() {
     // A2.4 the other way round: once another graph frees it, the owner cannot.
     g = build(&a, 7, false);
     obs_rc("other_graph_free_first", free_graph(&gf, a));
-    cudaGraphNode_t nodes[4];
-    size_t count = 4;
-    cudaGraphGetNodes(g, nodes, &count);
-    cudaGraphNode_t own;
+    cudaGraphNode_t nodes[4] = {};
+    size_t count = graph_nodes(g, nodes, 4);
+    cudaGraphNode_t own = nullptr;
     obs_rc("owner_free_after_other", cudaGraphAddMemFreeNode(&own, g, nodes, count, a));
     cudaGraphDestroy(gf);
 

@@ -39,9 +39,9 @@ static void dot_keywords(cudaGraph_t g, unsigned flags, const char *tag) {
 int main() {
     require_graph_memory();
     const size_t bytes = 3 << 20;
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nk, nf, empty;
+    cudaGraphNode_t na = nullptr, nk = nullptr, nf = nullptr, empty = nullptr;
     cudaMemAccessDesc desc = {};
     desc.location.type = cudaMemLocationTypeDevice;
     desc.location.id = 0;
@@ -54,7 +54,7 @@ int main() {
     obs_rc("add_free", cudaGraphAddMemFreeNode(&nf, g, &nk, 1, in.dptr));
     cudaGraphAddEmptyNode(&empty, g, &nf, 1);
 
-    cudaGraphNodeType t;
+    cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
     cudaGraphNodeGetType(na, &t);
     obs_int("alloc_node_type", t);
     cudaGraphNodeGetType(nf, &t);
@@ -87,14 +87,14 @@ int main() {
     count = 0;
     cudaGraphGetRootNodes(g, nullptr, &count);
     obs_int("root_count", (long long)count);
-    cudaGraphNode_t roots[4];
+    cudaGraphNode_t roots[4] = {};
     count = 4;
     cudaGraphGetRootNodes(g, roots, &count);
     obs_yes("root_is_alloc_node", count == 1 && roots[0] == na);
     count = 0;
     obs_rc("get_edges", cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &count));
     obs_int("edge_count", (long long)count);
-    cudaGraphNode_t deps[4];
+    cudaGraphNode_t deps[4] = {};
     count = 4;
     cudaGraphNodeGetDependencies(nf, deps, nullptr, &count);
     obs_yes("free_depends_on_kernel", count == 1 && deps[0] == nk);
@@ -114,9 +114,8 @@ int main() {
     cudaFreeAsync(p, s);
     cudaGraph_t cg = nullptr;
     obs_rc("capture_end", cudaStreamEndCapture(s, &cg));
-    cudaGraphNode_t nodes[4];
-    count = 4;
-    cudaGraphGetNodes(cg, nodes, &count);
+    cudaGraphNode_t nodes[4] = {};
+    count = graph_nodes(cg, nodes, 4);
     obs_int("captured_node_count", (long long)count);
     for (size_t i = 0; i < count; i++) {
         cudaGraphNodeGetType(nodes[i], &t);

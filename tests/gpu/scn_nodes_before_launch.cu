@@ -14,9 +14,10 @@ int main() {
     for (size_t i = 0; i < n; i++)
         hin[i] = 9 * (uint32_t)i + 1;
 
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nb, m1, m2, m4, c1, c3, cdd, out;
+    cudaGraphNode_t na = nullptr, nb = nullptr, m1 = nullptr, m2 = nullptr, m4 = nullptr,
+                    c1 = nullptr, c3 = nullptr, cdd = nullptr, out = nullptr;
     void *a = nullptr, *b = nullptr;
     add_alloc(&na, g, nullptr, 0, 4 * bytes, &a);
     add_alloc(&nb, g, nullptr, 0, bytes, &b);
@@ -55,11 +56,11 @@ int main() {
                                                        bytes, cudaMemcpyDeviceToDevice));
     obs_rc("memcpy_out_node",
            cudaGraphAddMemcpyNode1D(&out, g, &cdd, 1, hout, a, 4 * bytes, cudaMemcpyDeviceToHost));
-    cudaGraphNode_t fa, fb;
+    cudaGraphNode_t fa = nullptr, fb = nullptr;
     cudaGraphAddMemFreeNode(&fa, g, &out, 1, a);
     cudaGraphAddMemFreeNode(&fb, g, &out, 1, b);
 
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));
     for (int launch = 0; launch < 2; launch++) {
         memset(hout, 0, 4 * bytes);

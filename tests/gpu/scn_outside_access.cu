@@ -10,9 +10,9 @@ static const int kIters = 5;
 // Graph: alloc -> fill(v); the allocation is left unfreed. With `record` an event record node
 // follows the fill.
 static cudaGraph_t producer(void **a, uint32_t v, cudaEvent_t record) {
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nf, nr;
+    cudaGraphNode_t na = nullptr, nf = nullptr, nr = nullptr;
     add_alloc(&na, g, nullptr, 0, bytes, a);
     add_fill(&nf, g, &na, 1, *a, n, v);
     if (record)
@@ -25,7 +25,7 @@ static void same_stream(void) {
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     void *a = nullptr;
     cudaGraph_t g = producer(&a, 11, nullptr);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("stream_instantiate", cudaGraphInstantiate(&e, g, 0));
     bool launches = true, data = true, frees = true;
     for (int i = 0; i < kIters; i++) {
@@ -53,7 +53,7 @@ static void events_between_streams(unsigned *bad) {
     cudaEventCreateWithFlags(&consumed, cudaEventDisableTiming);
     void *a = nullptr;
     cudaGraph_t g = producer(&a, 22, nullptr);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("events_instantiate", cudaGraphInstantiate(&e, g, 0));
     cudaMemset(bad, 0, sizeof(unsigned));
     bool ok = true;
@@ -86,13 +86,13 @@ static void event_nodes(unsigned *bad) {
     cudaEventCreateWithFlags(&consumed, cudaEventDisableTiming);
     void *a = nullptr;
     cudaGraph_t gp = producer(&a, 33, produced);
-    cudaGraph_t gc;
+    cudaGraph_t gc = nullptr;
     cudaGraphCreate(&gc, 0);
-    cudaGraphNode_t nw, nk, nf;
+    cudaGraphNode_t nw = nullptr, nk = nullptr, nf = nullptr;
     obs_rc("nodes_wait_node", cudaGraphAddEventWaitNode(&nw, gc, nullptr, 0, produced));
     obs_rc("nodes_check_node", add_check(&nk, gc, &nw, 1, a, n, 33, bad));
     obs_rc("nodes_free_node_other_graph", cudaGraphAddMemFreeNode(&nf, gc, &nk, 1, a));
-    cudaGraphExec_t ep, ec;
+    cudaGraphExec_t ep = nullptr, ec = nullptr;
     obs_rc("nodes_instantiate_producer", cudaGraphInstantiate(&ep, gp, 0));
     obs_rc("nodes_instantiate_consumer", cudaGraphInstantiate(&ec, gc, 0));
     cudaMemset(bad, 0, sizeof(unsigned));

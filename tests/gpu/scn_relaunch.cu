@@ -16,13 +16,13 @@ int main() {
     require_graph_memory();
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nf;
+    cudaGraphNode_t na = nullptr, nf = nullptr;
     void *a = nullptr;
     add_alloc(&na, g, nullptr, 0, bytes, &a);
     add_fill(&nf, g, &na, 1, a, n, 3);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));
 
     obs_rc("launch1", cudaGraphLaunch(e, s));
@@ -39,11 +39,11 @@ int main() {
     obs_rc("relaunch_after_free_async", cudaGraphLaunch(e, s));
     obs_ok("data3", check_words(s, a, n, 3));
 
-    cudaGraph_t gf;
+    cudaGraph_t gf = nullptr;
     cudaGraphCreate(&gf, 0);
-    cudaGraphNode_t nfree;
+    cudaGraphNode_t nfree = nullptr;
     obs_rc("free_only_graph_node", cudaGraphAddMemFreeNode(&nfree, gf, nullptr, 0, a));
-    cudaGraphExec_t ef;
+    cudaGraphExec_t ef = nullptr;
     obs_rc("free_only_instantiate", cudaGraphInstantiate(&ef, gf, 0));
     obs_rc("free_only_launch", cudaGraphLaunch(ef, s));
     obs_rc("relaunch_after_free_graph", cudaGraphLaunch(e, s));

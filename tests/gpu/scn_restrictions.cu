@@ -7,8 +7,8 @@
 static const size_t n = 1 << 12, bytes = n * sizeof(uint32_t);
 
 struct Full {
-    cudaGraph_t g;
-    cudaGraphNode_t alloc, fill, free;
+    cudaGraph_t g = nullptr;
+    cudaGraphNode_t alloc = nullptr, fill = nullptr, free = nullptr;
     void *a;
 };
 
@@ -49,7 +49,7 @@ static void clone_and_instantiate(void) {
     Full f = full();
     cudaGraph_t c = nullptr;
     obs_rc("clone", cudaGraphClone(&c, f.g));
-    cudaGraphExec_t e1, e2, e3;
+    cudaGraphExec_t e1 = nullptr, e2 = nullptr, e3 = nullptr;
     obs_rc("instantiate_first", cudaGraphInstantiate(&e1, f.g, 0));
     obs_rc("instantiate_second", cudaGraphInstantiate(&e2, f.g, 0));
     obs_rc("exec_destroy_first", cudaGraphExecDestroy(e1));
@@ -71,7 +71,7 @@ static void clone_and_instantiate(void) {
     np.alloc.poolProps = alloc_params(0).poolProps;
     np.alloc.bytesize = bytes;
     obs_rc("node_set_params_alloc", cudaGraphNodeSetParams(f.alloc, &np));
-    cudaGraphExec_t e4;
+    cudaGraphExec_t e4 = nullptr;
     cudaGraphInstantiate(&e4, f.g, 0);
     obs_rc("exec_node_set_params_alloc", cudaGraphExecNodeSetParams(e4, f.alloc, &np));
     np = {};
@@ -88,18 +88,18 @@ static void clone_and_instantiate(void) {
     cudaGraphDestroy(f2.g);
 
     // A graph whose only memory node is a free node has the same restrictions.
-    cudaGraph_t owner;
-    cudaGraphExec_t eo;
+    cudaGraph_t owner = nullptr;
+    cudaGraphExec_t eo = nullptr;
     cudaGraphCreate(&owner, 0);
-    cudaGraphNode_t na, nf;
+    cudaGraphNode_t na = nullptr, nf = nullptr;
     void *a = nullptr;
     add_alloc(&na, owner, nullptr, 0, bytes, &a);
     cudaGraphInstantiate(&eo, owner, 0);
-    cudaGraph_t gf;
+    cudaGraph_t gf = nullptr;
     cudaGraphCreate(&gf, 0);
     cudaGraphAddMemFreeNode(&nf, gf, nullptr, 0, a);
     obs_rc("free_only_clone", cudaGraphClone(&c, gf));
-    cudaGraphExec_t ef1, ef2;
+    cudaGraphExec_t ef1 = nullptr, ef2 = nullptr;
     obs_rc("free_only_instantiate_first", cudaGraphInstantiate(&ef1, gf, 0));
     obs_rc("free_only_instantiate_second", cudaGraphInstantiate(&ef2, gf, 0));
     cudaGraphExecDestroy(ef1);
@@ -112,42 +112,42 @@ static void children(cudaStream_t s) {
     Full f = full();
     // Clone attempts go to graphs of their own so that a lifted restriction does not change
     // what the move below observes.
-    cudaGraph_t parent, cloned1, cloned2;
+    cudaGraph_t parent = nullptr, cloned1 = nullptr, cloned2 = nullptr;
     cudaGraphCreate(&parent, 0);
     cudaGraphCreate(&cloned1, 0);
     cudaGraphCreate(&cloned2, 0);
-    cudaGraphNode_t node;
+    cudaGraphNode_t node = nullptr;
     obs_rc("child_add_clone", cudaGraphAddChildGraphNode(&node, cloned1, nullptr, 0, f.g));
     obs_rc("child_add_node_clone",
            add_child(cloned2, f.g, cudaGraphChildGraphOwnershipClone, &node));
     cudaGraphDestroy(cloned1);
     cudaGraphDestroy(cloned2);
     obs_rc("child_add_node_move", add_child(parent, f.g, cudaGraphChildGraphOwnershipMove, &node));
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("moved_child_instantiate_parent", cudaGraphInstantiate(&e, parent, 0));
     obs_rc("moved_child_launch", cudaGraphLaunch(e, s));
     obs_rc("moved_child_sync", cudaStreamSynchronize(s));
     obs_rc("moved_child_relaunch", cudaGraphLaunch(e, s));
     obs_rc("moved_child_resync", cudaStreamSynchronize(s));
-    cudaGraphExec_t ec;
+    cudaGraphExec_t ec = nullptr;
     obs_rc("moved_child_instantiate_alone", cudaGraphInstantiate(&ec, f.g, 0));
-    cudaGraph_t other;
+    cudaGraph_t other = nullptr;
     cudaGraphCreate(&other, 0);
-    cudaGraphNode_t node2;
+    cudaGraphNode_t node2 = nullptr;
     obs_rc("moved_child_to_second_parent",
            add_child(other, f.g, cudaGraphChildGraphOwnershipMove, &node2));
     void *extra = nullptr;
-    cudaGraphNode_t na;
+    cudaGraphNode_t na = nullptr;
     obs_rc("moved_child_add_alloc", add_alloc(&na, f.g, nullptr, 0, bytes, &extra));
     cudaGraphExecDestroy(e);
     cudaGraphDestroy(parent);
     cudaGraphDestroy(other);
 
     // A3.6: the graph of an ordinary child node cannot get memory nodes.
-    cudaGraph_t plain, holder;
+    cudaGraph_t plain = nullptr, holder = nullptr;
     cudaGraphCreate(&plain, 0);
     cudaGraphCreate(&holder, 0);
-    cudaGraphNode_t empty, child;
+    cudaGraphNode_t empty = nullptr, child = nullptr;
     cudaGraphAddEmptyNode(&empty, plain, nullptr, 0);
     cudaGraphAddChildGraphNode(&child, holder, nullptr, 0, plain);
     cudaGraph_t inner = nullptr;
@@ -159,15 +159,15 @@ static void children(cudaStream_t s) {
 
 static void conditionals(cudaStream_t s) {
     // A3.11: alloc and free inside an IF body: the adds are accepted, instantiation is not.
-    cudaGraph_t p;
+    cudaGraph_t p = nullptr;
     cudaGraphCreate(&p, 0);
-    cudaGraphNode_t cond, na, nf, nfree;
+    cudaGraphNode_t cond = nullptr, na = nullptr, nf = nullptr, nfree = nullptr;
     cudaGraph_t body = add_if(p, nullptr, 0, &cond);
     void *a = nullptr;
     obs_rc("body_alloc", add_alloc(&na, body, nullptr, 0, bytes, &a));
     obs_rc("body_fill", add_fill(&nf, body, &na, 1, a, n, 2));
     obs_rc("body_free", cudaGraphAddMemFreeNode(&nfree, body, &nf, 1, a));
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("body_alloc_instantiate", cudaGraphInstantiate(&e, p, 0));
     cudaGraphDestroy(p);
 
@@ -196,7 +196,7 @@ static void device_launch(void) {
     Full f = full();
     cudaGraphInstantiateParams ip = {};
     ip.flags = cudaGraphInstantiateFlagDeviceLaunch;
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("device_launch_instantiate", cudaGraphInstantiateWithParams(&e, f.g, &ip));
     obs_int("device_launch_result", ip.result_out);
     obs_yes("device_launch_err_node_is_memory_node",

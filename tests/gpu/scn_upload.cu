@@ -8,9 +8,10 @@ static const size_t n = 1 << 18, bytes = n * sizeof(uint32_t);
 
 // alloc a -> fill(a, v) -> alloc b -> b = a + 1 -> free a; b is freed too unless `keep_b`.
 static cudaGraph_t build(bool keep_b, void **b) {
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nf, nb, nk, nfa, nfb;
+    cudaGraphNode_t na = nullptr, nf = nullptr, nb = nullptr, nk = nullptr, nfa = nullptr,
+                    nfb = nullptr;
     void *a = nullptr;
     add_alloc(&na, g, nullptr, 0, bytes, &a);
     add_fill(&nf, g, &na, 1, a, n, 40);
@@ -30,7 +31,7 @@ int main() {
     void *b = nullptr;
 
     cudaGraph_t g = build(false, &b);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("freeing_instantiate", cudaGraphInstantiate(&e, g, 0));
     obs_rc("freeing_upload", cudaGraphUpload(e, s1));
     obs_rc("freeing_launch", cudaGraphLaunch(e, s1));

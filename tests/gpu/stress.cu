@@ -50,8 +50,8 @@ static size_t random_words(void) {
 }
 
 struct Graph {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
     void *escaped;
     size_t escaped_words;
     uint32_t escaped_index;
@@ -72,7 +72,7 @@ static cudaError_t add_kernel(cudaGraphNode_t *node, cudaGraph_t g,
 // earlier free) -> sign -> verify (maybe also after a random earlier node) -> free.
 static void build_explicit(Graph *G, uint32_t gi, uint32_t *count, unsigned *bad) {
     cudaGraphCreate(&G->graph, 0);
-    cudaGraphNode_t root;
+    cudaGraphNode_t root = nullptr;
     void *bump_args[] = {&count};
     add_kernel(&root, G->graph, {}, (void *)k_bump, bump_args);
     std::vector<cudaGraphNode_t> frees, any;
@@ -84,7 +84,7 @@ static void build_explicit(Graph *G, uint32_t gi, uint32_t *count, unsigned *bad
         if (!frees.empty() && rnd(2))
             deps.push_back(frees[rnd((uint32_t)frees.size())]);
         cudaMemAllocNodeParams p = alloc_params(words * sizeof(uint32_t));
-        cudaGraphNode_t na, ns, nv, nf;
+        cudaGraphNode_t na = nullptr, ns = nullptr, nv = nullptr, nf = nullptr;
         cudaGraphAddMemAllocNode(&na, G->graph, deps.data(), deps.size(), &p);
         void *sign_args[] = {&p.dptr, &words, &count, &gi, &i};
         add_kernel(&ns, G->graph, {na}, (void *)k_sign, sign_args);

@@ -14,14 +14,14 @@ int main() {
     unsigned *bad = nullptr;
     cudaMalloc(&bad, sizeof(unsigned));
 
-    cudaGraph_t g;
+    cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);
-    cudaGraphNode_t na, nf, nfree;
+    cudaGraphNode_t na = nullptr, nf = nullptr, nfree = nullptr;
     void *a = nullptr;
     add_alloc(&na, g, nullptr, 0, bytes, &a);
     add_fill(&nf, g, &na, 1, a, n, 1);
     cudaGraphAddMemFreeNode(&nfree, g, &nf, 1, a);
-    cudaGraphExec_t e;
+    cudaGraphExec_t e = nullptr;
     obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));
     obs_rc("launch", cudaGraphLaunch(e, s));
     obs_rc("sync_before_read", cudaStreamSynchronize(s));

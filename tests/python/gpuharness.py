@@ -120,6 +120,18 @@ def graphmem_command(argv, extra=None):
     return [str(runner), *argv], env
 
 
+def graphmem_under_tool(tool, argv, extra=None):
+    """(argv, env) that run `tool ... argv` with graphmem preloaded into argv only, never into
+    the tool: a tool such as compute-sanitizer injects itself through the environment, so the
+    preload is prepended inside the target's own process."""
+    cmd, env = graphmem_command(argv, extra)
+    lib = env.pop("LD_PRELOAD", None) if os.environ.get("GRAPHMEM_LIB") else None
+    if lib:
+        prepend = 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" exec "$@"'
+        return [*tool, "sh", "-c", prepend, lib, *argv], env
+    return [*tool, *cmd], env
+
+
 def run(argv, env, timeout=TIMEOUT_S):
     try:
         p = subprocess.run(list(map(str, argv)), env=env, capture_output=True, text=True,

@@ -63,8 +63,10 @@ def test_stress_memcheck():
     if not sanitizer:
         pytest.skip("compute-sanitizer not found")
     prog = gh.program("stress")
-    under = gh.run_graphmem([sanitizer, "--tool", "memcheck", "--error-exitcode", "3", prog,
-                             *STRESS_SANITIZER_ARGS], timeout=600)
+    tool = [sanitizer, "--tool", "memcheck", "--target-processes", "all", "--error-exitcode", "3"]
+    cmd, env = gh.graphmem_under_tool(tool, [prog, *STRESS_SANITIZER_ARGS])
+    under = gh.run(cmd, env, timeout=240)
+    assert under.returncode == 0, f"memcheck run under graphmem failed\n{under.describe()}"
     _stress_ok(under)
     summary = re.search(r"ERROR SUMMARY: (\d+) error", under.stdout + under.stderr)
     assert summary and summary.group(1) == "0", f"memcheck reported errors\n{under.describe()}"
