@@ -6,6 +6,7 @@
 #include "log.h"
 #include "markers.h"
 #include "options.h"
+#include "pools.h"
 #include "stats.h"
 #include "streams.h"
 
@@ -38,46 +39,18 @@ static CUresult set_frontier(CUstream stream, bool ptsz, CUgraphNode node) {
     return update(stream, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
 }
 
-static uint64_t access_mask_of_pool(CUmemoryPool pool, int resident) {
-    uint64_t mask = 1ull << resident;
-    for (int d = 0; d < gm_glue_device_count(); d++) {
-        if (d == resident)
-            continue;
-        CUmemLocation location = {CU_MEM_LOCATION_TYPE_DEVICE, d};
-        CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
-        if (gm_drv.cuMemPoolGetAccess(&flags, pool, &location) == CUDA_SUCCESS &&
-            flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-            mask |= 1ull << d;
-    }
-    return mask;
-}
-
-/* The pool a captured allocation takes its properties from; false when graphmem cannot serve it
- * (IPC or host pools, pools it does not know): the driver makes the node then. */
-static bool capture_pool(CUstream stream, bool ptsz, CUmemoryPool pool, gm_alloc_params_t *params) {
-    int device = -1;
+/* The pool a captured allocation takes its properties from (cuMemAllocAsync: the current pool of
+ * the device; FromPool: the one given); false when graphmem cannot serve it (IPC, host or managed
+ * pools, pools it does not know): the driver makes the node then. Nothing here asks the driver
+ * anything about pools or the stream: such queries can invalidate a GLOBAL capture. */
+static bool capture_pool(CUmemoryPool pool, gm_alloc_params_t *params) {
     if (pool == NULL) {
-        CUdevice stream_device = 0;
-        CUresult (*get_device)(CUstream, CUdevice *) =
-            ptsz ? gm_drv.cuStreamGetDevice_ptsz : gm_drv.cuStreamGetDevice;
-        if (get_device(stream, &stream_device) != CUDA_SUCCESS ||
-            gm_drv.cuDeviceGetMemPool(&pool, stream_device) != CUDA_SUCCESS)
+        CUdevice device = 0;
+        if (gm_drv.cuCtxGetDevice(&device) != CUDA_SUCCESS)
             return false;
-        device = stream_device;
-    } else {
-        device = gm_pool_device(pool);
-        for (int d = 0; device < 0 && d < gm_glue_device_count(); d++) {
-            CUmemoryPool default_pool = NULL;
-            if (gm_drv.cuDeviceGetDefaultMemPool(&default_pool, d) == CUDA_SUCCESS &&
-                default_pool == pool)
-                device = d;
-        }
+        pool = gm_pool_current(device);
     }
-    if (device < 0 || !gm_pool_servable(pool, device))
-        return false;
-    params->device = device;
-    params->access_mask = access_mask_of_pool(pool, device);
-    return true;
+    return gm_pool_servable(pool, &params->device, &params->access_mask);
 }
 
 static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
@@ -117,7 +90,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, C
     gm_relaxed_t relaxed = gm_relaxed_begin();
     gm_alloc_params_t params = {.device = 0, .size = size, .access_mask = 0};
     CUresult result;
-    if (!capture_pool(stream, ptsz, pool, &params)) {
+    if (!capture_pool(pool, &params)) {
         gm_stat_add(GM_STAT_passthrough_allocations, 1);
         result = forward(forward_arg);
     } else {

@@ -3,7 +3,7 @@
  * memory graphmem leaves to it); graphmem then adds its own. */
 #include "driver.h"
 #include "engine_glue.h"
-#include "markers.h"
+#include "pools.h"
 #include "stats.h"
 
 CUresult gm_hook_cuDeviceGraphMemTrim(CUdevice device) {
@@ -52,5 +52,19 @@ CUresult gm_hook_cuMemPoolDestroy(CUmemoryPool pool) {
     CUresult result = gm_real.cuMemPoolDestroy(pool);
     if (result == CUDA_SUCCESS)
         gm_pool_destroyed(pool);
+    return result;
+}
+
+CUresult gm_hook_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
+    CUresult result = gm_real.cuMemPoolSetAccess(pool, map, count);
+    if (result == CUDA_SUCCESS)
+        gm_pool_access_set(pool, map, count);
+    return result;
+}
+
+CUresult gm_hook_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+    CUresult result = gm_real.cuDeviceSetMemPool(dev, pool);
+    if (result == CUDA_SUCCESS)
+        gm_pool_current_set(dev, pool);
     return result;
 }

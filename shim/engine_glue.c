@@ -6,6 +6,7 @@
 #include "driver.h"
 #include "log.h"
 #include "options.h"
+#include "pools.h"
 #include "stats.h"
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -74,6 +75,7 @@ static gm_engine_t *start_engine(void) {
         gm_shim_fall_back(missing);
         return NULL;
     }
+    gm_pools_learn_defaults(device_count);
     gm_backend_cuda_init(&backend, granularity);
     gm_engine_config_t config = {
         .device_count = device_count,

@@ -72,7 +72,8 @@ static void init_once_body(void) {
 
     driver = open_driver();
     gm_hooks_resolve(driver);
-    /* Resolved now, before any hook can need them (the engine checks later that none is missing). */
+    /* Resolved now, before any hook can need them (the engine checks later that none is missing).
+     */
     gm_driver_resolve(driver);
     gm_stats_register_calls(gm_hook_names, gm_hook_calls, GM_HOOK_COUNT);
     gm_engine_glue_register_stats();

@@ -1,6 +1,5 @@
 #include "markers.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #include "driver.h"
@@ -51,69 +50,4 @@ void gm_find_ancestors(gm_engine_t *engine, const CUgraphNode *deps, size_t coun
     }
     set->view.markers = set->markers;
     set->view.count = found;
-}
-
-/* Pools created in this process, with the properties the driver does not let us read back. */
-typedef struct known_pool {
-    CUmemoryPool pool;
-    CUmemPoolProps props;
-} known_pool_t;
-
-#define GM_KNOWN_POOLS 256
-static known_pool_t known_pools[GM_KNOWN_POOLS];
-static int known_pool_count;
-static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void gm_pool_created(CUmemoryPool pool, const CUmemPoolProps *props) {
-    pthread_mutex_lock(&pools_lock);
-    if (known_pool_count < GM_KNOWN_POOLS)
-        known_pools[known_pool_count++] = (known_pool_t){pool, *props};
-    pthread_mutex_unlock(&pools_lock);
-}
-
-void gm_pool_destroyed(CUmemoryPool pool) {
-    pthread_mutex_lock(&pools_lock);
-    for (int i = 0; i < known_pool_count; i++) {
-        if (known_pools[i].pool == pool) {
-            known_pools[i] = known_pools[--known_pool_count];
-            break;
-        }
-    }
-    pthread_mutex_unlock(&pools_lock);
-}
-
-static bool find_pool(CUmemoryPool pool, CUmemPoolProps *props) {
-    bool found = false;
-    pthread_mutex_lock(&pools_lock);
-    for (int i = 0; i < known_pool_count && !found; i++) {
-        if (known_pools[i].pool == pool) {
-            *props = known_pools[i].props;
-            found = true;
-        }
-    }
-    pthread_mutex_unlock(&pools_lock);
-    return found;
-}
-
-int gm_pool_device(CUmemoryPool pool) {
-    CUmemPoolProps props;
-    if (find_pool(pool, &props))
-        return props.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props.location.id : -1;
-    return -1;
-}
-
-bool gm_pool_servable(CUmemoryPool pool, int device) {
-    CUmemPoolProps props;
-    if (find_pool(pool, &props)) {
-        static const unsigned char zero[sizeof props.reserved];
-        return props.allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
-               props.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-               props.handleTypes == CU_MEM_HANDLE_TYPE_NONE && props.usage == 0 &&
-               memcmp(props.reserved, zero, sizeof zero) == 0;
-    }
-    /* Not created here: serve it only when it is the device's default pool (plain device memory).
-     */
-    CUmemoryPool default_pool = NULL;
-    return gm_drv.cuDeviceGetDefaultMemPool(&default_pool, device) == CUDA_SUCCESS &&
-           default_pool == pool;
 }

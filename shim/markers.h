@@ -20,12 +20,4 @@ typedef struct gm_ancestor_set {
 void gm_find_ancestors(gm_engine_t *engine, const CUgraphNode *deps, size_t count,
                        gm_ancestor_set_t *set);
 
-/* Pool properties graphmem can serve (plain device memory, no IPC handle types), for a pool
- * created through cuMemPoolCreate or a device's default pool. */
-bool gm_pool_servable(CUmemoryPool pool, int device);
-void gm_pool_created(CUmemoryPool pool, const CUmemPoolProps *props);
-void gm_pool_destroyed(CUmemoryPool pool);
-/* The device a pool allocates on (its location), or -1 when unknown. */
-int gm_pool_device(CUmemoryPool pool);
-
 #endif

@@ -1,0 +1,22 @@
+/* What graphmem knows of memory pools, kept from the calls that change them, so that the capture
+ * path asks the driver nothing: pool and device queries on a capturing thread can invalidate a
+ * GLOBAL capture. */
+#ifndef GRAPHMEM_POOLS_H
+#define GRAPHMEM_POOLS_H
+
+#include "shim.h"
+
+/* Queries each device's default pool; call outside any capture (engine start-up). */
+void gm_pools_learn_defaults(int device_count);
+void gm_pool_created(CUmemoryPool pool, const CUmemPoolProps *props);
+void gm_pool_destroyed(CUmemoryPool pool);
+void gm_pool_access_set(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
+void gm_pool_current_set(CUdevice device, CUmemoryPool pool);
+
+/* The pool cuMemAllocAsync uses on `device` now (its current pool). */
+CUmemoryPool gm_pool_current(int device);
+/* For a pool graphmem can serve (plain device memory, no IPC handle types): its device and the
+ * devices with read-write access now (bit d; the resident device included). False otherwise. */
+bool gm_pool_servable(CUmemoryPool pool, int *device_out, uint64_t *access_out);
+
+#endif

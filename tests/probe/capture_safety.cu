@@ -1,0 +1,60 @@
+// Native probe: which driver queries invalidate a GLOBAL stream capture when the calling thread
+// switched itself to RELAXED (what graphmem's capture path may call).
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+static CUstream stream;
+
+static void begin(void)
+{
+    cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+static void end_and_report(const char *what, CUresult call_result)
+{
+    CUstreamCaptureStatus status;
+    cuStreamIsCapturing(stream, &status);
+    CUgraph graph = NULL;
+    CUresult end = cuStreamEndCapture(stream, &graph);
+    printf("%-28s call=%d capture_after=%s end=%d\n", what, (int)call_result,
+           status == CU_STREAM_CAPTURE_STATUS_ACTIVE ? "active" : "invalidated", (int)end);
+    if (graph)
+        cuGraphDestroy(graph);
+}
+
+int main()
+{
+    cudaFree(0);
+    cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
+    CUmemoryPool pool;
+    CUdevice dev;
+    for (int relaxed = 0; relaxed < 2; relaxed++) {
+        printf("--- thread mode %s\n", relaxed ? "RELAXED (exchanged)" : "unchanged");
+#define PROBE(name, call)                                                                          \
+    do {                                                                                           \
+        begin();                                                                                   \
+        CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;                                 \
+        if (relaxed)                                                                               \
+            cuThreadExchangeStreamCaptureMode(&mode);                                              \
+        CUresult r = call;                                                                         \
+        if (relaxed)                                                                               \
+            cuThreadExchangeStreamCaptureMode(&mode);                                              \
+        end_and_report(name, r);                                                                   \
+    } while (0)
+        PROBE("cuStreamGetDevice", cuStreamGetDevice(stream, &dev));
+        PROBE("cuCtxGetDevice", cuCtxGetDevice(&dev));
+        PROBE("cuDeviceGetMemPool", cuDeviceGetMemPool(&pool, 0));
+        PROBE("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool(&pool, 0));
+        CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+        CUmemAccess_flags flags;
+        cuDeviceGetDefaultMemPool(&pool, 0);
+        PROBE("cuMemPoolGetAccess", cuMemPoolGetAccess(&flags, pool, &loc));
+        CUdeviceptr va = 0;
+        PROBE("cuMemAddressReserve", cuMemAddressReserve(&va, 2 << 20, 0, 0, 0));
+        CUevent ev;
+        cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
+        PROBE("cuEventQuery", cuEventQuery(ev));
+    }
+    return 0;
+}
