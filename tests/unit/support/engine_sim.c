@@ -145,21 +145,23 @@ gm_status_t sim_upload(sim_t *s, uint64_t exec, uint64_t stream) {
     return run(s, exec, stream, true);
 }
 
-/* Byte i of an allocation holds byte (i % 8) of its pattern: word accesses where aligned. */
+/* Byte i of an allocation holds byte (i % 8) of its pattern: word accesses where aligned.
+ * Accesses are volatile: two allocations at different addresses may be the same physical bytes,
+ * which the compiler cannot know, so it must not reorder a check above an earlier fill. */
 static void fill(uint64_t va, uint64_t size, uint64_t pattern) {
-    unsigned char *p = (unsigned char *)(uintptr_t)va;
+    volatile unsigned char *p = (volatile unsigned char *)(uintptr_t)va;
     uint64_t i = 0;
     for (; va % 8 == 0 && i + 8 <= size; i += 8)
-        *(uint64_t *)(void *)(p + i) = pattern;
+        *(volatile uint64_t *)(uintptr_t)(va + i) = pattern;
     for (; i < size; i++)
         p[i] = (unsigned char)(pattern >> (8 * (i % 8)));
 }
 
 static bool intact(uint64_t va, uint64_t size, uint64_t pattern) {
-    const unsigned char *p = (const unsigned char *)(uintptr_t)va;
+    const volatile unsigned char *p = (const volatile unsigned char *)(uintptr_t)va;
     uint64_t i = 0;
     for (; va % 8 == 0 && i + 8 <= size; i += 8)
-        if (*(const uint64_t *)(const void *)(p + i) != pattern)
+        if (*(const volatile uint64_t *)(uintptr_t)(va + i) != pattern)
             break;
     for (; i < size; i++) {
         if (p[i] != (unsigned char)(pattern >> (8 * (i % 8)))) {
