@@ -54,6 +54,8 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     e->chunk_bytes = chunk;
     e->vas = gm_vaspace_create(&e->backend, GM_SLAB_PAGES * e->page);
     bool ok = e->vas != NULL;
+    if (ok)
+        (void)gm_vaspace_prime(e->vas); /* a failure here is retried at the first allocation */
     for (int d = 0; ok && d < config->device_count; d++) {
         e->pools[d] =
             gm_pool_create(&e->backend, d, config->max_reserved, config->release_threshold);

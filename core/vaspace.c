@@ -106,6 +106,10 @@ static gm_status_t grow_slab(gm_vaspace_t *vs, uint64_t size) {
     return GM_OK;
 }
 
+gm_status_t gm_vaspace_prime(gm_vaspace_t *vs) {
+    return vs->slab_count > 0 ? GM_OK : grow_slab(vs, vs->slab_bytes);
+}
+
 gm_status_t gm_vaspace_alloc(gm_vaspace_t *vs, uint64_t size, uint64_t *va_out) {
     uint64_t g = vs->backend->granularity;
     if (size == 0 || size % g)

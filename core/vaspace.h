@@ -22,6 +22,9 @@ void gm_vaspace_destroy(gm_vaspace_t *vs);
 
 /* A window of `size` bytes (a positive multiple of the granularity) that no other live window
  * overlaps. Errors: what va_reserve returned, or GM_ERR_OUT_OF_MEMORY on host OOM. */
+/* Reserves the first slab now, so that the first allocations (often made during a stream capture,
+ * where a reservation is one more driver call on the capturing thread) find room already. */
+gm_status_t gm_vaspace_prime(gm_vaspace_t *vs);
 gm_status_t gm_vaspace_alloc(gm_vaspace_t *vs, uint64_t size, uint64_t *va_out);
 /* Gives back exactly a window returned by gm_vaspace_alloc. */
 void gm_vaspace_free(gm_vaspace_t *vs, uint64_t va, uint64_t size);
