@@ -84,7 +84,9 @@ static gm_engine_t *start_engine(void) {
         .max_reserved = gm_option_u64(GM_OPT_MAX_RESERVED),
         .release_threshold = gm_option_u64(GM_OPT_RELEASE_THRESHOLD),
         .cross_stream = (gm_cross_stream_policy_t)gm_option_u64(GM_OPT_CROSS_STREAM),
-        .no_alias = gm_option_bool(GM_OPT_NO_ALIAS),
+        /* Use-after-free checking implies no aliasing: a late access inside a launch then cannot
+         * touch another allocation either. */
+        .no_alias = gm_option_bool(GM_OPT_NO_ALIAS) || gm_option_bool(GM_OPT_UAF_CHECK),
         .uaf_check = gm_option_bool(GM_OPT_UAF_CHECK),
     };
     /* Handles must be whole pages of the device. */
