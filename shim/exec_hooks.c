@@ -81,38 +81,38 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
     return result;
 }
 
+typedef CUresult (*legacy_instantiate_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+
+/* cuGraphInstantiate and _v2: the 5-argument ABIs (no flags). */
+static CUresult instantiate_legacy(legacy_instantiate_fn real, CUgraphExec *exec, CUgraph graph,
+                                   CUgraphNode *error_node, char *log, size_t log_size) {
+    instantiation_t inst;
+    CUresult r = prepare(graph, 0, &inst, NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(exec, graph, error_node, log, log_size);
+    return finish(&inst, graph, r, exec, 0, NULL);
+}
+
 CUresult gm_hook_cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
                                     CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize) {
-    instantiation_t inst;
-    CUresult r = prepare(hGraph, 0, &inst, NULL);
-    if (r != CUDA_SUCCESS || phGraphExec == NULL)
-        return r != CUDA_SUCCESS ? r
-                                 : gm_real.cuGraphInstantiate(phGraphExec, hGraph, phErrorNode,
-                                                              logBuffer, bufferSize);
-    r = gm_real.cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
-    return finish(&inst, hGraph, r, phGraphExec, 0, NULL);
+    return instantiate_legacy(gm_real.cuGraphInstantiate, phGraphExec, hGraph, phErrorNode,
+                              logBuffer, bufferSize);
 }
 
 CUresult gm_hook_cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
                                        CUgraphNode *phErrorNode, char *logBuffer,
                                        size_t bufferSize) {
-    instantiation_t inst;
-    CUresult r = prepare(hGraph, 0, &inst, NULL);
-    if (r != CUDA_SUCCESS || phGraphExec == NULL)
-        return r != CUDA_SUCCESS ? r
-                                 : gm_real.cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode,
-                                                                 logBuffer, bufferSize);
-    r = gm_real.cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
-    return finish(&inst, hGraph, r, phGraphExec, 0, NULL);
+    return instantiate_legacy(gm_real.cuGraphInstantiate_v2, phGraphExec, hGraph, phErrorNode,
+                              logBuffer, bufferSize);
 }
 
 CUresult gm_hook_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                              unsigned long long flags) {
     instantiation_t inst;
     CUresult r = prepare(hGraph, flags, &inst, NULL);
-    if (r != CUDA_SUCCESS || phGraphExec == NULL)
-        return r != CUDA_SUCCESS ? r
-                                 : gm_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
+    if (r != CUDA_SUCCESS)
+        return r;
     r = gm_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
     return finish(&inst, hGraph, r, phGraphExec, flags, NULL);
 }
