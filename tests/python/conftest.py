@@ -137,8 +137,9 @@ def run_native_and_graphmem(tmp_path, request):
         prefix = request.getfixturevalue("graphmem_runner")
         stats_file = tmp_path / "stats.json"
         genv = native_env(env or {})
+        # the caller's library options, not the scripts' own variables (unknown to the library)
         genv.update({k: v for k, v in os.environ.items()
-                     if k.startswith("GRAPHMEM_") and k != "GRAPHMEM_LIB"})  # the caller's options
+                     if k.startswith("GRAPHMEM_") and k not in ("GRAPHMEM_LIB", "GRAPHMEM_BUILD_DIR")})
         genv.update(GRAPHMEM_STATS_FILE=str(stats_file), GRAPHMEM_SHOW_STATS="1")
         prefix, genv = graphmem_prefix_and_env(genv)
         under = run(prefix + argv, genv)
