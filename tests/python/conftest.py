@@ -137,7 +137,7 @@ def run_native_and_graphmem(tmp_path, request):
         prefix = request.getfixturevalue("graphmem_runner")
         stats_file = tmp_path / "stats.json"
         genv = native_env(env or {})
-        # the caller's options; LIB and BUILD_DIR pick the library, which is done above
+        # the caller's options; LIB and BUILD_DIR only pick the library (graphmem_prefix_and_env)
         genv.update({k: v for k, v in os.environ.items()
                      if k.startswith("GRAPHMEM_") and k not in ("GRAPHMEM_LIB", "GRAPHMEM_BUILD_DIR")})
         genv.update(GRAPHMEM_STATS_FILE=str(stats_file), GRAPHMEM_SHOW_STATS="1")
