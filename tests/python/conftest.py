@@ -134,7 +134,7 @@ def run_native_and_graphmem(tmp_path, request):
         failed = {k: v for k, v in native.obs.items() if k.endswith("_ok") and v != "True"}
         assert not failed, f"native run failed its own checks {failed}\n{native.describe()}"
 
-        prefix = request.getfixturevalue("graphmem_runner")
+        request.getfixturevalue("graphmem_runner")  # builds the library once per session
         stats_file = tmp_path / "stats.json"
         genv = native_env(env or {})
         # the caller's options; LIB and BUILD_DIR only pick the library (graphmem_prefix_and_env)
