@@ -53,12 +53,23 @@ static gm_status_t handle_release(void *ctx, uint64_t handle) {
 
 static gm_status_t map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
     (void)ctx;
-    return status_of(gm_drv.cuMemMap(va, size, 0, handle, 0), "cuMemMap");
+    CUresult r = gm_drv.cuMemMap(va, size, 0, handle, 0);
+    if (r != CUDA_SUCCESS)
+        gm_log(
+            GM_LOG_WARN, "cuMemMap(va %#llx, size %#llx, handle %#llx) failed with CUDA error %d",
+            (unsigned long long)va, (unsigned long long)size, (unsigned long long)handle, (int)r);
+    return r == CUDA_SUCCESS               ? GM_OK
+           : r == CUDA_ERROR_OUT_OF_MEMORY ? GM_ERR_OUT_OF_MEMORY
+                                           : GM_ERR_BACKEND;
 }
 
 static gm_status_t unmap(void *ctx, uint64_t va, uint64_t size) {
     (void)ctx;
-    return status_of(gm_drv.cuMemUnmap(va, size), "cuMemUnmap");
+    CUresult r = gm_drv.cuMemUnmap(va, size);
+    if (r != CUDA_SUCCESS)
+        gm_log(GM_LOG_WARN, "cuMemUnmap(va %#llx, size %#llx) failed with CUDA error %d",
+               (unsigned long long)va, (unsigned long long)size, (int)r);
+    return r == CUDA_SUCCESS ? GM_OK : GM_ERR_BACKEND;
 }
 
 static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *devices,
@@ -70,8 +81,12 @@ static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *
         descs[i].location.id = devices[i];
         descs[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     }
-    return status_of(gm_drv.cuMemSetAccess(va, size, descs, (size_t)device_count),
-                     "cuMemSetAccess");
+    CUresult r = gm_drv.cuMemSetAccess(va, size, descs, (size_t)device_count);
+    if (r != CUDA_SUCCESS)
+        gm_log(GM_LOG_WARN,
+               "cuMemSetAccess(va %#llx, size %#llx, %d devices) failed with CUDA error %d",
+               (unsigned long long)va, (unsigned long long)size, device_count, (int)r);
+    return r == CUDA_SUCCESS ? GM_OK : GM_ERR_BACKEND;
 }
 
 /* Events are recycled: creating one costs more than recording it. */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "log.h"
 #include "engine_glue.h"
 #include "options.h"
 #include "stats.h"
@@ -43,8 +44,11 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     if (gm_conditional_bodies_have_markers(engine, graph))
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = gm_topology_read(graph, &inst->topology);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS) {
+        gm_log(GM_LOG_DEBUG, "instantiate: reading the topology of graph %p failed (%d)",
+               (void *)graph, (int)r);
         return r;
+    }
     inst->engine = engine;
     return CUDA_SUCCESS;
 }
@@ -71,6 +75,9 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
         }
         gm_relaxed_end(relaxed);
         if (status != GM_OK) {
+            gm_log(GM_LOG_DEBUG, "instantiate: graph %p (%u nodes, %u edges) refused: %s",
+                   (void *)graph, inst->topology.view.node_count, inst->topology.view.edge_count,
+                   gm_status_name(status));
             gm_real.cuGraphExecDestroy(*exec);
             result = gm_cuda_result(status);
         } else {
@@ -164,6 +171,9 @@ static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload
     gm_relaxed_t relaxed = gm_relaxed_begin();
     gm_status_t status = gm_engine_launch_begin(engine, key, stream_key, upload);
     CUresult result = gm_cuda_result(status);
+    if (status != GM_OK)
+        gm_log(GM_LOG_DEBUG, "%s of exec %p refused: %s", upload ? "upload" : "launch",
+               (void *)exec, gm_status_name(status));
     if (status == GM_OK) {
         result = real(exec, stream);
         gm_engine_launch_end(engine, key, stream_key, upload, result == CUDA_SUCCESS);
