@@ -21,7 +21,7 @@ static bool servable_alloc(const CUDA_MEM_ALLOC_NODE_PARAMS *p, gm_alloc_params_
     if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
         props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->location.id < 0 ||
         props->location.id >= devices || props->handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
-        props->usage != 0 || memcmp(props->reserved, zero, sizeof zero) != 0 ||
+        props->usage != 0 || memcmp(props->reserved, zero, sizeof zero) != 0 || p->bytesize == 0 ||
         p->bytesize > GM_SERVABLE_SIZE_MAX || (int)p->accessDescCount > devices ||
         (p->accessDescCount > 0 && p->accessDescs == NULL))
         return false;
