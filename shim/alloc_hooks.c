@@ -82,7 +82,7 @@ static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point
 static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream,
                             bool ptsz, CUresult (*forward)(void *), void *forward_arg) {
     capture_point_t point;
-    /* Zero bytes: the driver returns NULL and adds no node; leave it that to it. */
+    /* Zero bytes: the driver returns NULL and adds no node; leave it to the driver. */
     if (dptr == NULL || size == 0 || gm_shim_mode() != GM_MODE_ACTIVE ||
         !capturing(stream, ptsz, &point))
         return forward(forward_arg);
