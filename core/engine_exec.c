@@ -157,6 +157,29 @@ static void part_link(gm_engine_t *e, gm_part_t *p) {
     e->parts = p;
 }
 
+/* A destroyed exec of the same graph may still map the graph's windows (its memory is reclaimed
+ * lazily, at trim): before a new exec of the graph can map them, release those mappings, waiting
+ * on the host for the old exec's last run and for pending frees of its allocations. Allocations
+ * still unfreed keep their memory (the new exec's launch is refused while they are). */
+static void release_previous_parts(gm_engine_t *e, const gm_graph_t *g) {
+    const gm_backend_t *b = &e->backend;
+    for (gm_part_t *p = e->parts, *next; p; p = next) {
+        next = p->all_next;
+        if (!p->exec->destroyed || p->record_count == 0 || p->records[0]->alloc.graph != g ||
+            p->busy || !gm_part_idle(e, p, true))
+            continue;
+        gm_part_unmap_shared(e, p);
+        if (!gm_part_points_done(e, p)) { /* records the fences still missing */
+            for (uint32_t i = 0; i < p->point_count; i++)
+                if (p->points[i].fence)
+                    b->fence_wait_host(b->ctx, p->points[i].fence);
+        }
+        if (!p->unfreed && gm_part_points_done(e, p))
+            gm_part_unmap_escape(e, p);
+        gm_part_try_reclaim(e, p);
+    }
+}
+
 gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags) {
     if (!topo || (topo->node_count && !topo->nodes) ||
@@ -175,6 +198,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
         st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (semantics §A3.7) */
         goto out;
     }
+    release_previous_parts(e, g);
     if (gm_map_get(&e->execs, exec))
         goto out;
     st = GM_ERR_OUT_OF_MEMORY;
