@@ -139,3 +139,10 @@ void gm_engine_report(gm_engine_t *e, void (*fn)(const gm_exec_report_t *, void 
         fn(&e->dead_reports[i], arg);
     pthread_mutex_unlock(&e->lock);
 }
+
+bool gm_engine_reserved(gm_engine_t *e, uint64_t va) {
+    pthread_mutex_lock(&e->lock);
+    bool inside = gm_vaspace_contains(e->vas, va);
+    pthread_mutex_unlock(&e->lock);
+    return inside;
+}

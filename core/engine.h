@@ -73,10 +73,13 @@ typedef struct gm_ancestors {
 /* Creates an allocation owned by `graph` and returns its fixed address. The shim then adds the
  * marker node and attaches it, or aborts (the allocation is forgotten, its address released). */
 gm_status_t gm_engine_alloc_create(gm_engine_t *engine, uint64_t graph,
-                                   const gm_alloc_params_t *params,
-                                   const gm_ancestors_t *ancestors, uint64_t *va_out);
+                                   const gm_alloc_params_t *params, const gm_ancestors_t *ancestors,
+                                   uint64_t *va_out);
 void gm_engine_alloc_attach(gm_engine_t *engine, uint64_t va, uint64_t node);
 void gm_engine_alloc_abort(gm_engine_t *engine, uint64_t va);
+
+/* True when `va` lies in graphmem's own address reservation (any window, mapped or not). */
+bool gm_engine_reserved(gm_engine_t *engine, uint64_t va);
 
 /* True when `va` is the address of a graph allocation graphmem made and whose node or memory is
  * still alive (the shim passes everything else to the driver). */

@@ -160,6 +160,10 @@ void gm_vaspace_free(gm_vaspace_t *vs, uint64_t va, uint64_t size) {
         free_insert(vs, va, size, s);
 }
 
+bool gm_vaspace_contains(const gm_vaspace_t *vs, uint64_t va) {
+    return slab_of(vs, va) != UINT32_MAX;
+}
+
 uint64_t gm_vaspace_reserved_bytes(const gm_vaspace_t *vs) {
     return vs->reserved;
 }

@@ -8,6 +8,7 @@
 #ifndef GRAPHMEM_VASPACE_H
 #define GRAPHMEM_VASPACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -30,6 +31,7 @@ gm_status_t gm_vaspace_alloc(gm_vaspace_t *vs, uint64_t size, uint64_t *va_out);
 void gm_vaspace_free(gm_vaspace_t *vs, uint64_t va, uint64_t size);
 
 /* Bytes reserved from the backend and bytes handed out in live windows. */
+bool gm_vaspace_contains(const gm_vaspace_t *vs, uint64_t va);
 uint64_t gm_vaspace_reserved_bytes(const gm_vaspace_t *vs);
 uint64_t gm_vaspace_live_bytes(const gm_vaspace_t *vs);
 

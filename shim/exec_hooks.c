@@ -8,6 +8,7 @@
 #include "options.h"
 #include "stats.h"
 #include "streams.h"
+#include "scratch.h"
 #include "topology.h"
 
 #define GM_INSTANTIATE_FLAG_AUTO_FREE 1ull
@@ -17,6 +18,7 @@
 typedef struct instantiation {
     gm_engine_t *engine; /* NULL: not ours, forward unchanged */
     gm_topology_buf_t topology;
+    gm_scratch_t cover; /* the driver checks memset/memcpy targets while it instantiates */
 } instantiation_t;
 
 /* Before the driver instantiates: the restrictions the driver puts on memory nodes, then the
@@ -24,6 +26,7 @@ typedef struct instantiation {
 static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
                         CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
     inst->engine = NULL;
+    gm_scratch_begin(&inst->cover, NULL);
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || graph == NULL)
         return CUDA_SUCCESS;
@@ -50,6 +53,8 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
         return r;
     }
     inst->engine = engine;
+    gm_scratch_begin(&inst->cover, engine);
+    gm_scratch_cover_topology(&inst->cover, &inst->topology.view);
     return CUDA_SUCCESS;
 }
 
@@ -59,6 +64,7 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
                        unsigned long long flags, CUstream upload_stream) {
     if (inst->engine == NULL)
         return result;
+    gm_scratch_end(&inst->cover); /* before anything maps the real memory */
     if (result == CUDA_SUCCESS) {
         gm_relaxed_t relaxed = gm_relaxed_begin();
         uint64_t key = (uint64_t)(uintptr_t)*exec;

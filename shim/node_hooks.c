@@ -8,6 +8,7 @@
 #include "engine_glue.h"
 #include "markers.h"
 #include "options.h"
+#include "scratch.h"
 #include "stats.h"
 #include "topology.h"
 
@@ -151,6 +152,20 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
             return true;
         }
         return false;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+        if (gm_glue_engine_if_started() == NULL)
+            return false;
+        gm_scratch_t cover;
+        gm_scratch_begin(&cover, gm_glue_engine_if_started());
+        if (p->type == CU_GRAPH_NODE_TYPE_MEMSET)
+            gm_scratch_cover_memset(&cover, (const CUDA_MEMSET_NODE_PARAMS *)&p->memset);
+        else
+            gm_scratch_cover_memcpy(&cover, &p->memcpy.copyParams);
+        *result = gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p);
+        gm_scratch_end(&cover);
+        return true;
+    }
     default:
         return false;
     }
