@@ -42,7 +42,7 @@ void gm_scratch_begin(gm_scratch_t *s, gm_engine_t *engine) {
     s->device = engine && gm_drv.cuCtxGetDevice(&device) == CUDA_SUCCESS ? device : -1;
 }
 
-static void cover(gm_scratch_t *s, CUdeviceptr start, uint64_t bytes) {
+void gm_scratch_cover_range(gm_scratch_t *s, CUdeviceptr start, uint64_t bytes) {
     CUmemGenericAllocationHandle handle;
     if (s->engine == NULL || bytes == 0 || !gm_engine_reserved(s->engine, start) ||
         !scratch_for(s->device, &handle))
@@ -69,7 +69,7 @@ static void cover(gm_scratch_t *s, CUdeviceptr start, uint64_t bytes) {
 void gm_scratch_cover_memset(gm_scratch_t *s, const CUDA_MEMSET_NODE_PARAMS *p) {
     if (p == NULL || p->height == 0)
         return;
-    cover(s, p->dst, (p->height - 1) * p->pitch + p->width * p->elementSize);
+    gm_scratch_cover_range(s, p->dst, (p->height - 1) * p->pitch + p->width * p->elementSize);
 }
 
 static void cover_side(gm_scratch_t *s, CUmemorytype type, CUdeviceptr base, size_t x, size_t y,
@@ -80,7 +80,8 @@ static void cover_side(gm_scratch_t *s, CUmemorytype type, CUdeviceptr base, siz
     size_t row_pitch = pitch ? pitch : p->WidthInBytes;
     size_t slice = row_pitch * (height ? height : rows);
     CUdeviceptr start = base + x + y * row_pitch + z * slice;
-    cover(s, start, (depth - 1) * slice + (rows - 1) * row_pitch + p->WidthInBytes);
+    gm_scratch_cover_range(s, start,
+                           (depth - 1) * slice + (rows - 1) * row_pitch + p->WidthInBytes);
 }
 
 void gm_scratch_cover_memcpy(gm_scratch_t *s, const CUDA_MEMCPY3D *p) {
@@ -90,6 +91,17 @@ void gm_scratch_cover_memcpy(gm_scratch_t *s, const CUDA_MEMCPY3D *p) {
                p->srcHeight, p);
     cover_side(s, p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
                p->dstHeight, p);
+}
+
+void gm_scratch_cover_memcpy2d(gm_scratch_t *s, const CUDA_MEMCPY2D *p) {
+    if (p == NULL || p->Height == 0)
+        return;
+    if (p->srcMemoryType == CU_MEMORYTYPE_DEVICE || p->srcMemoryType == CU_MEMORYTYPE_UNIFIED)
+        gm_scratch_cover_range(s, p->srcDevice + p->srcXInBytes + p->srcY * p->srcPitch,
+                               (p->Height - 1) * p->srcPitch + p->WidthInBytes);
+    if (p->dstMemoryType == CU_MEMORYTYPE_DEVICE || p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+        gm_scratch_cover_range(s, p->dstDevice + p->dstXInBytes + p->dstY * p->dstPitch,
+                               (p->Height - 1) * p->dstPitch + p->WidthInBytes);
 }
 
 void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_t *topo) {

@@ -22,8 +22,10 @@ typedef struct gm_scratch {
 
 /* Starts an empty cover (engine NULL: nothing will be mapped). */
 void gm_scratch_begin(gm_scratch_t *s, gm_engine_t *engine);
+void gm_scratch_cover_range(gm_scratch_t *s, CUdeviceptr start, uint64_t bytes);
 void gm_scratch_cover_memset(gm_scratch_t *s, const CUDA_MEMSET_NODE_PARAMS *p);
 void gm_scratch_cover_memcpy(gm_scratch_t *s, const CUDA_MEMCPY3D *p);
+void gm_scratch_cover_memcpy2d(gm_scratch_t *s, const CUDA_MEMCPY2D *p);
 /* Every memset and memcpy node of an extracted topology. */
 void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_t *topo);
 /* Removes every mapping the cover made. */
