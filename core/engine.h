@@ -60,6 +60,8 @@ typedef struct gm_alloc_params {
     int device;           /* resident device */
     uint64_t size;        /* bytes requested (0 is valid and gets a unique address) */
     uint64_t access_mask; /* bit d: device d gets read-write access; the resident bit is implied */
+    uint64_t listed_mask; /* the devices the caller's access list named, as get-params reports
+                           * them (the driver keeps the list it was given); not used otherwise */
 } gm_alloc_params_t;
 
 /* Markers of `graph` that the shim found among the new node's ancestors (it searches backwards
@@ -108,6 +110,8 @@ typedef struct gm_marker_info {
 /* What a node is, for introspection (node type, get-params, DOT output). */
 gm_marker_kind_t gm_engine_marker(gm_engine_t *engine, uint64_t node, gm_marker_info_t *info_out);
 bool gm_engine_graph_has_markers(gm_engine_t *engine, uint64_t graph);
+/* The graphs holding markers now (up to `cap` of them); returns how many there are. */
+size_t gm_engine_marked_graphs(gm_engine_t *engine, uint64_t *graphs_out, size_t cap);
 
 /* cuGraphDestroy, or a capture that failed: node lifetimes end. Allocations that are live (made
  * by a launch and not freed) survive; the rest release their addresses. */

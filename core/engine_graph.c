@@ -125,6 +125,24 @@ bool gm_engine_graph_has_markers(gm_engine_t *e, uint64_t graph) {
     return has;
 }
 
+size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap) {
+    pthread_mutex_lock(&e->lock);
+    size_t count = 0;
+    uint32_t pos = 0;
+    uint64_t key;
+    void *value;
+    while (gm_map_next(&e->graphs, &pos, &key, &value)) {
+        const gm_graph_t *g = value;
+        if (!g->record_count && !g->free_count)
+            continue;
+        if (count < cap)
+            graphs_out[count] = key;
+        count++;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return count;
+}
+
 static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     if (g->pending_free)
         free_undo(e, g->pending_free);

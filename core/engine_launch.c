@@ -55,6 +55,11 @@ gm_status_t gm_engine_launch_begin(gm_engine_t *e, uint64_t exec, uint64_t strea
     gm_exec_t *x = gm_map_get(&e->execs, exec);
     if (!x)
         goto out;
+    /* A free of another graph's allocation that is not live now (never made by a launch, or
+     * freed already): the driver refuses the launch (measured on driver 580). */
+    for (uint32_t i = 0; !upload_only && i < x->foreign_count; i++)
+        if (!x->foreign[i]->live)
+            goto out;
     bool ready = true;
     for (uint32_t i = 0; i < x->part_count; i++) {
         gm_part_t *p = x->parts[i];

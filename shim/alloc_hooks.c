@@ -3,6 +3,7 @@
  * and the address comes from graphmem's reservation. */
 #include "driver.h"
 #include "engine_glue.h"
+#include "joins.h"
 #include "log.h"
 #include "markers.h"
 #include "options.h"
@@ -11,6 +12,7 @@
 #include "streams.h"
 
 typedef struct capture_point {
+    cuuint64_t id;
     CUgraph graph;
     const CUgraphNode *deps;
     const CUgraphEdgeData *edge_data;
@@ -25,8 +27,8 @@ static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
     CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
                      const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
         ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
-    if (info == NULL || info(stream, &status, NULL, &point->graph, &point->deps, &point->edge_data,
-                             &point->count) != CUDA_SUCCESS)
+    if (info == NULL || info(stream, &status, &point->id, &point->graph, &point->deps,
+                             &point->edge_data, &point->count) != CUDA_SUCCESS)
         return false; /* the driver will report whatever is wrong with the stream */
     return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
@@ -50,7 +52,11 @@ static bool capture_pool(CUmemoryPool pool, gm_alloc_params_t *params) {
             return false;
         pool = gm_pool_current(device);
     }
-    return gm_pool_servable(pool, &params->device, &params->access_mask);
+    if (!gm_pool_servable(pool, &params->device, &params->access_mask))
+        return false;
+    /* A captured node lists the pool's peers (its resident device is implicit). */
+    params->listed_mask = params->access_mask & ~(1ull << params->device);
+    return true;
 }
 
 static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
@@ -73,6 +79,7 @@ static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point
     gm_engine_alloc_attach(engine, va, (uint64_t)(uintptr_t)node);
     result = set_frontier(stream, ptsz, node);
     if (result == CUDA_SUCCESS) {
+        gm_joins_note(point->id, stream, ptsz);
         *dptr = va;
         gm_stat_add(GM_STAT_graph_allocations, 1);
     }
@@ -90,7 +97,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, C
     if (engine == NULL)
         return forward(forward_arg);
     gm_relaxed_t relaxed = gm_relaxed_begin();
-    gm_alloc_params_t params = {.device = 0, .size = size, .access_mask = 0};
+    gm_alloc_params_t params = {.device = 0, .size = size, .access_mask = 0, .listed_mask = 0};
     CUresult result;
     if (!capture_pool(pool, &params)) {
         gm_stat_add(GM_STAT_passthrough_allocations, 1);
@@ -156,8 +163,11 @@ static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point,
     gm_find_ancestors(engine, point->deps, point->count, &ancestors);
     uint64_t graph = (uint64_t)(uintptr_t)point->graph;
     gm_status_t status = gm_engine_free_create(engine, graph, dptr, &ancestors.view);
-    if (status != GM_OK)
+    if (status != GM_OK) {
+        gm_log(GM_LOG_DEBUG, "captured free of %#llx in graph %p refused: %s",
+               (unsigned long long)dptr, (void *)point->graph, gm_status_name(status));
         return gm_cuda_result(status);
+    }
     CUgraphNode node = NULL;
     CUresult result =
         gm_marker_add(&node, point->graph, point->deps, point->edge_data, point->count);
@@ -167,6 +177,7 @@ static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point,
     }
     gm_engine_free_attach(engine, graph, dptr, (uint64_t)(uintptr_t)node);
     gm_stat_add(GM_STAT_graph_frees, 1);
+    gm_joins_note(point->id, stream, ptsz);
     return set_frontier(stream, ptsz, node);
 }
 
@@ -191,7 +202,11 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     if (capturing(stream, ptsz, &point)) {
         result = captured_free(engine, &point, stream, ptsz, dptr);
     } else {
-        result = gm_cuda_result(gm_engine_free_outside(engine, dptr, gm_stream_key(stream, ptsz)));
+        gm_status_t status = gm_engine_free_outside(engine, dptr, gm_stream_key(stream, ptsz));
+        result = gm_cuda_result(status);
+        if (status != GM_OK)
+            gm_log(GM_LOG_DEBUG, "free of %#llx outside graphs refused: %s",
+                   (unsigned long long)dptr, gm_status_name(status));
         if (result == CUDA_SUCCESS) {
             gm_stat_add(GM_STAT_outside_frees, 1);
             unmap_freed_now(engine, stream, ptsz);

@@ -1,6 +1,8 @@
 /* Capture begin/end: keeps the process-wide count of captures in flight that gates the capture
  * path of every allocation hook (outside captures, a hook costs one relaxed load). */
 #include "engine_glue.h"
+#include "joins.h"
+#include "topology.h"
 #include "shim.h"
 #include "stats.h"
 
@@ -58,23 +60,46 @@ CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
 }
 
 /* A capture ends with EndCapture whatever its outcome (success, invalidated, unjoined): count it
- * out when the stream was capturing before the call. */
-static CUresult end_capture(CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *),
-                            CUresult (*end)(CUstream, CUgraph *), CUstream stream, CUgraph *graph) {
+ * out when the stream was capturing before the call. A capture that fails leaves no graph, so the
+ * allocations made in it are forgotten (their addresses return to graphmem). */
+static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
+    CUresult (*end)(CUstream, CUgraph *) =
+        ptsz ? gm_real.cuStreamEndCapture_ptsz : gm_real.cuStreamEndCapture;
+    CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                     const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
+        ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    bool was_capturing = is_capturing != NULL && is_capturing(stream, &status) == CUDA_SUCCESS &&
-                         status != CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult result = end(stream, graph);
-    if (was_capturing)
-        atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
+    CUgraph capture_graph = NULL;
+    bool was_capturing =
+        info != NULL &&
+        info(stream, &status, NULL, &capture_graph, NULL, NULL, NULL) == CUDA_SUCCESS &&
+        status != CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!was_capturing || graph == NULL) /* NULL: the driver's error, the capture goes on */
+        return end(stream, graph);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    bool unjoined = gm_joins_unjoined(stream, ptsz);
+    CUgraph made = NULL;
+    CUresult result = end(stream, &made);
+    atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
+    if (unjoined && result == CUDA_SUCCESS) {
+        /* The driver would have refused: no graph, the unjoined error. */
+        gm_real.cuGraphDestroy(made);
+        made = NULL;
+        result = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    }
+    if (result != CUDA_SUCCESS && engine != NULL && capture_graph != NULL) {
+        gm_nested_forget(engine, capture_graph);
+        gm_engine_graph_destroyed(engine, (uint64_t)(uintptr_t)capture_graph);
+    }
+    if (graph != NULL)
+        *graph = made;
     return result;
 }
 
 CUresult gm_hook_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
-    return end_capture(gm_real.cuStreamIsCapturing, gm_real.cuStreamEndCapture, hStream, phGraph);
+    return end_capture(false, hStream, phGraph);
 }
 
 CUresult gm_hook_cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph) {
-    return end_capture(gm_real.cuStreamIsCapturing_ptsz, gm_real.cuStreamEndCapture_ptsz, hStream,
-                       phGraph);
+    return end_capture(true, hStream, phGraph);
 }

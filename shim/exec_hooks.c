@@ -1,5 +1,6 @@
 /* Instantiation, launch, upload and destruction of graphs holding graphmem allocations; graphs
  * without any pass straight through. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -21,6 +22,22 @@ typedef struct instantiation {
     gm_scratch_t cover; /* the driver checks memset/memcpy targets while it instantiates */
 } instantiation_t;
 
+/* The first memory node of `graph` in the driver's node order (the one it reports as the node that
+ * device launch does not support). */
+static CUgraphNode first_marker(gm_engine_t *engine, CUgraph graph) {
+    size_t count = 0;
+    CUgraphNode found = NULL;
+    if (gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
+        return NULL;
+    CUgraphNode *nodes = calloc(count, sizeof *nodes);
+    if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS)
+        for (size_t i = 0; i < count && !found; i++)
+            if (gm_engine_marker(engine, (uint64_t)(uintptr_t)nodes[i], NULL) != GM_MARKER_NONE)
+                found = nodes[i];
+    free(nodes);
+    return found;
+}
+
 /* Before the driver instantiates: the restrictions the driver puts on memory nodes, then the
  * topology (read now, while the graph is known to be unchanged). */
 static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
@@ -40,8 +57,13 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     if (gm_engine_graph_instantiated(engine, key))
         return CUDA_ERROR_NOT_SUPPORTED; /* one exec at a time for graphs with memory nodes */
     if (flags & GM_INSTANTIATE_FLAG_DEVICE_LAUNCH) {
-        if (params != NULL)
+        /* With AutoFree too, the driver refuses the flags before looking at any node. */
+        if (flags & GM_INSTANTIATE_FLAG_AUTO_FREE)
+            return CUDA_SUCCESS;
+        if (params != NULL) {
             params->result_out = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
+            params->hErrNode_out = first_marker(engine, graph);
+        }
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (gm_conditional_bodies_have_markers(engine, graph))
@@ -223,8 +245,8 @@ CUresult gm_hook_cuGraphDestroy(CUgraph hGraph) {
     CUresult result = gm_real.cuGraphDestroy(hGraph);
     if (result != CUDA_SUCCESS)
         return result;
-    gm_conditional_forget(hGraph);
     gm_engine_t *engine = gm_glue_engine_if_started();
+    gm_nested_forget(engine, hGraph);
     if (engine != NULL)
         gm_engine_graph_destroyed(engine, (uint64_t)(uintptr_t)hGraph);
     return result;

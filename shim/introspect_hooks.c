@@ -36,7 +36,7 @@ static access_list_t access_lists[GM_ACCESS_LISTS];
 static int access_list_count;
 static pthread_mutex_t access_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The driver lists the peers the node was given (the resident device's access is implicit). */
+/* The driver reports the list the node was given. */
 static const access_list_t *access_list_for(uint64_t mask, int resident) {
     const access_list_t *found = NULL;
     pthread_mutex_lock(&access_lock);
@@ -50,7 +50,7 @@ static const access_list_t *access_list_for(uint64_t mask, int resident) {
         list->count = 0;
         list->descs = calloc(GM_MAX_DEVICES, sizeof *list->descs);
         for (int d = 0; list->descs && d < GM_MAX_DEVICES; d++) {
-            if (d == resident || !(mask & (1ull << d)))
+            if (!(mask & (1ull << d)))
                 continue;
             list->descs[list->count].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
             list->descs[list->count].location.id = d;
@@ -74,7 +74,7 @@ CUresult gm_hook_cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
         return gm_real.cuGraphMemAllocNodeGetParams(hNode, params_out);
     if (kind != GM_MARKER_ALLOC || params_out == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    const access_list_t *access = access_list_for(info.params.access_mask, info.params.device);
+    const access_list_t *access = access_list_for(info.params.listed_mask, info.params.device);
     memset(params_out, 0, sizeof *params_out);
     params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
     params_out->poolProps.handleTypes = CU_MEM_HANDLE_TYPE_NONE;

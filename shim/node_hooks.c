@@ -2,6 +2,7 @@
  * driver puts on graphs holding memory nodes. Parameters graphmem does not serve (host or managed
  * memory, IPC handle types, anything malformed) go to the driver unchanged, so the driver's own
  * validation answers with its own error codes. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -29,12 +30,14 @@ static bool servable_alloc(const CUDA_MEM_ALLOC_NODE_PARAMS *p, gm_alloc_params_
     params->device = props->location.id;
     params->size = p->bytesize;
     params->access_mask = 1ull << props->location.id;
+    params->listed_mask = 0;
     for (size_t i = 0; i < p->accessDescCount; i++) {
         const CUmemAccessDesc *desc = &p->accessDescs[i];
         if (desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc->location.id < 0 ||
             desc->location.id >= devices || desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
             return false;
         params->access_mask |= 1ull << desc->location.id;
+        params->listed_mask |= 1ull << desc->location.id;
     }
     return true;
 }
@@ -45,6 +48,10 @@ static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNo
                            CUDA_MEM_ALLOC_NODE_PARAMS *p, CUresult *result) {
     if (node_out == NULL || graph == NULL || p == NULL || (count > 0 && deps == NULL))
         return false;
+    if (gm_nested_is_child(graph)) { /* semantics §A3.5-A3.6: the driver refuses it */
+        *result = CUDA_ERROR_NOT_SUPPORTED;
+        return true;
+    }
     gm_engine_t *engine = gm_glue_engine();
     gm_alloc_params_t params;
     if (engine == NULL || !servable_alloc(p, &params))
@@ -77,6 +84,10 @@ static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNod
                           CUresult *result) {
     if (node_out == NULL || graph == NULL || (count > 0 && deps == NULL))
         return false;
+    if (gm_nested_is_child(graph)) {
+        *result = CUDA_ERROR_NOT_SUPPORTED;
+        return true;
+    }
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || !gm_engine_owns(engine, dptr))
         return false;
@@ -171,14 +182,18 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
     }
 }
 
-/* Conditional bodies are recorded even before the engine starts: a body may receive markers later.
- */
-static void after_add_node(CUresult result, CUgraph graph, const CUgraphNodeParams *p) {
+/* Nested graphs are recorded even before the engine starts: they may receive markers later. */
+static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
+                           const CUgraphNodeParams *p) {
     if (result != CUDA_SUCCESS || p == NULL)
         return;
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && p->conditional.phGraph_out != NULL)
-        gm_conditional_record(graph, p->conditional.phGraph_out, p->conditional.size);
+        gm_nested_record(graph, p->conditional.phGraph_out, p->conditional.size, GM_NESTED_BODY);
+    CUgraph child = NULL;
+    if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
+        gm_real.cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS)
+        gm_nested_record(graph, &child, 1, GM_NESTED_CHILD);
     if (engine == NULL)
         return;
     if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
@@ -194,7 +209,7 @@ CUresult gm_hook_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     if (add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams, &result))
         return result;
     result = gm_real.cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
-    after_add_node(result, hGraph, nodeParams);
+    after_add_node(result, hGraph, phGraphNode ? *phGraphNode : NULL, nodeParams);
     return result;
 }
 
@@ -208,7 +223,7 @@ CUresult gm_hook_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
         return result;
     result = gm_real.cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData,
                                        numDependencies, nodeParams);
-    after_add_node(result, hGraph, nodeParams);
+    after_add_node(result, hGraph, phGraphNode ? *phGraphNode : NULL, nodeParams);
     return result;
 }
 
@@ -217,8 +232,13 @@ CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGra
                                           CUgraph childGraph) {
     if (graph_has_markers(childGraph))
         return CUDA_ERROR_NOT_SUPPORTED; /* a clone: the driver refuses it for memory nodes */
-    return gm_real.cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies, numDependencies,
-                                            childGraph);
+    CUresult result = gm_real.cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies,
+                                                       numDependencies, childGraph);
+    CUgraph clone = NULL;
+    if (result == CUDA_SUCCESS &&
+        gm_real.cuGraphChildGraphNodeGetGraph(*phGraphNode, &clone) == CUDA_SUCCESS)
+        gm_nested_record(hGraph, &clone, 1, GM_NESTED_CHILD);
+    return result;
 }
 
 CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
@@ -227,9 +247,34 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     return gm_real.cuGraphClone(phGraphClone, originalGraph);
 }
 
+/* Whether `node` belongs to a graph holding markers. The driver offers no node-to-graph query,
+ * so the graphs holding markers are searched (node destruction is rare). */
+static bool in_graph_with_markers(CUgraphNode node) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || node == NULL)
+        return false;
+    if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE)
+        return true;
+    uint64_t graphs[256];
+    size_t count = gm_engine_marked_graphs(engine, graphs, 256);
+    bool found = false;
+    for (size_t g = 0; g < count && !found; g++) {
+        size_t n = 0;
+        CUgraph graph = (CUgraph)(uintptr_t)graphs[g];
+        if (gm_real.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS || n == 0)
+            continue;
+        CUgraphNode *nodes = calloc(n, sizeof *nodes);
+        if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &n) == CUDA_SUCCESS)
+            for (size_t i = 0; i < n && !found; i++)
+                found = nodes[i] == node;
+        free(nodes);
+    }
+    return found;
+}
+
 CUresult gm_hook_cuGraphDestroyNode(CUgraphNode hNode) {
-    if (marker_of(hNode, NULL) != GM_MARKER_NONE)
-        return CUDA_ERROR_NOT_SUPPORTED;
+    if (in_graph_with_markers(hNode))
+        return CUDA_ERROR_NOT_SUPPORTED; /* no node of a graph with memory nodes may go */
     return gm_real.cuGraphDestroyNode(hNode);
 }
 

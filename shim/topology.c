@@ -140,57 +140,82 @@ void gm_topology_free(gm_topology_buf_t *buf) {
     *buf = (gm_topology_buf_t){0};
 }
 
-/* ---- conditional bodies ------------------------------------------------------------------- */
+/* ---- graphs owned by nodes of another graph ------------------------------------------------ */
 
-typedef struct body {
-    CUgraph parent, body;
-} body_t;
+typedef struct nested {
+    CUgraph parent, graph;
+    gm_nested_kind_t kind;
+} nested_t;
 
-static body_t *bodies;
-static size_t body_count, body_cap;
-static pthread_mutex_t bodies_lock = PTHREAD_MUTEX_INITIALIZER;
+static nested_t *nested;
+static size_t nested_count, nested_cap;
+static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void gm_conditional_record(CUgraph parent, const CUgraph *graphs, unsigned count) {
-    pthread_mutex_lock(&bodies_lock);
+void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count,
+                      gm_nested_kind_t kind) {
+    pthread_mutex_lock(&nested_lock);
     for (unsigned i = 0; i < count; i++) {
-        if (body_count == body_cap) {
-            size_t cap = body_cap ? body_cap * 2 : 16;
-            body_t *grown = realloc(bodies, cap * sizeof *grown);
+        if (nested_count == nested_cap) {
+            size_t cap = nested_cap ? nested_cap * 2 : 16;
+            nested_t *grown = realloc(nested, cap * sizeof *grown);
             if (grown == NULL)
                 break;
-            bodies = grown;
-            body_cap = cap;
+            nested = grown;
+            nested_cap = cap;
         }
-        bodies[body_count++] = (body_t){parent, graphs[i]};
+        nested[nested_count++] = (nested_t){parent, graphs[i], kind};
     }
-    pthread_mutex_unlock(&bodies_lock);
+    pthread_mutex_unlock(&nested_lock);
 }
 
 static bool bodies_have_markers_locked(gm_engine_t *engine, CUgraph graph, int depth) {
-    for (size_t i = 0; i < body_count && depth < 16; i++) {
-        if (bodies[i].parent != graph)
+    for (size_t i = 0; i < nested_count && depth < 16; i++) {
+        if (nested[i].parent != graph || nested[i].kind != GM_NESTED_BODY)
             continue;
-        if (gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)bodies[i].body) ||
-            bodies_have_markers_locked(engine, bodies[i].body, depth + 1))
+        if (gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)nested[i].graph) ||
+            bodies_have_markers_locked(engine, nested[i].graph, depth + 1))
             return true;
     }
     return false;
 }
 
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {
-    pthread_mutex_lock(&bodies_lock);
+    pthread_mutex_lock(&nested_lock);
     bool found = bodies_have_markers_locked(engine, graph, 0);
-    pthread_mutex_unlock(&bodies_lock);
+    pthread_mutex_unlock(&nested_lock);
     return found;
 }
 
-void gm_conditional_forget(CUgraph graph) {
-    pthread_mutex_lock(&bodies_lock);
-    for (size_t i = 0; i < body_count;) {
-        if (bodies[i].parent == graph || bodies[i].body == graph)
-            bodies[i] = bodies[--body_count];
-        else
-            i++;
+bool gm_nested_is_child(CUgraph graph) {
+    pthread_mutex_lock(&nested_lock);
+    bool found = false;
+    for (size_t i = 0; i < nested_count && !found; i++)
+        found = nested[i].graph == graph && nested[i].kind == GM_NESTED_CHILD;
+    pthread_mutex_unlock(&nested_lock);
+    return found;
+}
+
+/* The graphs a destroyed graph owned die with it: their handles may come back for new graphs, so
+ * nothing of them may stay, in this registry or in the engine. */
+void gm_nested_forget(gm_engine_t *engine, CUgraph graph) {
+    CUgraph pending[64];
+    int count = 0;
+    pending[count++] = graph;
+    pthread_mutex_lock(&nested_lock);
+    while (count > 0) {
+        CUgraph parent = pending[--count];
+        for (size_t i = 0; i < nested_count;) {
+            if (nested[i].parent == parent || nested[i].graph == parent) {
+                if (nested[i].parent == parent && count < 64) {
+                    pending[count++] = nested[i].graph;
+                    if (engine != NULL)
+                        gm_engine_graph_destroyed(engine, (uint64_t)(uintptr_t)nested[i].graph);
+                }
+                nested[i] = nested[--nested_count];
+            } else {
+                i++;
+            }
+        }
     }
-    pthread_mutex_unlock(&bodies_lock);
+    pthread_mutex_unlock(&nested_lock);
 }

@@ -17,11 +17,18 @@ typedef struct gm_topology_buf {
 CUresult gm_topology_read(CUgraph graph, gm_topology_buf_t *buf);
 void gm_topology_free(gm_topology_buf_t *buf);
 
-/* Conditional nodes' body graphs, recorded when the nodes are made (the driver refuses memory
- * nodes in bodies at instantiation; the shim must too). */
-void gm_conditional_record(CUgraph parent, const CUgraph *bodies, unsigned count);
-/* True when a body of `graph`, at any depth, holds a marker. */
+/* Graphs owned by nodes of another graph: conditional bodies (memory nodes may be added, but the
+ * driver refuses them at instantiation) and child graphs (memory nodes are refused outright). */
+typedef enum gm_nested_kind {
+    GM_NESTED_BODY,
+    GM_NESTED_CHILD,
+} gm_nested_kind_t;
+
+void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count, gm_nested_kind_t kind);
+/* True when a conditional body of `graph`, at any depth, holds a marker. */
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph);
-void gm_conditional_forget(CUgraph graph);
+bool gm_nested_is_child(CUgraph graph);
+/* `graph` was destroyed: so were the graphs it owned (tells the engine). */
+void gm_nested_forget(gm_engine_t *engine, CUgraph graph);
 
 #endif

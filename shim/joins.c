@@ -1,0 +1,127 @@
+/* Unjoined forks. The driver ends a capture with CUDA_ERROR_STREAM_CAPTURE_UNJOINED when a forked
+ * stream's work never rejoined the origin stream, but it does not count graphmem's markers as
+ * work captured on the forked stream (they are added through the graph API). So graphmem notes
+ * each stream that received a marker, and when the capture ends checks that the stream's last
+ * nodes are ancestors of the origin stream's frontier, as the driver would have. */
+#include "joins.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "driver.h"
+
+typedef struct noted_stream {
+    cuuint64_t capture;
+    CUstream stream;
+    bool ptsz;
+} noted_stream_t;
+
+#define GM_NOTED_MAX 256
+static noted_stream_t noted[GM_NOTED_MAX];
+static int noted_count;
+static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz) {
+    pthread_mutex_lock(&noted_lock);
+    bool seen = false;
+    for (int i = 0; i < noted_count && !seen; i++)
+        seen = noted[i].capture == capture && noted[i].stream == stream && noted[i].ptsz == ptsz;
+    if (!seen && noted_count < GM_NOTED_MAX)
+        noted[noted_count++] = (noted_stream_t){capture, stream, ptsz};
+    pthread_mutex_unlock(&noted_lock);
+}
+
+typedef CUresult (*capture_info_fn)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                                    const CUgraphNode **, const CUgraphEdgeData **, size_t *);
+
+/* Whether every node of `targets` is one of `roots` or an ancestor of one. */
+static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgraphNode *targets,
+                        size_t target_count) {
+    size_t cap = 256, count = 0, head = 0;
+    CUgraphNode *seen = malloc(cap * sizeof *seen);
+    if (seen == NULL)
+        return true; /* cannot tell: never refuse a capture for that */
+    for (size_t i = 0; i < root_count && count < cap; i++)
+        seen[count++] = roots[i];
+    size_t found = 0;
+    bool *hit = calloc(target_count ? target_count : 1, sizeof *hit);
+    while (hit && head < count && found < target_count) {
+        CUgraphNode node = seen[head++];
+        for (size_t t = 0; t < target_count; t++)
+            if (!hit[t] && targets[t] == node) {
+                hit[t] = true;
+                found++;
+            }
+        size_t n = 0;
+        if (gm_drv.cuGraphNodeGetDependencies_v2(node, NULL, NULL, &n) != CUDA_SUCCESS || n == 0)
+            continue;
+        if (count + n > cap) {
+            size_t grown_cap = (count + n) * 2;
+            CUgraphNode *grown = realloc(seen, grown_cap * sizeof *grown);
+            if (grown == NULL)
+                break;
+            seen = grown;
+            cap = grown_cap;
+        }
+        CUgraphEdgeData *data = calloc(n, sizeof *data);
+        if (data &&
+            gm_drv.cuGraphNodeGetDependencies_v2(node, seen + count, data, &n) == CUDA_SUCCESS) {
+            /* Keep only nodes not queued yet (a DAG visits shared ancestors once). */
+            size_t kept = count;
+            for (size_t i = count; i < count + n; i++) {
+                bool dup = false;
+                for (size_t j = 0; j < kept && !dup; j++)
+                    dup = seen[j] == seen[i];
+                if (!dup)
+                    seen[kept++] = seen[i];
+            }
+            count = kept;
+        }
+        free(data);
+    }
+    bool all = hit == NULL || found == target_count || head < count;
+    free(hit);
+    free(seen);
+    return all;
+}
+
+bool gm_joins_unjoined(CUstream origin, bool ptsz) {
+    capture_info_fn info =
+        ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
+    CUstreamCaptureStatus status;
+    cuuint64_t capture = 0;
+    const CUgraphNode *roots = NULL;
+    size_t root_count = 0;
+    if (info == NULL ||
+        info(origin, &status, &capture, NULL, &roots, NULL, &root_count) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return false;
+    noted_stream_t mine[GM_NOTED_MAX];
+    int mine_count = 0;
+    pthread_mutex_lock(&noted_lock);
+    for (int i = 0; i < noted_count;) {
+        if (noted[i].capture == capture) {
+            mine[mine_count++] = noted[i];
+            noted[i] = noted[--noted_count];
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&noted_lock);
+    bool unjoined = false;
+    for (int i = 0; i < mine_count && !unjoined; i++) {
+        if (mine[i].stream == origin && mine[i].ptsz == ptsz)
+            continue;
+        capture_info_fn side_info = mine[i].ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz
+                                                 : gm_real.cuStreamGetCaptureInfo_v3;
+        cuuint64_t side_capture = 0;
+        const CUgraphNode *tails = NULL;
+        size_t tail_count = 0;
+        if (side_info(mine[i].stream, &status, &side_capture, NULL, &tails, NULL, &tail_count) !=
+                CUDA_SUCCESS ||
+            status != CU_STREAM_CAPTURE_STATUS_ACTIVE || side_capture != capture)
+            continue; /* that stream left the capture some other way */
+        unjoined = !all_reached(roots, root_count, tails, tail_count);
+    }
+    return unjoined;
+}
