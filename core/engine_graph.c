@@ -92,7 +92,7 @@ static void free_undo(gm_engine_t *e, gm_marker_t *m) {
     if (r->foreign_free == m)
         r->foreign_free = NULL;
     m->graph->pending_free = NULL;
-    free(m->before.ids);
+    gm_idset_release(&m->before);
     free(m);
     gm_record_unref_check(e, r);
 }
@@ -154,7 +154,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
             r->free_marker = NULL;
         if (r->foreign_free == m)
             r->foreign_free = NULL;
-        free(m->before.ids);
+        gm_idset_release(&m->before);
         free(m);
         gm_record_unref_check(e, r);
     }

@@ -28,11 +28,21 @@ typedef struct gm_part gm_part_t;
 typedef struct gm_group gm_group_t;
 typedef struct gm_exec gm_exec_t;
 
-/* Frees proven to come before a marker: sorted record ids. */
+/* Frees proven to come before a marker: sorted record ids, the first `count` of a buffer that
+ * several markers share. Along a chain each marker's set is its ancestor's plus one newer id, so
+ * the new set appends to the shared buffer in place (its older owners keep their shorter view)
+ * instead of copying it: linear, not quadratic, in the length of a capture. */
+typedef struct gm_idbuf {
+    uint32_t refs, used, cap;
+    uint64_t ids[];
+} gm_idbuf_t;
+
 typedef struct gm_idset {
-    uint64_t *ids;
+    gm_idbuf_t *buf;
     uint32_t count;
 } gm_idset_t;
+
+void gm_idset_release(gm_idset_t *set);
 
 typedef struct gm_marker {
     gm_marker_kind_t kind;

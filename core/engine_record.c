@@ -11,62 +11,108 @@ static bool idset_contains(const gm_idset_t *s, uint64_t id) {
     uint32_t lo = 0, hi = s->count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (s->ids[mid] < id)
+        if (s->buf->ids[mid] < id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < s->count && s->ids[lo] == id;
+    return lo < s->count && s->buf->ids[lo] == id;
 }
 
-/* out = a ∪ b ∪ {extra} (extra = 0: none). */
+void gm_idset_release(gm_idset_t *set) {
+    if (set->buf && --set->buf->refs == 0)
+        free(set->buf);
+    *set = (gm_idset_t){0};
+}
+
+static gm_idbuf_t *idbuf_new(uint32_t cap) {
+    gm_idbuf_t *buf = malloc(sizeof *buf + (size_t)cap * sizeof buf->ids[0]);
+    if (buf)
+        *buf = (gm_idbuf_t){.refs = 1, .used = 0, .cap = cap};
+    return buf;
+}
+
+static gm_idset_t idset_share(const gm_idset_t *s) {
+    if (s->buf)
+        s->buf->refs++;
+    return *s;
+}
+
+/* out = a ∪ b ∪ {extra} (extra = 0: none), in a new buffer with room to grow. */
 static gm_status_t idset_union(const gm_idset_t *a, const gm_idset_t *b, uint64_t extra,
                                gm_idset_t *out) {
-    uint64_t *ids = malloc(((size_t)a->count + b->count + 1) * sizeof *ids);
-    if (!ids)
+    uint32_t room = a->count + b->count + 1;
+    gm_idbuf_t *buf = idbuf_new(room * 2);
+    if (!buf)
         return GM_ERR_OUT_OF_MEMORY;
+    const uint64_t *x = a->buf ? a->buf->ids : NULL, *y = b->buf ? b->buf->ids : NULL;
     uint32_t i = 0, j = 0, n = 0;
     bool extra_done = extra == 0;
     while (i < a->count || j < b->count || !extra_done) {
         uint64_t next = UINT64_MAX;
-        if (i < a->count && a->ids[i] < next)
-            next = a->ids[i];
-        if (j < b->count && b->ids[j] < next)
-            next = b->ids[j];
+        if (i < a->count && x[i] < next)
+            next = x[i];
+        if (j < b->count && y[j] < next)
+            next = y[j];
         if (!extra_done && extra < next)
             next = extra;
-        ids[n++] = next;
-        if (i < a->count && a->ids[i] == next)
+        buf->ids[n++] = next;
+        if (i < a->count && x[i] == next)
             i++;
-        if (j < b->count && b->ids[j] == next)
+        if (j < b->count && y[j] == next)
             j++;
         if (!extra_done && extra == next)
             extra_done = true;
     }
-    free(out->ids);
-    out->ids = ids;
-    out->count = n;
+    buf->used = n;
+    gm_idset_release(out);
+    *out = (gm_idset_t){buf, n};
     return GM_OK;
+}
+
+/* `s` plus `extra`, sharing s's buffer when s is its tail and extra is newer than all of s. */
+static gm_status_t idset_extend(const gm_idset_t *s, uint64_t extra, gm_idset_t *out) {
+    gm_idbuf_t *buf = s->buf;
+    if (extra == 0 || (s->count && idset_contains(s, extra))) {
+        *out = idset_share(s);
+        return GM_OK;
+    }
+    if (buf && buf->used == s->count && buf->used < buf->cap &&
+        (s->count == 0 || buf->ids[s->count - 1] < extra)) {
+        buf->ids[buf->used++] = extra;
+        buf->refs++;
+        *out = (gm_idset_t){buf, s->count + 1};
+        return GM_OK;
+    }
+    gm_idset_t none = {0};
+    *out = (gm_idset_t){0};
+    return idset_union(s, &none, extra, out);
 }
 
 /* The frees proven to precede a new marker of graph `g` with these ancestors. */
 gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
                              gm_idset_t *out) {
     *out = (gm_idset_t){0};
+    bool first = true;
     for (size_t i = 0; anc && i < anc->count; i++) {
         gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
         if (!m || m->graph != g)
             continue;
         uint64_t extra = m->kind == GM_MARKER_FREE ? m->record->id : 0;
-        gm_idset_t acc = *out;
-        gm_idset_t merged = {0};
-        if (idset_union(&acc, &m->before, extra, &merged) != GM_OK) {
-            free(out->ids);
+        gm_status_t st;
+        if (first) {
+            st = idset_extend(&m->before, extra, out);
+        } else {
+            gm_idset_t acc = *out;
             *out = (gm_idset_t){0};
+            st = idset_union(&acc, &m->before, extra, out);
+            gm_idset_release(&acc);
+        }
+        if (st != GM_OK) {
+            gm_idset_release(out);
             return GM_ERR_OUT_OF_MEMORY;
         }
-        free(acc.ids);
-        *out = merged;
+        first = false;
     }
     return GM_OK;
 }
@@ -137,7 +183,7 @@ static void record_destroy(gm_engine_t *e, gm_record_t *r) {
     } else {
         gm_vaspace_free(e->vas, r->win_base, r->win_bytes);
     }
-    free(r->alloc.before.ids);
+    gm_idset_release(&r->alloc.before);
     free(r);
 }
 
@@ -234,7 +280,7 @@ gm_status_t gm_engine_alloc_create(gm_engine_t *e, uint64_t graph, const gm_allo
         goto fail;
     st = place(e, g, r);
     if (st != GM_OK) {
-        free(r->alloc.before.ids);
+        gm_idset_release(&r->alloc.before);
         goto fail;
     }
     r->va_next = gm_map_get(&e->addresses, r->va);
