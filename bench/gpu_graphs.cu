@@ -62,16 +62,23 @@ static double launch_us(cudaGraphExec_t e)
     return samples[samples.size() / 2];
 }
 
-static unsigned long long reserved_high_mib(cudaGraphExec_t e)
+static void reset_graph_memory()
 {
-    cudaGraphLaunch(e, s);
-    cudaStreamSynchronize(s);
-    unsigned long long v = 0, zero = 0;
-    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemHigh, &v);
-    cudaGraphExecDestroy(e);
+    unsigned long long zero = 0;
+    cudaDeviceSynchronize();
     cudaDeviceGraphMemTrim(0);
     cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrReservedMemHigh, &zero);
     cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &zero);
+}
+
+static unsigned long long reserved_high_mib(cudaGraphExec_t e)
+{
+    reset_graph_memory();
+    cudaGraphLaunch(e, s);
+    cudaStreamSynchronize(s);
+    unsigned long long v = 0;
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemHigh, &v);
+    cudaGraphExecDestroy(e);
     return v >> 20;
 }
 
