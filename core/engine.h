@@ -83,7 +83,7 @@ void gm_engine_alloc_abort(gm_engine_t *engine, uint64_t va);
 /* True when `va` lies in graphmem's own address reservation (any window, mapped or not). */
 bool gm_engine_reserved(gm_engine_t *engine, uint64_t va);
 
-/* True when `va` is the address of a graph allocation graphmem made and whose node or memory is
+/* True when `va` is the address of a graph allocation graphmem made whose node, memory or exec is
  * still alive (the shim passes everything else to the driver). */
 bool gm_engine_owns(gm_engine_t *engine, uint64_t va);
 

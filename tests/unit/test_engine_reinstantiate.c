@@ -35,7 +35,36 @@ static void test_rounds_of_instantiate_launch_free_destroy(void) {
     CHECK(sim_fini(&s));
 }
 
+/* PyTorch destroys a captured graph right after instantiating it, then frees the graph's
+ * escaping allocations inside the capture of another graph (make_graphed_callables): the
+ * allocations must still be graphmem's while the exec lives. */
+static void test_graph_destroyed_exec_alive_allocations_still_owned(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t fwd, bwd;
+    sim_graph_init(&s, &fwd);
+    uint32_t saved = sim_alloc(&s, &fwd, 2 * sim_page(), NULL, 0);
+    sim_plain(&s, &fwd, &saved, 1);
+    CHECK_EQ_INT(sim_instantiate(&s, &fwd, 0xf00, GM_EXEC_AUTO_FREE), GM_OK);
+    gm_engine_graph_destroyed(s.engine, fwd.key);
+    CHECK(gm_engine_owns(s.engine, fwd.va[saved]));
+    sim_graph_init(&s, &bwd);
+    uint32_t k = sim_plain(&s, &bwd, NULL, 0);
+    gm_status_t st = GM_ERR_BACKEND;
+    sim_free(&s, &bwd, fwd.va[saved], &k, 1, &st);
+    CHECK_EQ_INT(st, GM_OK);
+    CHECK_EQ_INT(sim_instantiate(&s, &bwd, 0xb00, 0), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xf00, 0x77), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xb00, 0x77), GM_OK);
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroyed(s.engine, 0xf00);
+    gm_engine_exec_destroyed(s.engine, 0xb00);
+    gm_engine_graph_destroyed(s.engine, bwd.key);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
+    RUN_TEST(test_graph_destroyed_exec_alive_allocations_still_owned);
     RUN_TEST(test_rounds_of_instantiate_launch_free_destroy);
     return gm_check_summary();
 }
