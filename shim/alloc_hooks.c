@@ -79,7 +79,7 @@ static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point
     gm_engine_alloc_attach(engine, va, (uint64_t)(uintptr_t)node);
     result = set_frontier(stream, ptsz, node);
     if (result == CUDA_SUCCESS) {
-        gm_joins_note(point->id, stream, ptsz);
+        gm_joins_note(point->id, stream, ptsz, point->graph);
         *dptr = va;
         gm_stat_add(GM_STAT_graph_allocations, 1);
     }
@@ -177,7 +177,7 @@ static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point,
     }
     gm_engine_free_attach(engine, graph, dptr, (uint64_t)(uintptr_t)node);
     gm_stat_add(GM_STAT_graph_frees, 1);
-    gm_joins_note(point->id, stream, ptsz);
+    gm_joins_note(point->id, stream, ptsz, point->graph);
     return set_frontier(stream, ptsz, node);
 }
 

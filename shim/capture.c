@@ -69,15 +69,15 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
                      const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
         ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUgraph capture_graph = NULL;
-    bool was_capturing =
-        info != NULL &&
-        info(stream, &status, NULL, &capture_graph, NULL, NULL, NULL) == CUDA_SUCCESS &&
-        status != CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t capture = 0;
+    bool was_capturing = info != NULL &&
+                         info(stream, &status, &capture, NULL, NULL, NULL, NULL) == CUDA_SUCCESS &&
+                         status != CU_STREAM_CAPTURE_STATUS_NONE;
     if (!was_capturing || graph == NULL) /* NULL: the driver's error, the capture goes on */
         return end(stream, graph);
     gm_engine_t *engine = gm_glue_engine_if_started();
-    bool unjoined = gm_joins_unjoined(stream, ptsz);
+    CUgraph capture_graph = NULL;
+    bool unjoined = gm_joins_finish(stream, ptsz, capture, &capture_graph);
     CUgraph made = NULL;
     CUresult result = end(stream, &made);
     atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);

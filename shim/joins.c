@@ -14,6 +14,7 @@ typedef struct noted_stream {
     cuuint64_t capture;
     CUstream stream;
     bool ptsz;
+    CUgraph graph;
 } noted_stream_t;
 
 #define GM_NOTED_MAX 256
@@ -21,13 +22,13 @@ static noted_stream_t noted[GM_NOTED_MAX];
 static int noted_count;
 static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz) {
+void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph) {
     pthread_mutex_lock(&noted_lock);
     bool seen = false;
     for (int i = 0; i < noted_count && !seen; i++)
         seen = noted[i].capture == capture && noted[i].stream == stream && noted[i].ptsz == ptsz;
     if (!seen && noted_count < GM_NOTED_MAX)
-        noted[noted_count++] = (noted_stream_t){capture, stream, ptsz};
+        noted[noted_count++] = (noted_stream_t){capture, stream, ptsz, graph};
     pthread_mutex_unlock(&noted_lock);
 }
 
@@ -85,17 +86,8 @@ static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgra
     return all;
 }
 
-bool gm_joins_unjoined(CUstream origin, bool ptsz) {
-    capture_info_fn info =
-        ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
-    CUstreamCaptureStatus status;
-    cuuint64_t capture = 0;
-    const CUgraphNode *roots = NULL;
-    size_t root_count = 0;
-    if (info == NULL ||
-        info(origin, &status, &capture, NULL, &roots, NULL, &root_count) != CUDA_SUCCESS ||
-        status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
-        return false;
+bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *graph_out) {
+    *graph_out = NULL;
     noted_stream_t mine[GM_NOTED_MAX];
     int mine_count = 0;
     pthread_mutex_lock(&noted_lock);
@@ -108,6 +100,17 @@ bool gm_joins_unjoined(CUstream origin, bool ptsz) {
         }
     }
     pthread_mutex_unlock(&noted_lock);
+    if (mine_count > 0)
+        *graph_out = mine[0].graph;
+    capture_info_fn info =
+        ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
+    CUstreamCaptureStatus status;
+    const CUgraphNode *roots = NULL;
+    size_t root_count = 0;
+    if (mine_count == 0 ||
+        info(origin, &status, NULL, NULL, &roots, NULL, &root_count) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return false;
     bool unjoined = false;
     for (int i = 0; i < mine_count && !unjoined; i++) {
         if (mine[i].stream == origin && mine[i].ptsz == ptsz)

@@ -3,11 +3,12 @@
 
 #include "shim.h"
 
-/* A marker was added to `stream`'s frontier in capture `capture`. */
-void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz);
-/* Called before the capture of `origin` ends: true when a stream that received markers in this
- * capture never rejoined `origin` (the driver's CUDA_ERROR_STREAM_CAPTURE_UNJOINED). Forgets the
- * notes of this capture either way. */
-bool gm_joins_unjoined(CUstream origin, bool ptsz);
+/* A marker was added to `stream`'s frontier in capture `capture`, into `graph`. */
+void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph);
+/* Called before capture `capture` of `origin` ends; forgets its notes. Returns whether a stream
+ * that received markers never rejoined `origin` (the driver's CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+ * and, in *graph_out, the graph the markers went into (NULL if none): once a capture is
+ * invalidated the driver no longer says which graph it was. */
+bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *graph_out);
 
 #endif

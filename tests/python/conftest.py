@@ -212,3 +212,7 @@ def mem_nodes(histogram):
     """(MEM_ALLOC, MEM_FREE) counts from a client's node-type histogram OBS value."""
     counts = dict(item.split("=") for item in histogram.split(","))
     return int(counts.get("MEM_ALLOC", 0)), int(counts.get("MEM_FREE", 0))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long GPU runs (stress, compute-sanitizer)")
