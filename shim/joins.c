@@ -91,8 +91,14 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *gr
     noted_stream_t mine[GM_NOTED_MAX];
     int mine_count = 0;
     pthread_mutex_lock(&noted_lock);
+    /* By capture id; an invalidated capture may no longer tell its id, then by the origin. */
+    bool by_stream = true;
+    for (int i = 0; i < noted_count && by_stream; i++)
+        by_stream = noted[i].capture != capture;
     for (int i = 0; i < noted_count;) {
-        if (noted[i].capture == capture) {
+        bool match = by_stream ? noted[i].stream == origin && noted[i].ptsz == ptsz
+                               : noted[i].capture == capture;
+        if (match) {
             mine[mine_count++] = noted[i];
             noted[i] = noted[--noted_count];
         } else {
