@@ -81,7 +81,9 @@ void gm_groups_destroy_all(gm_engine_t *e) {
 }
 
 /* Orders a launch on `stream` after the group's previous user when that was another part (an
- * exec's own launches are ordered by the driver). */
+ * exec's own launches are ordered by the driver). last_part is kept by every launch, the fast
+ * path's included (when it was not, a mover skipped the wait after another member's run: found
+ * by the GPU stress test). */
 static gm_status_t order_after_group(gm_engine_t *e, gm_group_t *g, gm_part_t *p, uint64_t stream) {
     if (g->last_stream == stream && !g->last_fence)
         return GM_OK;

@@ -142,6 +142,8 @@ void gm_engine_launch_end(gm_engine_t *e, uint64_t exec, uint64_t stream, bool u
             p->run_fence = 0;
         if (upload_only)
             continue;
+        if (p->group) /* who ran last decides whether the next mover must wait */
+            p->group->last_part = p;
         /* AutoFreeOnLaunch: the previous allocations are freed and made again, same bytes. */
         for (uint32_t k = 0; k < p->escaping_count; k++) {
             gm_record_t *r = p->escaping[k];
