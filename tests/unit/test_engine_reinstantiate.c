@@ -63,7 +63,45 @@ static void test_graph_destroyed_exec_alive_allocations_still_owned(void) {
     CHECK(sim_fini(&s));
 }
 
+static void one_temp_graph(sim_t *s, sim_graph_t *g) {
+    sim_graph_init(s, g);
+    uint32_t a = sim_alloc(s, g, 2 * sim_page(), NULL, 0);
+    uint32_t k = sim_plain(s, g, &a, 1);
+    gm_status_t st = GM_OK;
+    sim_free(s, g, g->va[a], &k, 1, &st);
+}
+
+/* Two graphs share a group on one stream; after launches that take the fast path (nothing to
+ * map), one moves to another stream: it must wait for the other's run (GPU stress test). */
+static void test_mover_waits_for_fast_path_launch_of_other_member(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t x, y;
+    one_temp_graph(&s, &x);
+    one_temp_graph(&s, &y);
+    REQUIRE(sim_instantiate(&s, &x, 0xA1, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &y, 0xB1, 0) == GM_OK);
+    /* Both move together from stream to stream, x first (the stress test's pattern): after x's
+     * move, y's launch on the new stream takes the fast path, so y ran last when x moves on. */
+    for (uint64_t stream = 0x61; stream < 0x65; stream++) {
+        uint64_t waits = host_backend_stream_waits(s.hb);
+        REQUIRE(sim_launch(&s, 0xA1, stream) == GM_OK);
+        if (stream > 0x61)
+            CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 1);
+        REQUIRE(sim_launch(&s, 0xB1, stream) == GM_OK);
+        REQUIRE(sim_launch(&s, 0xA1, stream) == GM_OK);
+        REQUIRE(sim_launch(&s, 0xB1, stream) == GM_OK);
+    }
+    CHECK(sim_run_data(&s, &x, NULL));
+    CHECK(sim_run_data(&s, &y, NULL));
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroyed(s.engine, 0xA1);
+    gm_engine_exec_destroyed(s.engine, 0xB1);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
+    RUN_TEST(test_mover_waits_for_fast_path_launch_of_other_member);
     RUN_TEST(test_graph_destroyed_exec_alive_allocations_still_owned);
     RUN_TEST(test_rounds_of_instantiate_launch_free_destroy);
     return gm_check_summary();
