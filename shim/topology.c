@@ -7,8 +7,8 @@
 #include "driver.h"
 
 static bool add_node(gm_topology_buf_t *buf, uint64_t key, uint32_t *index) {
-    if (gm_grow((void **)&buf->nodes, &buf->node_cap, buf->view.node_count + 1,
-                sizeof *buf->nodes) != GM_OK)
+    if (!(gm_grow((void **)&buf->nodes, &buf->node_cap, buf->view.node_count + 1,
+                  sizeof *buf->nodes) == GM_OK))
         return false;
     *index = buf->view.node_count++;
     buf->nodes[*index] = key;
