@@ -17,6 +17,22 @@ uint64_t gm_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap)
+        return GM_OK;
+    uint64_t ncap = *cap ? *cap : 8;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > UINT32_MAX)
+        return GM_ERR_OUT_OF_MEMORY;
+    void *p = realloc(*array, ncap * elem);
+    if (!p)
+        return GM_ERR_OUT_OF_MEMORY;
+    *array = p;
+    *cap = (uint32_t)ncap;
+    return GM_OK;
+}
+
 gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_config_t *config) {
     if (!backend || !config || !backend->granularity || config->device_count <= 0 ||
         config->device_count > GM_MAX_DEVICES)

@@ -13,7 +13,6 @@
 
 #include <pthread.h>
 
-#include "array.h"
 #include "engine.h"
 #include "engine_map.h"
 #include "pack.h"
@@ -191,6 +190,7 @@ struct gm_engine {
 
 /* engine.c */
 uint64_t gm_now_ns(void);
+gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem);
 
 /* engine_record.c */
 void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */

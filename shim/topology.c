@@ -3,12 +3,24 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "array.h"
 #include "driver.h"
 
+static bool grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap)
+        return true;
+    uint32_t next = *cap ? *cap : 64;
+    while (next < need)
+        next *= 2;
+    void *grown = realloc(*array, (size_t)next * elem);
+    if (grown == NULL)
+        return false;
+    *array = grown;
+    *cap = next;
+    return true;
+}
+
 static bool add_node(gm_topology_buf_t *buf, uint64_t key, uint32_t *index) {
-    if (!(gm_grow((void **)&buf->nodes, &buf->node_cap, buf->view.node_count + 1,
-                  sizeof *buf->nodes) == GM_OK))
+    if (!grow((void **)&buf->nodes, &buf->node_cap, buf->view.node_count + 1, sizeof *buf->nodes))
         return false;
     *index = buf->view.node_count++;
     buf->nodes[*index] = key;
@@ -18,10 +30,10 @@ static bool add_node(gm_topology_buf_t *buf, uint64_t key, uint32_t *index) {
 static bool add_edge(gm_topology_buf_t *buf, uint32_t from, uint32_t to) {
     uint32_t need = buf->view.edge_count + 1;
     uint32_t cap = buf->edge_cap;
-    if (gm_grow((void **)&buf->from, &cap, need, sizeof *buf->from) != GM_OK)
+    if (!grow((void **)&buf->from, &cap, need, sizeof *buf->from))
         return false;
     cap = buf->edge_cap;
-    if (gm_grow((void **)&buf->to, &cap, need, sizeof *buf->to) != GM_OK)
+    if (!grow((void **)&buf->to, &cap, need, sizeof *buf->to))
         return false;
     buf->edge_cap = cap;
     buf->from[buf->view.edge_count] = from;
