@@ -255,8 +255,8 @@ GM_MOCK_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
     return device_uuid(uuid, dev);
 }
 
-GM_MOCK_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-    GM_MOCK_CALL("cuDevicePrimaryCtxRelease_v2");
+/* Both ABIs of cuDevicePrimaryCtxRelease behave alike. */
+static CUresult primary_release(CUdevice dev) {
     CUresult rc = gm_mock_check_init();
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -268,6 +268,11 @@ GM_MOCK_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
         primary_retained--;
     gm_mock_unlock();
     return rc;
+}
+
+GM_MOCK_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    GM_MOCK_CALL("cuDevicePrimaryCtxRelease_v2");
+    return primary_release(dev);
 }
 
 GM_MOCK_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
@@ -403,15 +408,5 @@ GM_MOCK_API CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx) {
 
 GM_MOCK_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
     GM_MOCK_CALL("cuDevicePrimaryCtxRelease");
-    CUresult rc = gm_mock_check_init();
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if (dev != 0)
-        return CUDA_ERROR_INVALID_DEVICE;
-    gm_mock_lock();
-    rc = primary_retained > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-    if (primary_retained > 0)
-        primary_retained--;
-    gm_mock_unlock();
-    return rc;
+    return primary_release(dev);
 }
