@@ -63,22 +63,14 @@ static void test_graph_destroyed_exec_alive_allocations_still_owned(void) {
     CHECK(sim_fini(&s));
 }
 
-static void one_temp_graph(sim_t *s, sim_graph_t *g) {
-    sim_graph_init(s, g);
-    uint32_t a = sim_alloc(s, g, 2 * sim_page(), NULL, 0);
-    uint32_t k = sim_plain(s, g, &a, 1);
-    gm_status_t st = GM_OK;
-    sim_free(s, g, g->va[a], &k, 1, &st);
-}
-
 /* Two graphs share a group on one stream; after launches that take the fast path (nothing to
  * map), one moves to another stream: it must wait for the other's run (GPU stress test). */
 static void test_mover_waits_for_fast_path_launch_of_other_member(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t x, y;
-    one_temp_graph(&s, &x);
-    one_temp_graph(&s, &y);
+    sim_one_alloc_graph(&s, &x, 2 * sim_page(), false);
+    sim_one_alloc_graph(&s, &y, 2 * sim_page(), false);
     REQUIRE(sim_instantiate(&s, &x, 0xA1, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &y, 0xB1, 0) == GM_OK);
     /* Both move together from stream to stream, x first (the stress test's pattern): after x's

@@ -6,21 +6,13 @@
 #define MiB (1ull << 20)
 
 /* A graph with one allocation of `size`, freed in the graph unless `escape`. */
-static void one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape) {
-    sim_graph_init(s, g);
-    uint32_t a = sim_alloc(s, g, size, NULL, 0);
-    uint32_t k = sim_plain(s, g, &a, 1);
-    if (!escape)
-        sim_free(s, g, g->va[a], &k, 1, NULL);
-}
-
 /* 8 graphs of 4 MiB in one stream: Reserved = one graph's, all addresses distinct (A1.10). */
 static void test_eight_graphs_one_stream_share(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g[8];
     for (int i = 0; i < 8; i++) {
-        one_alloc_graph(&s, &g[i], 4 * MiB, false);
+        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
         REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
         for (int j = 0; j < i; j++)
             CHECK(g[i].va[0] != g[j].va[0]);
@@ -45,7 +37,7 @@ static void test_eight_streams_sum(void) {
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g[8];
     for (int i = 0; i < 8; i++) {
-        one_alloc_graph(&s, &g[i], 4 * MiB, false);
+        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
         REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
         REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK);
         CHECK(sim_run_data(&s, &g[i], NULL));
@@ -66,7 +58,7 @@ static void test_eight_unfreed_sum(void) {
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g[8];
     for (int i = 0; i < 8; i++) {
-        one_alloc_graph(&s, &g[i], 4 * MiB, true);
+        sim_one_alloc_graph(&s, &g[i], 4 * MiB, true);
         REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
         REQUIRE(sim_launch(&s, 0xE0 + i, 0x51) == GM_OK);
         CHECK(sim_run_data(&s, &g[i], NULL));
@@ -102,8 +94,8 @@ static void test_attributes_double_memory(void) {
     CHECK_EQ_INT(gm_engine_trim(s.engine, 1), GM_OK);
 
     sim_graph_t g1, g2;
-    one_alloc_graph(&s, &g1, 16 * MiB, true);
-    one_alloc_graph(&s, &g2, 16 * MiB, true);
+    sim_one_alloc_graph(&s, &g1, 16 * MiB, true);
+    sim_one_alloc_graph(&s, &g2, 16 * MiB, true);
     REQUIRE(sim_instantiate(&s, &g1, 0xE1, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &g2, 0xE2, 0) == GM_OK);
     REQUIRE(sim_launch(&s, 0xE1, 0x51) == GM_OK);
@@ -140,7 +132,7 @@ static void test_trim_respects_running_launch(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g;
-    one_alloc_graph(&s, &g, 2 * MiB, false);
+    sim_one_alloc_graph(&s, &g, 2 * MiB, false);
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
     REQUIRE(sim_launch(&s, 0xE1, 0x51) == GM_OK);
     gm_engine_trim(s.engine, 0);
@@ -171,8 +163,8 @@ static void cross_stream(gm_cross_stream_policy_t policy) {
     sim_t s;
     REQUIRE(sim_init(&s, &c));
     sim_graph_t a, b;
-    one_alloc_graph(&s, &a, 4 * MiB, false);
-    one_alloc_graph(&s, &b, 4 * MiB, false);
+    sim_one_alloc_graph(&s, &a, 4 * MiB, false);
+    sim_one_alloc_graph(&s, &b, 4 * MiB, false);
     REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
     REQUIRE(sim_launch(&s, 0xA, 0x51) == GM_OK);
@@ -215,9 +207,9 @@ static void test_cap(void) {
     sim_t s;
     REQUIRE(sim_init(&s, &c));
     sim_graph_t a, b, big;
-    one_alloc_graph(&s, &a, 4 * MiB, false);
-    one_alloc_graph(&s, &b, 2 * MiB, false);
-    one_alloc_graph(&s, &big, 8 * MiB, false);
+    sim_one_alloc_graph(&s, &a, 4 * MiB, false);
+    sim_one_alloc_graph(&s, &b, 2 * MiB, false);
+    sim_one_alloc_graph(&s, &big, 8 * MiB, false);
     REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &big, 0xC, 0) == GM_OK);
@@ -268,8 +260,8 @@ static void test_uaf_check(void) {
     sim_t s;
     REQUIRE(sim_init(&s, &c));
     sim_graph_t g, h;
-    one_alloc_graph(&s, &g, 1 * MiB, false);
-    one_alloc_graph(&s, &h, 1 * MiB, true);
+    sim_one_alloc_graph(&s, &g, 1 * MiB, false);
+    sim_one_alloc_graph(&s, &h, 1 * MiB, true);
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &h, 0xE2, 0) == GM_OK);
     REQUIRE(sim_launch(&s, 0xE1, 0x51) == GM_OK);
@@ -341,8 +333,8 @@ static void test_stream_destroyed(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t a, b;
-    one_alloc_graph(&s, &a, 1 * MiB, false);
-    one_alloc_graph(&s, &b, 1 * MiB, false);
+    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
+    sim_one_alloc_graph(&s, &b, 1 * MiB, false);
     REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
     REQUIRE(sim_launch(&s, 0xA, 0x51) == GM_OK);

@@ -263,3 +263,11 @@ uint64_t sim_attr(sim_t *s, int attr) {
     gm_engine_attr_get(s->engine, 0, attr, &v);
     return v;
 }
+
+void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape) {
+    sim_graph_init(s, g);
+    uint32_t a = sim_alloc(s, g, size, NULL, 0);
+    uint32_t k = sim_plain(s, g, &a, 1);
+    if (!escape)
+        sim_free(s, g, g->va[a], &k, 1, NULL);
+}

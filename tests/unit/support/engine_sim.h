@@ -52,6 +52,9 @@ uint32_t sim_alloc_on(sim_t *s, sim_graph_t *g, const gm_alloc_params_t *params,
 /* A free of `va` in g; returns the engine's verdict through *st. */
 uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, uint32_t n,
                   gm_status_t *st);
+/* A graph of one allocation of `size` bytes and a node using it, freed in the graph unless
+ * `escape`. */
+void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape);
 gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags);
 
 /* launch_begin, one submitted item on the stream, launch_end. */
