@@ -146,6 +146,12 @@ bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
  * reports the outcome with gm_engine_launch_end (on failure the engine rolls back). */
 gm_status_t gm_engine_launch_begin(gm_engine_t *engine, uint64_t exec, uint64_t stream,
                                    bool upload_only);
+/* The launch's fast path, one lookup and no backend call: GM_OK when `exec` may launch on
+ * `stream` as it is (then the shim calls the driver and gm_engine_launch_end directly),
+ * GM_ERR_NOT_READY when gm_engine_launch_begin must prepare or refuse it, GM_ERR_INVALID_VALUE
+ * when the exec is not graphmem's (the launch passes through). */
+gm_status_t gm_engine_launch_try(gm_engine_t *engine, uint64_t exec, uint64_t stream,
+                                 bool upload_only);
 void gm_engine_launch_end(gm_engine_t *engine, uint64_t exec, uint64_t stream, bool upload_only,
                           bool succeeded);
 /* cuGraphExecDestroy: the exec's live allocations survive; its memory is reclaimed at trim. */

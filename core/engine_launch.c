@@ -48,29 +48,43 @@ static gm_status_t part_prepare(gm_engine_t *e, gm_part_t *p, uint64_t stream, b
     return st;
 }
 
+/* GM_OK when `x` may launch on `stream` as it is, GM_ERR_NOT_READY when its parts need preparing,
+ * GM_ERR_INVALID_VALUE when the driver would refuse the launch. */
+static gm_status_t launch_check(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload_only) {
+    /* A free of another graph's allocation that is not live now (never made by a launch, or
+     * freed already): the driver refuses the launch (measured on driver 580). */
+    for (uint32_t i = 0; !upload_only && i < x->foreign_count; i++)
+        if (!x->foreign[i]->live)
+            return GM_ERR_INVALID_VALUE;
+    bool ready = !e->config.uaf_check;
+    for (uint32_t i = 0; i < x->part_count; i++) {
+        gm_part_t *p = x->parts[i];
+        /* Relaunch while an allocation of the previous launch is unfreed (semantics §A6.1). */
+        if (p->unfreed && !upload_only && !(x->flags & GM_EXEC_AUTO_FREE))
+            return GM_ERR_INVALID_VALUE;
+        ready = ready && part_ready(p, stream, upload_only);
+    }
+    return ready ? GM_OK : GM_ERR_NOT_READY;
+}
+
+gm_status_t gm_engine_launch_try(gm_engine_t *e, uint64_t exec, uint64_t stream, bool upload_only) {
+    pthread_mutex_lock(&e->lock);
+    gm_exec_t *x = gm_map_get(&e->execs, exec);
+    gm_status_t st = !x ? GM_ERR_INVALID_VALUE : launch_check(e, x, stream, upload_only);
+    pthread_mutex_unlock(&e->lock);
+    return st == GM_ERR_INVALID_VALUE && x ? GM_ERR_NOT_READY : st;
+}
+
 gm_status_t gm_engine_launch_begin(gm_engine_t *e, uint64_t exec, uint64_t stream,
                                    bool upload_only) {
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     gm_exec_t *x = gm_map_get(&e->execs, exec);
-    if (!x)
+    if (x)
+        st = launch_check(e, x, stream, upload_only);
+    if (st != GM_ERR_NOT_READY)
         goto out;
-    /* A free of another graph's allocation that is not live now (never made by a launch, or
-     * freed already): the driver refuses the launch (measured on driver 580). */
-    for (uint32_t i = 0; !upload_only && i < x->foreign_count; i++)
-        if (!x->foreign[i]->live)
-            goto out;
-    bool ready = true;
-    for (uint32_t i = 0; i < x->part_count; i++) {
-        gm_part_t *p = x->parts[i];
-        /* Relaunch while an allocation of the previous launch is unfreed (semantics §A6.1). */
-        if (p->unfreed && !upload_only && !(x->flags & GM_EXEC_AUTO_FREE))
-            goto out;
-        ready = ready && part_ready(p, stream, upload_only);
-    }
     st = GM_OK;
-    if (ready && !e->config.uaf_check)
-        goto out;
     if (e->config.uaf_check)
         gm_uaf_poll(e);
     for (uint32_t i = 0; i < x->part_count && st == GM_OK; i++) {

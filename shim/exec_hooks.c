@@ -192,26 +192,36 @@ static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload
         upload ? (ptsz ? gm_real.cuGraphUpload_ptsz : gm_real.cuGraphUpload)
                : (ptsz ? gm_real.cuGraphLaunch_ptsz : gm_real.cuGraphLaunch);
     gm_engine_t *engine = gm_glue_engine_if_started();
-    uint64_t key = (uint64_t)(uintptr_t)exec;
-    if (engine == NULL || !gm_engine_exec_known(engine, key))
+    if (engine == NULL)
         return real(exec, stream);
+    uint64_t key = (uint64_t)(uintptr_t)exec;
     uint64_t stream_key = gm_stream_key(stream, ptsz);
-    gm_relaxed_t relaxed = gm_relaxed_begin();
-    gm_status_t status = gm_engine_launch_begin(engine, key, stream_key, upload);
-    CUresult result = gm_cuda_result(status);
-    if (status != GM_OK)
+    gm_status_t status = gm_engine_launch_try(engine, key, stream_key, upload);
+    if (status == GM_ERR_INVALID_VALUE) /* not an exec of graphmem's */
+        return real(exec, stream);
+    bool slow = status == GM_ERR_NOT_READY;
+    if (slow) { /* preparing calls the driver: keep those calls out of any capture */
+        gm_relaxed_t relaxed = gm_relaxed_begin();
+        status = gm_engine_launch_begin(engine, key, stream_key, upload);
+        gm_relaxed_end(relaxed);
+    }
+    if (status != GM_OK) {
         gm_log(GM_LOG_DEBUG, "%s of exec %p refused: %s", upload ? "upload" : "launch",
                (void *)exec, gm_status_name(status));
-    if (status == GM_OK) {
-        result = real(exec, stream);
-        gm_engine_launch_end(engine, key, stream_key, upload, result == CUDA_SUCCESS);
-        if (result == CUDA_SUCCESS) {
-            gm_stat_add(upload ? GM_STAT_uploads : GM_STAT_launches, 1);
-            if (!upload && gm_option_bool(GM_OPT_UAF_CHECK))
-                uaf_after_launch(engine, stream, ptsz);
-        }
+        return gm_cuda_result(status);
     }
-    gm_relaxed_end(relaxed);
+    CUresult result = real(exec, stream); /* in the application's own capture mode */
+    gm_relaxed_t relaxed = {0};
+    if (slow)
+        relaxed = gm_relaxed_begin();
+    gm_engine_launch_end(engine, key, stream_key, upload, result == CUDA_SUCCESS);
+    if (result == CUDA_SUCCESS) {
+        gm_stat_add(upload ? GM_STAT_uploads : GM_STAT_launches, 1);
+        if (!upload && gm_option_bool(GM_OPT_UAF_CHECK))
+            uaf_after_launch(engine, stream, ptsz);
+    }
+    if (slow)
+        gm_relaxed_end(relaxed);
     return result;
 }
 

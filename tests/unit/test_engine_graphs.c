@@ -43,7 +43,12 @@ static void test_explicit_alloc_free(void) {
     CHECK_EQ_INT(sim_instantiate(&s, &g, 0xE2, 0), GM_ERR_NOT_SUPPORTED);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 0);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S1, false), GM_ERR_NOT_READY);
+    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xBAD, S1, false), GM_ERR_INVALID_VALUE);
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    /* Mapped and last run on S1: the fast path; another stream needs the full path. */
+    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S1, false), GM_OK);
+    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S2, false), GM_ERR_NOT_READY);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
     CHECK(sim_run_data(&s, &g, NULL));
@@ -57,7 +62,7 @@ static void test_explicit_alloc_free(void) {
     CHECK(gm_engine_launch_begin(s.engine, 0xBAD, S1, false) == GM_ERR_INVALID_VALUE);
 
     gm_engine_graph_destroyed(s.engine, g.key); /* the exec keeps working (A9.2) */
-    CHECK(gm_engine_owns(s.engine, g.va[a]));  /* its exec still makes it at each launch */
+    CHECK(gm_engine_owns(s.engine, g.va[a]));   /* its exec still makes it at each launch */
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
     gm_engine_exec_destroyed(s.engine, 0xE1);
     CHECK(!gm_engine_exec_known(s.engine, 0xE1));
@@ -130,8 +135,11 @@ static void test_escape_and_relaunch_rules(void) {
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_ERR_INVALID_VALUE);
     REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
-    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_ERR_INVALID_VALUE); /* unfreed */
-    CHECK_EQ_INT(sim_upload(&s, 0xE1, S1), GM_OK);                /* an upload frees nothing */
+    /* Unfreed: the fast path leaves the refusal to the full path, which refuses. */
+    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S1, false), GM_ERR_NOT_READY);
+    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S1, true), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_ERR_INVALID_VALUE);
+    CHECK_EQ_INT(sim_upload(&s, 0xE1, S1), GM_OK); /* an upload frees nothing */
 
     /* A consumer graph on another stream uses it; graph and exec of the owner go away. */
     uint32_t k = sim_plain(&s, &h, NULL, 0);
