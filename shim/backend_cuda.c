@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "driver.h"
 #include "log.h"
@@ -89,63 +90,180 @@ static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *
     return r == CUDA_SUCCESS ? GM_OK : GM_ERR_BACKEND;
 }
 
-/* Events are recycled: creating one costs more than recording it. */
-static pthread_mutex_t event_lock = PTHREAD_MUTEX_INITIALIZER;
-static CUevent free_events[256];
-static int free_event_count;
+/* A fence is an event of one context: an event records only on a stream of its own context.
+ * Events are recycled per context, since creating one costs more than recording it. */
+typedef struct fence {
+    CUevent event;
+    CUcontext context;
+    struct fence *next;
+} fence_t;
 
-static gm_status_t fence_record(void *ctx, uint64_t stream, uint64_t *fence_out) {
+#define RECYCLED_PER_CONTEXT 256
+
+static pthread_mutex_t fence_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    CUcontext context;
+    fence_t *head;
+    int count;
+} recycled[GM_MAX_DEVICES];
+
+static fence_t *fence_take(CUcontext context) {
+    fence_t *f = NULL;
+    pthread_mutex_lock(&fence_lock);
+    for (int i = 0; i < GM_MAX_DEVICES && !f; i++)
+        if (recycled[i].head && recycled[i].context == context) {
+            f = recycled[i].head;
+            recycled[i].head = f->next;
+            recycled[i].count--;
+        }
+    pthread_mutex_unlock(&fence_lock);
+    return f;
+}
+
+/* An event made in the calling thread's current context. */
+static fence_t *fence_new(CUresult *result) {
+    fence_t *f = malloc(sizeof *f);
+    if (!f) {
+        *result = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    f->next = NULL;
+    *result = gm_drv.cuCtxGetCurrent(&f->context);
+    if (*result == CUDA_SUCCESS)
+        *result = gm_drv.cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);
+    if (*result != CUDA_SUCCESS) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static void fence_drop(fence_t *f) {
+    gm_drv.cuEventDestroy_v2(f->event);
+    free(f);
+}
+
+static void fence_recycle(fence_t *f);
+
+/* Records a fence of the current context on `stream`. When a recycled event fails to record and a
+ * new one succeeds, the old one was stale (its context was destroyed and another took its
+ * address); when both fail, the stream was the trouble and the old one goes back. */
+static CUresult record_here(CUstream stream, fence_t **out) {
+    CUcontext current = NULL;
+    CUresult r = gm_drv.cuCtxGetCurrent(&current);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fence_t *old = fence_take(current);
+    if (old && (r = gm_drv.cuEventRecord(old->event, stream)) == CUDA_SUCCESS) {
+        *out = old;
+        return r;
+    }
+    fence_t *f = fence_new(&r);
+    if (f && (r = gm_drv.cuEventRecord(f->event, stream)) != CUDA_SUCCESS) {
+        fence_drop(f);
+        f = NULL;
+    }
+    if (old && f)
+        fence_drop(old);
+    else if (old)
+        fence_recycle(old);
+    if (!f)
+        return r;
+    *out = f;
+    return CUDA_SUCCESS;
+}
+
+/* Runs `record_here` with `context` current when it is not already. */
+static CUresult record_in(CUcontext context, CUstream stream, fence_t **out) {
+    CUcontext current = NULL;
+    if (!context || (gm_drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context))
+        return record_here(stream, out);
+    CUresult r = gm_drv.cuCtxPushCurrent_v2(context);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = record_here(stream, out);
+    CUcontext popped;
+    gm_drv.cuCtxPopCurrent_v2(&popped);
+    return r;
+}
+
+static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_out) {
     (void)ctx;
-    CUevent event = NULL;
-    pthread_mutex_lock(&event_lock);
-    if (free_event_count > 0)
-        event = free_events[--free_event_count];
-    pthread_mutex_unlock(&event_lock);
-    if (event == NULL) {
-        CUresult r = gm_drv.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING);
-        if (r != CUDA_SUCCESS)
-            return status_of(r, "cuEventCreate");
+    CUcontext context;
+    CUstream stream = gm_stream_handle(stream_key, &context);
+    fence_t *f = NULL;
+    CUresult r = record_in(context, stream, &f);
+    if (r == CUDA_ERROR_INVALID_HANDLE && !context) {
+        /* A stream of another context than the current one (a launch on another device's
+         * stream): record in the stream's context. */
+        CUcontext own = NULL;
+        if (gm_drv.cuStreamGetCtx(stream, &own) == CUDA_SUCCESS && own)
+            r = record_in(own, stream, &f);
     }
-    CUresult r = gm_drv.cuEventRecord(event, gm_stream_handle(stream));
-    if (r != CUDA_SUCCESS) {
-        gm_drv.cuEventDestroy_v2(event);
+    if (r != CUDA_SUCCESS)
         return status_of(r, "cuEventRecord");
-    }
-    *fence_out = (uint64_t)(uintptr_t)event;
+    *fence_out = (uint64_t)(uintptr_t)f;
     return GM_OK;
+}
+
+static CUevent event_of(uint64_t fence) {
+    return ((fence_t *)(uintptr_t)fence)->event;
 }
 
 static gm_status_t fence_query(void *ctx, uint64_t fence) {
     (void)ctx;
-    CUresult r = gm_drv.cuEventQuery((CUevent)(uintptr_t)fence);
+    CUresult r = gm_drv.cuEventQuery(event_of(fence));
     if (r == CUDA_ERROR_NOT_READY)
         return GM_ERR_NOT_READY;
     return status_of(r, "cuEventQuery");
 }
 
-static gm_status_t fence_wait_stream(void *ctx, uint64_t stream, uint64_t fence) {
+static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fence) {
     (void)ctx;
-    return status_of(
-        gm_drv.cuStreamWaitEvent(gm_stream_handle(stream), (CUevent)(uintptr_t)fence, 0),
-        "cuStreamWaitEvent");
+    /* A stream may wait for an event of any context; only a default stream needs its own
+     * context current to be named. */
+    CUcontext context, current = NULL;
+    CUstream stream = gm_stream_handle(stream_key, &context);
+    bool push = context && gm_drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != context;
+    if (push && gm_drv.cuCtxPushCurrent_v2(context) != CUDA_SUCCESS)
+        return status_of(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPushCurrent");
+    CUresult r = gm_drv.cuStreamWaitEvent(stream, event_of(fence), 0);
+    if (push) {
+        CUcontext popped;
+        gm_drv.cuCtxPopCurrent_v2(&popped);
+    }
+    return status_of(r, "cuStreamWaitEvent");
 }
 
 static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
     (void)ctx;
-    return status_of(gm_drv.cuEventSynchronize((CUevent)(uintptr_t)fence), "cuEventSynchronize");
+    return status_of(gm_drv.cuEventSynchronize(event_of(fence)), "cuEventSynchronize");
+}
+
+static void fence_recycle(fence_t *f) {
+    pthread_mutex_lock(&fence_lock);
+    int slot = -1;
+    for (int i = 0; i < GM_MAX_DEVICES && slot < 0; i++)
+        if (recycled[i].head && recycled[i].context == f->context)
+            slot = i;
+    for (int i = 0; i < GM_MAX_DEVICES && slot < 0; i++)
+        if (!recycled[i].head)
+            slot = i;
+    if (slot >= 0 && recycled[slot].count < RECYCLED_PER_CONTEXT) {
+        recycled[slot].context = f->context;
+        f->next = recycled[slot].head;
+        recycled[slot].head = f;
+        recycled[slot].count++;
+        f = NULL;
+    }
+    pthread_mutex_unlock(&fence_lock);
+    if (f)
+        fence_drop(f);
 }
 
 static void fence_destroy(void *ctx, uint64_t fence) {
     (void)ctx;
-    CUevent event = (CUevent)(uintptr_t)fence;
-    pthread_mutex_lock(&event_lock);
-    if (free_event_count < (int)(sizeof free_events / sizeof free_events[0])) {
-        free_events[free_event_count++] = event;
-        event = NULL;
-    }
-    pthread_mutex_unlock(&event_lock);
-    if (event != NULL)
-        gm_drv.cuEventDestroy_v2(event);
+    fence_recycle((fence_t *)(uintptr_t)fence);
 }
 
 void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity) {
@@ -168,7 +286,8 @@ void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity) {
 }
 
 void gm_backend_cuda_forget_after_fork(void) {
-    /* The parent's events are not valid in the child: drop them without destroying. */
-    pthread_mutex_init(&event_lock, NULL);
-    free_event_count = 0;
+    /* The parent's events are not valid in the child: forget them without destroying (their
+     * memory stays: another thread may have held the lock at the fork). */
+    pthread_mutex_init(&fence_lock, NULL);
+    memset(recycled, 0, sizeof recycled);
 }

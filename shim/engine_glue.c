@@ -1,4 +1,5 @@
 #include "engine_glue.h"
+#include "streams.h"
 
 #include <pthread.h>
 
@@ -150,4 +151,5 @@ void gm_engine_glue_forget_after_fork(void) {
     atomic_store(&start_failed, false);
     pthread_mutex_init(&start_lock, NULL);
     gm_backend_cuda_forget_after_fork();
+    gm_streams_forget_after_fork();
 }

@@ -1,33 +1,92 @@
 #include "streams.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define GM_STREAM_KEY_PER_THREAD_TAG 2ull
+#include "driver.h"
+#include "log.h"
 
-static _Thread_local uint64_t thread_key;
+/* Default-stream keys: low byte a tag that no stream handle has (handles are aligned pointers),
+ * the next byte the context's index in `contexts`, then the thread id for per-thread streams. */
+#define TAG_LEGACY 1ull
+#define TAG_PER_THREAD 2ull
+#define MAX_CONTEXTS 256
 
-static uint64_t per_thread_key(void) {
-    if (thread_key == 0)
-        thread_key = ((uint64_t)syscall(SYS_gettid) << 8) | GM_STREAM_KEY_PER_THREAD_TAG;
-    return thread_key;
+/* Contexts seen on default streams, append-only so an index stays valid without a lock. */
+static _Atomic(CUcontext) contexts[MAX_CONTEXTS];
+static atomic_int context_count;
+static pthread_mutex_t context_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static _Thread_local CUcontext cached_context;
+static _Thread_local uint64_t cached_index_plus_one;
+
+static uint64_t context_index(void) {
+    CUcontext ctx = NULL;
+    gm_drv.cuCtxGetCurrent(&ctx);
+    if (cached_index_plus_one && ctx == cached_context)
+        return cached_index_plus_one - 1;
+    int n = atomic_load(&context_count), i = 0;
+    while (i < n && atomic_load(&contexts[i]) != ctx)
+        i++;
+    if (i == n) {
+        pthread_mutex_lock(&context_lock);
+        n = atomic_load(&context_count);
+        for (i = 0; i < n && atomic_load(&contexts[i]) != ctx;)
+            i++;
+        if (i == n && n < MAX_CONTEXTS) {
+            atomic_store(&contexts[n], ctx);
+            atomic_store(&context_count, n + 1);
+        } else if (i == n) {
+            /* Out of indices: sharing index 0 only loses the context in the identity. */
+            gm_log(GM_LOG_WARN, "more than %d contexts use default streams", MAX_CONTEXTS);
+            i = 0;
+        }
+        pthread_mutex_unlock(&context_lock);
+    }
+    cached_context = ctx;
+    cached_index_plus_one = (uint64_t)i + 1;
+    return (uint64_t)i;
+}
+
+static _Thread_local uint64_t tid;
+
+static uint64_t thread_id(void) {
+    if (tid == 0)
+        tid = (uint64_t)syscall(SYS_gettid);
+    return tid;
+}
+
+static uint64_t default_key(bool per_thread) {
+    uint64_t key = context_index() << 8;
+    return per_thread ? key | thread_id() << 16 | TAG_PER_THREAD : key | TAG_LEGACY;
 }
 
 uint64_t gm_stream_key(CUstream stream, bool ptsz) {
-    uintptr_t value = (uintptr_t)stream;
-    if (value == 0)
-        return ptsz ? per_thread_key() : GM_STREAM_KEY_LEGACY;
+    if (stream == NULL)
+        return default_key(ptsz);
     if (stream == CU_STREAM_LEGACY)
-        return GM_STREAM_KEY_LEGACY;
+        return default_key(false);
     if (stream == CU_STREAM_PER_THREAD)
-        return per_thread_key();
-    return (uint64_t)value;
+        return default_key(true);
+    return (uint64_t)(uintptr_t)stream;
 }
 
-CUstream gm_stream_handle(uint64_t key) {
-    if (key == GM_STREAM_KEY_LEGACY)
-        return CU_STREAM_LEGACY;
-    if ((key & 0xff) == GM_STREAM_KEY_PER_THREAD_TAG && key > 0xff)
-        return key == per_thread_key() ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-    return (CUstream)(uintptr_t)key;
+CUstream gm_stream_handle(uint64_t key, CUcontext *context) {
+    uint64_t tag = key & 0xff;
+    *context = NULL;
+    if (tag != TAG_LEGACY && tag != TAG_PER_THREAD)
+        return (CUstream)(uintptr_t)key;
+    *context = atomic_load(&contexts[(key >> 8) & 0xff]);
+    if (tag == TAG_PER_THREAD && key >> 16 == thread_id())
+        return CU_STREAM_PER_THREAD;
+    return CU_STREAM_LEGACY;
+}
+
+void gm_streams_forget_after_fork(void) {
+    pthread_mutex_init(&context_lock, NULL);
+    atomic_store(&context_count, 0);
+    cached_context = NULL;
+    cached_index_plus_one = 0;
+    tid = 0; /* the forking thread has another id in the child */
 }
