@@ -72,6 +72,36 @@ static inline void require_graph_memory(void) {
     cudaSetDevice(0);
 }
 
+// Exit 77 unless devices 0 and 1 both serve graph memory and can access each other's memory
+// (the peer-access scenarios; written for two devices, the ones past 1 stay unused).
+static inline void require_two_peer_devices(void) {
+    require_graph_memory();
+    int count = 0, pools = 0, peer01 = 0, peer10 = 0;
+    cudaGetDeviceCount(&count);
+    if (count < 2) {
+        printf("SKIP needs two CUDA devices, found %d\n", count);
+        exit(77);
+    }
+    cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, 1);
+    cudaDeviceCanAccessPeer(&peer01, 0, 1);
+    cudaDeviceCanAccessPeer(&peer10, 1, 0);
+    if (!pools || !peer01 || !peer10) {
+        printf("SKIP devices 0 and 1 lack memory pools or peer access\n");
+        exit(77);
+    }
+}
+
+// Words [0, n) of p hold v + i, read back through the host (works for memory of any device).
+static inline bool host_check(const void *p, size_t n, uint32_t v) {
+    uint32_t *h = (uint32_t *)malloc(n * sizeof(uint32_t));
+    bool ok = h && cudaMemcpy(h, p, n * sizeof(uint32_t), cudaMemcpyDefault) == cudaSuccess;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = h[i] == v + (uint32_t)i;
+    free(h);
+    (void)cudaGetLastError();
+    return ok;
+}
+
 // ---- kernels: every data check goes through a device-side counter of mismatching words ----
 
 static __global__ void k_fill(uint32_t *p, size_t n, uint32_t v) {
@@ -206,13 +236,17 @@ struct GraphMemAttrs {
     uint64_t used, used_high, reserved, reserved_high;
 };
 
-static inline GraphMemAttrs read_attrs(void) {
+static inline GraphMemAttrs read_attrs_of(int device) {
     GraphMemAttrs a = {0, 0, 0, 0};
-    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &a.used);
-    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &a.used_high);
-    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemCurrent, &a.reserved);
-    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemHigh, &a.reserved_high);
+    cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrUsedMemCurrent, &a.used);
+    cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrUsedMemHigh, &a.used_high);
+    cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrReservedMemCurrent, &a.reserved);
+    cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrReservedMemHigh, &a.reserved_high);
     return a;
+}
+
+static inline GraphMemAttrs read_attrs(void) {
+    return read_attrs_of(0);
 }
 
 static inline void info_attrs(const char *when, GraphMemAttrs a) {

@@ -44,6 +44,9 @@ int main()
     } while (0)
         PROBE("cuStreamGetDevice", cuStreamGetDevice(stream, &dev));
         PROBE("cuCtxGetDevice", cuCtxGetDevice(&dev));
+        CUcontext ctx;
+        PROBE("cuStreamGetCtx", cuStreamGetCtx(stream, &ctx));
+        PROBE("cuCtxGetCurrent", cuCtxGetCurrent(&ctx));
         PROBE("cuDeviceGetMemPool", cuDeviceGetMemPool(&pool, 0));
         PROBE("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool(&pool, 0));
         CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};

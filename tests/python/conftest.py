@@ -46,7 +46,8 @@ class Run:
 class Pair:
     native: Run
     graphmem: Run
-    stats: dict
+    stats: dict  # of the process that wrote its statistics last: the top one, which waits
+    all_stats: list  # of every process under graphmem (children the client started included)
 
 
 def parse_lines(stdout, tag):
@@ -135,12 +136,12 @@ def run_native_and_graphmem(tmp_path, request):
         assert not failed, f"native run failed its own checks {failed}\n{native.describe()}"
 
         request.getfixturevalue("graphmem_runner")  # builds the library once per session
-        stats_file = tmp_path / "stats.json"
+        stats_pattern = tmp_path / "stats.%p.json"  # one file per process
         genv = native_env(env or {})
         # the caller's options; LIB and BUILD_DIR only pick the library (graphmem_prefix_and_env)
         genv.update({k: v for k, v in os.environ.items()
                      if k.startswith("GRAPHMEM_") and k not in ("GRAPHMEM_LIB", "GRAPHMEM_BUILD_DIR")})
-        genv.update(GRAPHMEM_STATS_FILE=str(stats_file), GRAPHMEM_SHOW_STATS="1")
+        genv.update(GRAPHMEM_STATS_FILE=str(stats_pattern), GRAPHMEM_SHOW_STATS="1")
         prefix, genv = graphmem_prefix_and_env(genv)
         under = run(prefix + argv, genv)
         assert under.returncode == 0, f"run under graphmem failed\n{under.describe()}"
@@ -155,16 +156,18 @@ def run_native_and_graphmem(tmp_path, request):
                         if native.obs.get(k) != under.obs.get(k))
             + f"\n{under.describe()}")
 
-        assert stats_file.is_file(), f"graphmem wrote no {stats_file}\n{under.describe()}"
-        stats = json.loads(stats_file.read_text())
-        assert stats.get("graphmem_stats_version") == 1, stats
-        assert isinstance(stats.get("pid"), int), stats
-        assert isinstance(stats.get("calls"), dict) and stats["calls"], stats
+        files = sorted(tmp_path.glob("stats.*.json"), key=lambda f: f.stat().st_mtime_ns)
+        assert files, f"graphmem wrote no {stats_pattern}\n{under.describe()}"
+        all_stats = [json.loads(f.read_text()) for f in files]
+        for stats in all_stats:
+            assert stats.get("graphmem_stats_version") == 1, stats
+            assert isinstance(stats.get("pid"), int), stats
+            assert isinstance(stats.get("calls"), dict) and stats["calls"], stats
         table = [line for line in under.stderr.splitlines() if line.startswith("graphmem:")]
         assert table, f"GRAPHMEM_SHOW_STATS=1 printed no 'graphmem:' lines\n{under.describe()}"
         assert not [line for line in native.stderr.splitlines() if line.startswith("graphmem:")], \
             "the native run printed graphmem lines: graphmem leaked into it"
-        return Pair(native, under, stats)
+        return Pair(native, under, all_stats[-1], all_stats)
 
     return go
 

@@ -41,3 +41,19 @@ def test_graphs_sharing_a_pool(run_native_and_graphmem):
     # three graphs; 5 checked rounds and 50 timed ones
     assert_at_least(r.stats, {"BEGIN_CAPTURE": 3, "END_CAPTURE": 3, "INSTANTIATE": 3,
                               "ALLOC": 3, "LAUNCH": 165})
+
+
+def test_two_process_nccl_training(run_native_and_graphmem):
+    """torch.distributed, NCCL, one process per GPU (skips with fewer than two GPUs)."""
+    r = run_native_and_graphmem("torch_ddp.py")
+    obs = r.native.obs
+    assert obs["rank_exit_codes"] == "0,0"
+    assert obs["rank0_params"] == obs["rank1_params"]
+    # each rank's own statistics: one capture of the step, 40 replays
+    pids = {int(r.graphmem.info[f"rank{rank}_pid"]) for rank in (0, 1)}
+    ranks = [s for s in r.all_stats if s["pid"] in pids]
+    assert len(ranks) == 2, f"stats of the ranks {pids} missing: {[s['pid'] for s in r.all_stats]}"
+    for stats in ranks:
+        assert_at_least(stats, {"BEGIN_CAPTURE": 1, "END_CAPTURE": 1, "INSTANTIATE": 1,
+                                "ALLOC": 5, "LAUNCH": 40})
+        assert stats["process"]["graph_allocations"] >= 5, stats["process"]
