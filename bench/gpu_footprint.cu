@@ -6,7 +6,9 @@
 // Under graphmem, bench/run-gpu finds each exec in GRAPHMEM_STATS_FILE and takes the workload's
 // bound as the largest lower_bound of its execs, rounded up to 2 MiB (the execs of a workload never
 // run at the same time, so the largest is what any allocator needs at least). Natively the exec
-// lines are ignored. Execs are kept until the end so that no handle is reused and printed twice.
+// lines are ignored. Execs are kept until the end so that no handle is reused and printed twice;
+// each workload runs on streams of its own, because graphmem shares memory between the execs of a
+// stream: an idle exec kept from an earlier workload must not shape a later one's memory.
 //
 // Workloads: chain_2live_8x128MiB, chain_2live_mixed (two live allocations at a time), forkjoin,
 // dag_{1,2,3,4}br (random chains with that many parallel branches per fork), pytorch_1000
@@ -19,6 +21,16 @@
 static cudaStream_t st[5];
 static cudaEvent_t ev[6];
 static std::vector<cudaGraphExec_t> kept;
+static std::vector<cudaStream_t> used_streams;
+
+// Before each workload's capture: streams of its own (destroyed at the end, so never reused).
+static void new_streams()
+{
+    for (cudaStream_t &s : st) {
+        s = new_stream();
+        used_streams.push_back(s);
+    }
+}
 
 template <typename F>
 static void footprint(const char *name, const std::vector<cudaGraphExec_t> &execs, F launch_all,
@@ -33,7 +45,10 @@ static void footprint(const char *name, const std::vector<cudaGraphExec_t> &exec
     CK(cudaMemGetInfo(&free_before, &total));
     launch_all();
     CK(cudaDeviceSynchronize());
-    uint64_t high = graph_mem_attr(cudaGraphMemAttrReservedMemHigh);
+    // A high-water mark reset to 0 may stay below what was reserved before, if nothing new was
+    // reserved since: the current value bounds it from below.
+    uint64_t high = std::max(graph_mem_attr(cudaGraphMemAttrReservedMemHigh),
+                             graph_mem_attr(cudaGraphMemAttrReservedMemCurrent));
     CK(cudaMemGetInfo(&free_after, &total));
     char key[128];
     snprintf(key, sizeof key, "footprint_%s_mib", name);
@@ -192,32 +207,40 @@ static cudaGraphExec_t dag(int branches)
 int main(int, char **argv)
 {
     bench_init(argv[0]);
-    for (cudaStream_t &s : st)
-        s = new_stream();
     for (cudaEvent_t &e : ev)
         e = new_event();
 
+    new_streams();
     single("chain_2live_8x128MiB", chain_two_live(std::vector<size_t>(8, 128 * MiB)));
     // Neighbours of different sizes: the driver reuses an address range only for an allocation
     // that fits in it.
+    new_streams();
     single("chain_2live_mixed",
            chain_two_live({96 * MiB, 160 * MiB, 64 * MiB, 224 * MiB, 128 * MiB, 32 * MiB, 192 * MiB, 256 * MiB}));
+    new_streams();
     single("forkjoin", forkjoin());
     char name[32];
     for (int b = 1; b <= 4; b++) {
         snprintf(name, sizeof name, "dag_%dbr", b);
+        new_streams();
         single(name, dag(b));
     }
+    new_streams();
     single("pytorch_1000", pytorch_like());
+    new_streams();
     single("single_1MiB", many(1, MiB, false));
+    new_streams();
     single("100x1MiB_sequential", many(100, MiB, false));
+    new_streams();
     single("100x1MiB_concurrent", many(100, MiB, true));
     {
         std::vector<void *> escaping;
+        new_streams();
         cudaGraphExec_t e = escape(&escaping);
         single("escape", e, escaping);
     }
     {
+        new_streams();
         std::vector<cudaGraphExec_t> execs = four_graphs();
         footprint("4graphs_1stream", execs, [&] {
             for (cudaGraphExec_t e : execs)
@@ -225,6 +248,7 @@ int main(int, char **argv)
         }, {});
     }
     {
+        new_streams();
         std::vector<cudaGraphExec_t> execs = four_graphs();
         footprint("4graphs_events", execs, [&] {
             for (size_t i = 0; i < execs.size(); i++) {
@@ -240,6 +264,10 @@ int main(int, char **argv)
     CK(cudaDeviceSynchronize());
     for (cudaGraphExec_t e : kept)
         CK(cudaGraphExecDestroy(e));
+    for (cudaStream_t s : used_streams)
+        CK(cudaStreamDestroy(s));
+    for (cudaEvent_t e : ev)
+        CK(cudaEventDestroy(e));
     CK(cudaDeviceGraphMemTrim(0));
     return 0;
 }
