@@ -158,6 +158,23 @@ static inline cudaGraphExec_t instantiate(cudaGraph_t g)
     return e;
 }
 
+// Median µs of cudaGraphInstantiate over `reps` instantiations after one warm-up; each exec is
+// destroyed before the next (a graph with memory nodes may have one exec at a time).
+static inline double instantiate_us(cudaGraph_t g, int reps)
+{
+    std::vector<double> samples;
+    for (int rep = 0; rep <= reps; rep++) {
+        cudaGraphExec_t e = nullptr;
+        double t0 = now_us();
+        CK(cudaGraphInstantiate(&e, g, 0));
+        double us = now_us() - t0;
+        if (rep) // rep 0 warms up
+            samples.push_back(us);
+        CK(cudaGraphExecDestroy(e));
+    }
+    return median(samples);
+}
+
 static inline void launch(cudaGraphExec_t e, cudaStream_t s)
 {
     CK(cudaGraphLaunch(e, s));
