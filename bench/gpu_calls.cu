@@ -1,74 +1,80 @@
 // Forwarded-call cost outside capture: host ns per uncaptured cuMemAllocAsync+cuMemFreeAsync pair
 // and per cuStreamIsCapturing. Entry points come from cudaGetDriverEntryPointByVersion, the way
 // libraries reach the driver, so under graphmem they are graphmem's hooks.
+//
+// Metrics: alloc_free_pair_ns, is_capturing_ns (bench/run-gpu reports graphmem - native).
 #include <cuda.h>
-#include <cuda_runtime.h>
-#include <stdio.h>
-#include <time.h>
 
-#include <algorithm>
-#include <vector>
-
-static double now_ns()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+#include "bench_common.cuh"
 
 template <typename F> static double median_ns_per_call(F body, int calls, int reps)
 {
     std::vector<double> samples;
     for (int r = 0; r < reps; r++) {
-        double t0 = now_ns();
+        double t0 = now_us();
         for (int i = 0; i < calls; i++)
             body();
-        samples.push_back((now_ns() - t0) / calls);
+        samples.push_back((now_us() - t0) * 1e3 / calls);
     }
-    std::sort(samples.begin(), samples.end());
-    return samples[samples.size() / 2];
+    return median(samples);
 }
 
-int main()
+static void *entry_point(const char *symbol, unsigned version)
 {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        printf("SKIP no CUDA GPU\n");
-        return 77;
-    }
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    CK(cudaGetDriverEntryPointByVersion(symbol, &fn, version, cudaEnableDefault, &q));
+    BENCH_REQUIRE(q == cudaDriverEntryPointSuccess && fn != nullptr, symbol);
+    return fn;
+}
+
+static void check_driver(CUresult rc, const char *what)
+{
+    BENCH_REQUIRE(rc == CUDA_SUCCESS, what);
+}
+
+int main(int, char **argv)
+{
+    bench_init(argv[0]);
     typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t, CUstream);
     typedef CUresult (*free_fn)(CUdeviceptr, CUstream);
     typedef CUresult (*capturing_fn)(CUstream, CUstreamCaptureStatus *);
-    alloc_fn alloc = nullptr;
-    free_fn release = nullptr;
-    capturing_fn capturing = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    cudaGetDriverEntryPointByVersion("cuMemAllocAsync", (void **)&alloc, 11020, cudaEnableDefault, &q);
-    cudaGetDriverEntryPointByVersion("cuMemFreeAsync", (void **)&release, 11020, cudaEnableDefault, &q);
-    cudaGetDriverEntryPointByVersion("cuStreamIsCapturing", (void **)&capturing, 10000, cudaEnableDefault, &q);
-    cudaStream_t stream;
-    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    alloc_fn alloc = (alloc_fn)entry_point("cuMemAllocAsync", 11020);
+    free_fn release = (free_fn)entry_point("cuMemFreeAsync", 11020);
+    capturing_fn capturing = (capturing_fn)entry_point("cuStreamIsCapturing", 10000);
+    cudaStream_t stream = new_stream();
+    // Keep the pool's memory between pairs: the figure is the call, not the driver's refill.
     cudaMemPool_t pool;
-    cudaDeviceGetDefaultMemPool(&pool, 0);
+    CK(cudaDeviceGetDefaultMemPool(&pool, 0));
     unsigned long long threshold = ~0ull;
-    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+    CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
     CUstream s = (CUstream)stream;
+    // One checked round first; the timed loops only accumulate failures (a branch, no I/O).
+    CUdeviceptr probe;
+    check_driver(alloc(&probe, 1 << 20, s), "cuMemAllocAsync");
+    check_driver(release(probe, s), "cuMemFreeAsync");
+    CUstreamCaptureStatus status;
+    check_driver(capturing(s, &status), "cuStreamIsCapturing");
+    BENCH_REQUIRE(status == CU_STREAM_CAPTURE_STATUS_NONE, "stream unexpectedly capturing");
+    int failures = 0;
     auto pair = [&] {
-        CUdeviceptr p;
-        alloc(&p, 1 << 20, s);
-        release(p, s);
+        CUdeviceptr p = 0;
+        failures += alloc(&p, 1 << 20, s) != CUDA_SUCCESS;
+        failures += release(p, s) != CUDA_SUCCESS;
     };
     auto query = [&] {
-        CUstreamCaptureStatus status;
-        capturing(s, &status);
+        CUstreamCaptureStatus st;
+        failures += capturing(s, &st) != CUDA_SUCCESS;
     };
     for (int i = 0; i < 20000; i++) // warm the pool and the caches
         pair();
-    cudaStreamSynchronize(stream);
+    CK(cudaStreamSynchronize(stream));
     double pair_ns = median_ns_per_call(pair, 20000, 15);
-    cudaStreamSynchronize(stream);
+    CK(cudaStreamSynchronize(stream));
     double query_ns = median_ns_per_call(query, 200000, 15);
-    printf("alloc_free_pair_ns %.1f\n", pair_ns);
-    printf("is_capturing_ns %.2f\n", query_ns);
+    BENCH_REQUIRE(failures == 0, "a timed driver call failed");
+    metric("alloc_free_pair_ns", pair_ns);
+    metric("is_capturing_ns", query_ns);
+    CK(cudaStreamDestroy(stream));
     return 0;
 }
