@@ -57,15 +57,18 @@ def test_stress():
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="compute-sanitizer does not attach to a target with graphmem "
+                   "preloaded (README, known limitations); strict, so a fix shows up as a failure")
 def test_stress_memcheck():
     gh.require_gpu()
     sanitizer = gh.compute_sanitizer()
     if not sanitizer:
         pytest.skip("compute-sanitizer not found")
     prog = gh.program("stress")
-    tool = [sanitizer, "--tool", "memcheck", "--target-processes", "all", "--error-exitcode", "3"]
+    tool = [sanitizer, "--tool", "memcheck", "--target-processes", "all", "--error-exitcode", "3",
+            "--launch-timeout", "30"]
     cmd, env = gh.graphmem_under_tool(tool, [prog, *STRESS_SANITIZER_ARGS])
-    # A few seconds when it works; the limit catches a target that never attaches.
+    # A few seconds when it works; the launch timeout ends a target that never attaches.
     under = gh.run(cmd, env, timeout=120)
     assert under.returncode == 0, f"memcheck run under graphmem failed\n{under.describe()}"
     _stress_ok(under)
