@@ -260,8 +260,7 @@ gm_status_t gm_plan_build(const gm_plan_input_t *in, gm_plan_t *plan) {
         goto out;
     if ((st = number(&w)) != GM_OK || (st = conflicts(&w)) != GM_OK)
         goto out;
-    st = gm_lower_bound(&w.dag, w.n, w.size, w.alloc_node, w.free_node, w.proper,
-                        &plan->lower_bound);
+    st = gm_lower_bound(&w.dag, w.n, w.size, w.alloc_node, w.proper, w.before, &plan->lower_bound);
     if (st != GM_OK)
         goto out;
     st = GM_ERR_OUT_OF_MEMORY;
