@@ -5,30 +5,15 @@
 
 #include "bitset.h"
 
-gm_status_t gm_conflict_build(uint32_t n, const uint64_t *before, uint64_t *conflict) {
+gm_status_t gm_conflict_build(uint32_t n, const uint64_t *before, const uint64_t *after,
+                              uint64_t *conflict) {
     size_t words = gm_bits_words(n);
-    uint64_t block[64];
-    /* conflict = transpose(before), block by block, then combined with before below. */
-    for (size_t bi = 0; bi < words; bi++) {
-        for (size_t bj = 0; bj < words; bj++) {
-            for (size_t r = 0; r < 64; r++) {
-                size_t row = bi * 64 + r;
-                block[r] = row < n ? before[row * words + bj] : 0;
-            }
-            gm_bits_transpose64(block);
-            for (size_t r = 0; r < 64; r++) {
-                size_t row = bj * 64 + r;
-                if (row < n)
-                    conflict[row * words + bi] = block[r];
-            }
-        }
-    }
     uint64_t tail = n % 64 ? ~0ull >> (64 - n % 64) : ~0ull;
     for (size_t i = 0; i < n; i++) {
+        const uint64_t *b = before + i * words, *a = after + i * words;
         uint64_t *c = conflict + i * words;
-        const uint64_t *b = before + i * words;
         for (size_t w = 0; w < words; w++)
-            c[w] = ~(c[w] | b[w]);
+            c[w] = ~(a[w] | b[w]);
         c[words - 1] &= tail;
         gm_bits_clear(c, i);
     }

@@ -7,9 +7,11 @@
 #include "status.h"
 
 /* `before`: n rows of gm_bits_words(n) words, row j bit i = allocation i ends before j starts
- * (gm_dag_free_before_alloc). Writes `conflict` (same shape): bit j of row i set when i != j and
- * neither ends before the other starts. Bits past n stay clear. */
-gm_status_t gm_conflict_build(uint32_t n, const uint64_t *before, uint64_t *conflict);
+ * (gm_dag_free_before_alloc); `after`: its transpose (gm_dag_alloc_after_free). Writes `conflict`
+ * (same shape, may be `after` itself): bit j of row i set when i != j and neither ends before the
+ * other starts. Bits past n stay clear. */
+gm_status_t gm_conflict_build(uint32_t n, const uint64_t *before, const uint64_t *after,
+                              uint64_t *conflict);
 
 /* Lifts allocation conflicts to groups: group g holds allocations [first[g], first[g + 1]) (so
  * allocations must be numbered group by group). Writes `out`: m rows of gm_bits_words(m) words,

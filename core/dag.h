@@ -30,9 +30,15 @@ void gm_dag_free(gm_dag_t *dag);
  * - row j of `before` (n bits, gm_bits_words(n) words per row, caller-allocated, any content) has
  *   bit i set when allocation i is proper and free_node[i] reaches alloc_node[j] (a node reaches
  *   itself). That is the "i ends before j starts" relation, read as the ancestors of j's alloc.
- * One forward pass in topological order; a node's bit row lives only until its last successor has
- * read it, so memory follows the graph's width, not its size. */
+ * One forward pass in topological order (dag_reach.c). */
 gm_status_t gm_dag_free_before_alloc(const gm_dag_t *dag, uint32_t n, const uint32_t *alloc_node,
                                      const uint32_t *free_node, bool *proper, uint64_t *before);
+
+/* The same relation read from the other side, i.e. the transpose of `before`: row i of `after`
+ * (same shape, any content) has bit j set when allocation i is proper and free_node[i] reaches
+ * alloc_node[j]. `proper` comes from gm_dag_free_before_alloc. One backward pass: about as cheap
+ * as the forward one, far cheaper than transposing an n x n bit matrix. */
+gm_status_t gm_dag_alloc_after_free(const gm_dag_t *dag, uint32_t n, const uint32_t *alloc_node,
+                                    const uint32_t *free_node, const bool *proper, uint64_t *after);
 
 #endif

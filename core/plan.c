@@ -124,8 +124,12 @@ static gm_status_t conflicts(work_t *w) {
         return GM_ERR_OUT_OF_MEMORY;
     gm_status_t st =
         gm_dag_free_before_alloc(&w->dag, w->n, w->alloc_node, w->free_node, w->proper, w->before);
+    /* The conflict matrix first holds the transpose of `before`, then is combined in place. */
     if (st == GM_OK)
-        st = gm_conflict_build(w->n, w->before, w->conflict);
+        st = gm_dag_alloc_after_free(&w->dag, w->n, w->alloc_node, w->free_node, w->proper,
+                                     w->conflict);
+    if (st == GM_OK)
+        st = gm_conflict_build(w->n, w->before, w->conflict, w->conflict);
     if (st == GM_OK)
         st = gm_conflict_groups(w->n, w->conflict, w->m, w->first, w->group_conflict);
     return st;

@@ -139,6 +139,15 @@ static void test_free_before_alloc(void) {
         for (uint32_t j = 0; j < n; j++)
             for (uint32_t b = n; b < words * 64; b++)
                 CHECK(!gm_bits_test(before + j * words, b));
+        /* The backward pass gives the transpose, bits past n clear. */
+        uint64_t *after = malloc(n * words * 8);
+        memset(after, 0x5A, n * words * 8);
+        REQUIRE(gm_dag_alloc_after_free(&dag, n, an, fn, proper, after) == GM_OK);
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t j = 0; j < words * 64; j++)
+                CHECK(gm_bits_test(after + i * words, j) ==
+                      (j < n && gm_bits_test(before + j * words, i)));
+        free(after);
         gm_dag_free(&dag);
         free(seen);
         free(stack);
@@ -158,6 +167,7 @@ static void test_rejects_bad_alloc_nodes(void) {
     bool proper[2];
     uint64_t before[2];
     CHECK_EQ_INT(gm_dag_free_before_alloc(&dag, 2, an, fn, proper, before), GM_ERR_INVALID_VALUE);
+    CHECK_EQ_INT(gm_dag_alloc_after_free(&dag, 2, an, fn, proper, before), GM_ERR_INVALID_VALUE);
     gm_dag_free(&dag);
 }
 
