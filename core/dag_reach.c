@@ -193,19 +193,26 @@ out:
 
 gm_status_t gm_dag_alloc_after_free(const gm_dag_t *dag, uint32_t n, const uint32_t *alloc_node,
                                     const uint32_t *free_node, const bool *proper,
-                                    uint64_t *after) {
+                                    gm_dag_row_visit_t visit, void *ctx) {
     gm_status_t st = check_nodes(dag, n, alloc_node, free_node);
     if (st != GM_OK || n == 0)
         return st;
     size_t words = gm_bits_words(n);
-    for (uint32_t i = 0; i < n; i++)
-        if (!proper[i])
-            memset(after + (size_t)i * words, 0, words * sizeof *after);
     /* Each row: the allocations whose alloc node the node reaches. */
     walk_t w;
     if ((st = walk_init(&w, dag, false, words, n, alloc_node, free_node)) != GM_OK)
         goto out;
-    for (uint32_t r = dag->node_count; r-- > 0;) {
+    /* An allocation that never properly ends precedes nothing: an empty row. */
+    uint64_t *empty = pool_get(&w.pool);
+    if (!empty) {
+        st = GM_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    for (uint32_t i = 0; i < n && st == GM_OK; i++)
+        if (!proper[i])
+            st = visit(ctx, i, empty);
+    pool_put(&w.pool, empty);
+    for (uint32_t r = dag->node_count; r-- > 0 && st == GM_OK;) {
         uint32_t v = dag->order[r];
         uint64_t *row = walk_row(&w, v);
         if (!row) {
@@ -215,9 +222,9 @@ gm_status_t gm_dag_alloc_after_free(const gm_dag_t *dag, uint32_t n, const uint3
         /* A node reaches itself: allocations made at v follow a free at v. */
         for (uint32_t k = w.at_alloc_start[v]; k < w.at_alloc_start[v + 1]; k++)
             gm_bits_set(row, w.at_alloc[k]);
-        for (uint32_t k = w.at_free_start[v]; k < w.at_free_start[v + 1]; k++)
+        for (uint32_t k = w.at_free_start[v]; k < w.at_free_start[v + 1] && st == GM_OK; k++)
             if (proper[w.at_free[k]])
-                memcpy(after + (size_t)w.at_free[k] * words, row, words * sizeof *row);
+                st = visit(ctx, w.at_free[k], row);
         walk_done(&w, v, row);
     }
 out:
