@@ -13,14 +13,46 @@ typedef struct span {
 typedef struct workspace {
     const gm_place_input_t *in;
     uint32_t *order;
-    uint64_t *placed; /* bit row: items already given an offset */
-    span_t *spans;
+    uint64_t *placed;        /* bit row: items already given an offset */
+    span_t *spans, *scratch; /* conflicting placed items of the item being fitted */
     uint64_t *offset;
 } workspace_t;
 
-static int by_lo(const void *a, const void *b) {
-    const span_t *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
+/* Sorts n spans by lo; returns the buffer holding the result (`a` or `scratch`). Insertion sort
+ * over short runs, then bottom-up merges between the two buffers. Ties may come out in any order:
+ * the gap scan only looks at the running maximum of hi. glibc's qsort (comparator through a
+ * pointer, elements moved by memcpy) took over half of gm_place's time on 4,000 items. */
+#define SORT_RUN 8
+
+static span_t *sort_spans(span_t *a, span_t *scratch, uint32_t n) {
+    for (uint32_t run = 0; run < n; run += SORT_RUN) {
+        uint32_t end = run + SORT_RUN < n ? run + SORT_RUN : n;
+        for (uint32_t k = run + 1; k < end; k++) {
+            span_t x = a[k];
+            uint32_t p = k;
+            for (; p > run && a[p - 1].lo > x.lo; p--)
+                a[p] = a[p - 1];
+            a[p] = x;
+        }
+    }
+    span_t *src = a, *dst = scratch;
+    for (uint32_t width = SORT_RUN; width < n; width *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+            uint32_t mid = lo + width < n ? lo + width : n;
+            uint32_t hi = mid + width < n ? mid + width : n;
+            uint32_t x = lo, y = mid, out = lo;
+            while (x < mid && y < hi)
+                dst[out++] = src[y].lo < src[x].lo ? src[y++] : src[x++];
+            while (x < mid)
+                dst[out++] = src[x++];
+            while (y < hi)
+                dst[out++] = src[y++];
+        }
+        span_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    return src;
 }
 
 /* Candidate position inside the free gap [lo, hi) (hi = UINT64_MAX: open), or UINT64_MAX when
@@ -44,23 +76,23 @@ static uint64_t fit(workspace_t *ws, uint32_t i, bool best_fit) {
             uint32_t j = (uint32_t)(w * 64 + gm_bits_ctz(b));
             ws->spans[n++] = (span_t){ws->offset[j], ws->offset[j] + in->pages[j]};
         }
-    qsort(ws->spans, n, sizeof *ws->spans, by_lo);
+    const span_t *spans = sort_spans(ws->spans, ws->scratch, n);
     uint64_t need = in->pages[i], cursor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
     for (uint32_t k = 0; k < n; k++) {
-        if (ws->spans[k].lo > cursor) {
-            uint64_t at = gap_position(cursor, ws->spans[k].lo, need, in->barrier);
+        if (spans[k].lo > cursor) {
+            uint64_t at = gap_position(cursor, spans[k].lo, need, in->barrier);
             if (at != UINT64_MAX) {
                 if (!best_fit)
                     return at;
-                uint64_t gap = ws->spans[k].lo - cursor;
+                uint64_t gap = spans[k].lo - cursor;
                 if (gap < best_gap) {
                     best_gap = gap;
                     best = at;
                 }
             }
         }
-        if (ws->spans[k].hi > cursor)
-            cursor = ws->spans[k].hi;
+        if (spans[k].hi > cursor)
+            cursor = spans[k].hi;
     }
     return best != UINT64_MAX ? best : gap_position(cursor, UINT64_MAX, need, in->barrier);
 }
@@ -142,10 +174,11 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     ws.order = malloc((size_t)n * sizeof *ws.order);
     ws.placed = malloc(in->words * sizeof *ws.placed);
     ws.spans = malloc((size_t)n * sizeof *ws.spans);
+    ws.scratch = malloc((size_t)n * sizeof *ws.scratch);
     ws.offset = malloc((size_t)n * sizeof *ws.offset);
     sort_key_t *keys = malloc((size_t)n * sizeof *keys);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    if (!ws.order || !ws.placed || !ws.spans || !ws.offset || !keys)
+    if (!ws.order || !ws.placed || !ws.spans || !ws.scratch || !ws.offset || !keys)
         goto out;
     uint64_t best = UINT64_MAX;
     for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
@@ -163,6 +196,7 @@ out:
     free(ws.order);
     free(ws.placed);
     free(ws.spans);
+    free(ws.scratch);
     free(ws.offset);
     free(keys);
     return st;
