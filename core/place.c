@@ -19,10 +19,14 @@ typedef struct workspace {
 } workspace_t;
 
 /* Sorts n spans by lo; returns the buffer holding the result (`a` or `scratch`). Insertion sort
- * over short runs, then bottom-up merges between the two buffers. Ties may come out in any order:
- * the gap scan only looks at the running maximum of hi. glibc's qsort (comparator through a
- * pointer, elements moved by memcpy) took over half of gm_place's time on 4,000 items. */
-#define SORT_RUN 8
+ * over runs of SORT_RUN, then bottom-up merges between the two buffers, copying pairs of runs that
+ * are already in order. Ties may come out in any order: the gap scan only uses the running maximum
+ * of hi. glibc's qsort (comparator through a pointer, elements moved by memcpy) took two thirds of
+ * gm_place's time on 4,000 items. Spans arrive partly ordered (they are gathered by item index,
+ * and items are numbered in creation order): on plan10k's placement, runs of 32 with the ordered
+ * check beat runs of 8 by 30%, and with the items numbered at random runs of 32 were still the
+ * fastest of 4 to 64. */
+#define SORT_RUN 32
 
 static span_t *sort_spans(span_t *a, span_t *scratch, uint32_t n) {
     for (uint32_t run = 0; run < n; run += SORT_RUN) {
@@ -41,8 +45,16 @@ static span_t *sort_spans(span_t *a, span_t *scratch, uint32_t n) {
             uint32_t mid = lo + width < n ? lo + width : n;
             uint32_t hi = mid + width < n ? mid + width : n;
             uint32_t x = lo, y = mid, out = lo;
-            while (x < mid && y < hi)
-                dst[out++] = src[y].lo < src[x].lo ? src[y++] : src[x++];
+            if (mid < hi && src[mid - 1].lo <= src[mid].lo) {
+                memcpy(dst + lo, src + lo, (hi - lo) * sizeof *dst);
+                continue;
+            }
+            while (x < mid && y < hi) {
+                bool take_y = src[y].lo < src[x].lo;
+                dst[out++] = src[take_y ? y : x];
+                y += take_y;
+                x += !take_y;
+            }
             while (x < mid)
                 dst[out++] = src[x++];
             while (y < hi)
@@ -97,7 +109,9 @@ static uint64_t fit(workspace_t *ws, uint32_t i, bool best_fit) {
     return best != UINT64_MAX ? best : gap_position(cursor, UINT64_MAX, need, in->barrier);
 }
 
-static uint64_t run(workspace_t *ws, bool best_fit) {
+/* Places every item in ws->order; stops early once the arena reaches `limit` (it can only grow,
+ * and the caller keeps a strategy only when it ends strictly below the best so far). */
+static uint64_t run(workspace_t *ws, bool best_fit, uint64_t limit) {
     const gm_place_input_t *in = ws->in;
     memset(ws->placed, 0, in->words * sizeof *ws->placed);
     uint64_t arena = 0;
@@ -117,6 +131,8 @@ static uint64_t run(workspace_t *ws, bool best_fit) {
         gm_bits_set(ws->placed, i);
         if (ws->offset[i] + in->pages[i] > arena)
             arena = ws->offset[i] + in->pages[i];
+        if (arena >= limit)
+            break;
     }
     return arena;
 }
@@ -184,7 +200,7 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
         make_order(in, strategies[s].order, keys, ws.order);
         memset(ws.offset, 0, (size_t)n * sizeof *ws.offset);
-        uint64_t arena = run(&ws, strategies[s].best_fit);
+        uint64_t arena = run(&ws, strategies[s].best_fit, best);
         if (arena < best) {
             best = arena;
             memcpy(offset_out, ws.offset, (size_t)n * sizeof *offset_out);
