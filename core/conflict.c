@@ -12,7 +12,7 @@
  * cost several milliseconds). Groups of several allocations collect the union of their members'
  * rows first and are lifted once the pass is over. */
 typedef struct lift {
-    uint32_t n, m;
+    uint32_t m;
     uint32_t singles; /* groups [0, singles) hold exactly allocation g each */
     size_t words, out_words;
     const uint64_t *before;
@@ -60,14 +60,13 @@ gm_status_t gm_conflict_groups(const gm_dag_t *dag, uint32_t n, const uint32_t *
                                const uint32_t *free_node, const bool *proper,
                                const uint64_t *before, uint32_t m, const uint32_t *first,
                                uint64_t *out) {
-    lift_t l = {.n = n,
-                .m = m,
+    lift_t l = {.m = m,
                 .words = gm_bits_words(n),
                 .out_words = gm_bits_words(m),
                 .before = before,
                 .first = first,
                 .out = out};
-    if ((m == 0 ? n != 0 : first[0] != 0 || first[m] != n))
+    if (m == 0 ? n != 0 : (first[0] != 0 || first[m] != n))
         return GM_ERR_INVALID_VALUE;
     for (uint32_t g = 0; g < m; g++)
         if (first[g] > first[g + 1])

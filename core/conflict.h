@@ -8,12 +8,12 @@
 #include "dag.h"
 #include "status.h"
 
-/* Allocations i and j conflict when i != j and neither ends before the other starts. Group g
- * holds allocations [first[g], first[g + 1]): allocations are numbered group by group, first[0] = 0
- * and first[m] = n (GM_ERR_INVALID_VALUE otherwise).
- * `proper` and `before` come from gm_dag_free_before_alloc for the same allocations. Writes `out`:
- * m rows of gm_bits_words(m) words, bit h of row g set when g != h and some allocation of g
- * conflicts with some allocation of h; bits past m stay clear. */
+/* Allocations i and j conflict when i != j and neither ends before the other starts; `proper`
+ * and `before` come from gm_dag_free_before_alloc for the same allocations. Group g holds
+ * allocations [first[g], first[g + 1]): allocations are numbered group by group, first[0] = 0 and
+ * first[m] = n (GM_ERR_INVALID_VALUE otherwise). Writes `out`: m rows of gm_bits_words(m) words,
+ * bit h of row g set when g != h and some allocation of g conflicts with some allocation of h;
+ * bits past m stay clear. */
 gm_status_t gm_conflict_groups(const gm_dag_t *dag, uint32_t n, const uint32_t *alloc_node,
                                const uint32_t *free_node, const bool *proper,
                                const uint64_t *before, uint32_t m, const uint32_t *first,
