@@ -14,15 +14,16 @@
  *
  * The network has 2n nodes and its middle arcs are the bits of `before`, so no arc is built. A
  * greedy pass places almost all bytes: starts in topological order, each taking from the ends it
- * may reuse, from the highest index down (in the planner's numbering these are mostly the latest
- * allocations, and later ends tend to be open to fewer later starts; this order measured fewer
- * augmentations than the lowest index first). Augmenting paths (breadth first) then make the flow
- * maximum. A search that fails proves every node it visited unable to reach the sink, and that
- * stays true after any later augmentation (Ford-Fulkerson: an augmenting path only adds arcs
- * between nodes that do reach the sink), so those nodes stay closed: all failed searches together
- * visit each node once, and the proof of optimality costs about one pass over `before`. For 10,000
- * allocations (bench_cpu_planner) the push-relabel on the node-level DAG it replaces took 150 ms,
- * this about 10. */
+ * may reuse, from the highest index down (with allocations numbered in creation order, recent ends
+ * tend to be open to fewer later starts; on 10,000-allocation graphs this left 27 augmentations
+ * against 847 for the lowest index first with the planner's numbering, 35 against 45 with a random
+ * one). Breadth-first augmenting paths then make the flow maximum. A search that fails proves every
+ * node it visited unable to reach the sink, and that stays true after any later augmentation
+ * (Ford-Fulkerson: an augmenting path only adds arcs between nodes that do reach the sink), so
+ * those nodes stay closed: all failed searches together visit each node once, and the proof of
+ * optimality costs about one pass over `before`. On 10,000-allocation graphs (streams with
+ * joins, random DAGs) the push-relabel on the node-level DAG it replaces took 86-1100 ms (5 ms on
+ * a single chain), this 4-11 ms. */
 
 typedef struct transfer {
     uint32_t start; /* allocation whose start takes the bytes */
