@@ -54,18 +54,4 @@ static inline unsigned gm_bits_ctz(uint64_t word) {
     return (unsigned)__builtin_ctzll(word);
 }
 
-/* Transposes the 64x64 bit block a[0..63] in place (bit j of a[i] <-> bit i of a[j]) by the
- * classic recursive swap of off-diagonal sub-blocks: 6 rounds of 32 word operations instead of
- * 4096 bit moves. */
-static inline void gm_bits_transpose64(uint64_t a[64]) {
-    uint64_t m = 0x00000000FFFFFFFFull;
-    for (unsigned j = 32; j != 0; j >>= 1, m ^= m << j) {
-        for (unsigned k = 0; k < 64; k = ((k | j) + 1) & ~j) {
-            uint64_t t = ((a[k] >> j) ^ a[k | j]) & m;
-            a[k] ^= t << j;
-            a[k | j] ^= t;
-        }
-    }
-}
-
 #endif

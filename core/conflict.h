@@ -1,20 +1,22 @@
-/* Which allocations may be live at the same time, as a symmetric bit matrix. */
+/* Which groups of allocations may be live at the same time, as a symmetric bit matrix. */
 #ifndef GRAPHMEM_CONFLICT_H
 #define GRAPHMEM_CONFLICT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "dag.h"
 #include "status.h"
 
-/* `before`: n rows of gm_bits_words(n) words, row j bit i = allocation i ends before j starts
- * (gm_dag_free_before_alloc). Writes `conflict` (same shape): bit j of row i set when i != j and
- * neither ends before the other starts. Bits past n stay clear. */
-gm_status_t gm_conflict_build(uint32_t n, const uint64_t *before, uint64_t *conflict);
-
-/* Lifts allocation conflicts to groups: group g holds allocations [first[g], first[g + 1]) (so
- * allocations must be numbered group by group). Writes `out`: m rows of gm_bits_words(m) words,
- * bit h of row g set when g != h and some allocation of g conflicts with some allocation of h. */
-gm_status_t gm_conflict_groups(uint32_t n, const uint64_t *conflict, uint32_t m,
-                               const uint32_t *first, uint64_t *out);
+/* Allocations i and j conflict when i != j and neither ends before the other starts; `proper`
+ * and `before` come from gm_dag_free_before_alloc for the same allocations. Group g holds
+ * allocations [first[g], first[g + 1]): allocations are numbered group by group, first[0] = 0 and
+ * first[m] = n (GM_ERR_INVALID_VALUE otherwise). Writes `out`: m rows of gm_bits_words(m) words,
+ * bit h of row g set when g != h and some allocation of g conflicts with some allocation of h;
+ * bits past m stay clear. */
+gm_status_t gm_conflict_groups(const gm_dag_t *dag, uint32_t n, const uint32_t *alloc_node,
+                               const uint32_t *free_node, const bool *proper,
+                               const uint64_t *before, uint32_t m, const uint32_t *first,
+                               uint64_t *out);
 
 #endif

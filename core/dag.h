@@ -30,9 +30,18 @@ void gm_dag_free(gm_dag_t *dag);
  * - row j of `before` (n bits, gm_bits_words(n) words per row, caller-allocated, any content) has
  *   bit i set when allocation i is proper and free_node[i] reaches alloc_node[j] (a node reaches
  *   itself). That is the "i ends before j starts" relation, read as the ancestors of j's alloc.
- * One forward pass in topological order; a node's bit row lives only until its last successor has
- * read it, so memory follows the graph's width, not its size. */
+ * One forward pass in topological order (dag_reach.c). */
 gm_status_t gm_dag_free_before_alloc(const gm_dag_t *dag, uint32_t n, const uint32_t *alloc_node,
                                      const uint32_t *free_node, bool *proper, uint64_t *before);
+
+/* The same relation read from the other side, i.e. the transpose of `before`, handed out row by
+ * row and never stored whole: calls visit(ctx, i, row) once for every allocation i, where `row`
+ * (n bits, valid during the call only) has bit j set when i is proper and free_node[i] reaches
+ * alloc_node[j]. `proper` comes from gm_dag_free_before_alloc. One backward pass, about as cheap
+ * as the forward one; a visit that fails stops it and its status is returned. */
+typedef gm_status_t (*gm_dag_row_visit_t)(void *ctx, uint32_t alloc, const uint64_t *row);
+gm_status_t gm_dag_alloc_after_free(const gm_dag_t *dag, uint32_t n, const uint32_t *alloc_node,
+                                    const uint32_t *free_node, const bool *proper,
+                                    gm_dag_row_visit_t visit, void *ctx);
 
 #endif

@@ -13,14 +13,58 @@ typedef struct span {
 typedef struct workspace {
     const gm_place_input_t *in;
     uint32_t *order;
-    uint64_t *placed; /* bit row: items already given an offset */
-    span_t *spans;
+    uint64_t *placed;        /* bit row: items already given an offset */
+    span_t *spans, *scratch; /* conflicting placed items of the item being fitted */
     uint64_t *offset;
 } workspace_t;
 
-static int by_lo(const void *a, const void *b) {
-    const span_t *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
+/* Sorts n spans by lo; returns the buffer holding the result (`a` or `scratch`). Insertion sort
+ * over runs of SORT_RUN, then bottom-up merges between the two buffers, copying pairs of runs that
+ * are already in order. Ties may come out in any order: the gap scan only uses the running maximum
+ * of hi. glibc's qsort (comparator through a pointer, elements moved by memcpy) took two thirds of
+ * gm_place's time on 4,000 items. Spans arrive partly ordered (they are gathered by item index,
+ * and items are numbered in creation order): on plan10k's placement, runs of 32 with the ordered
+ * check beat runs of 8 by 30%, and with the items numbered at random runs of 32 were still the
+ * fastest of 4 to 64. */
+#define SORT_RUN 32
+
+static span_t *sort_spans(span_t *a, span_t *scratch, uint32_t n) {
+    for (uint32_t run = 0; run < n; run += SORT_RUN) {
+        uint32_t end = run + SORT_RUN < n ? run + SORT_RUN : n;
+        for (uint32_t k = run + 1; k < end; k++) {
+            span_t x = a[k];
+            uint32_t p = k;
+            for (; p > run && a[p - 1].lo > x.lo; p--)
+                a[p] = a[p - 1];
+            a[p] = x;
+        }
+    }
+    span_t *src = a, *dst = scratch;
+    for (uint32_t width = SORT_RUN; width < n; width *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+            uint32_t mid = lo + width < n ? lo + width : n;
+            uint32_t hi = mid + width < n ? mid + width : n;
+            uint32_t x = lo, y = mid, out = lo;
+            if (mid < hi && src[mid - 1].lo <= src[mid].lo) {
+                memcpy(dst + lo, src + lo, (hi - lo) * sizeof *dst);
+                continue;
+            }
+            while (x < mid && y < hi) {
+                bool take_y = src[y].lo < src[x].lo;
+                dst[out++] = src[take_y ? y : x];
+                y += take_y;
+                x += !take_y;
+            }
+            while (x < mid)
+                dst[out++] = src[x++];
+            while (y < hi)
+                dst[out++] = src[y++];
+        }
+        span_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    return src;
 }
 
 /* Candidate position inside the free gap [lo, hi) (hi = UINT64_MAX: open), or UINT64_MAX when
@@ -44,28 +88,30 @@ static uint64_t fit(workspace_t *ws, uint32_t i, bool best_fit) {
             uint32_t j = (uint32_t)(w * 64 + gm_bits_ctz(b));
             ws->spans[n++] = (span_t){ws->offset[j], ws->offset[j] + in->pages[j]};
         }
-    qsort(ws->spans, n, sizeof *ws->spans, by_lo);
+    const span_t *spans = sort_spans(ws->spans, ws->scratch, n);
     uint64_t need = in->pages[i], cursor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
     for (uint32_t k = 0; k < n; k++) {
-        if (ws->spans[k].lo > cursor) {
-            uint64_t at = gap_position(cursor, ws->spans[k].lo, need, in->barrier);
+        if (spans[k].lo > cursor) {
+            uint64_t at = gap_position(cursor, spans[k].lo, need, in->barrier);
             if (at != UINT64_MAX) {
                 if (!best_fit)
                     return at;
-                uint64_t gap = ws->spans[k].lo - cursor;
+                uint64_t gap = spans[k].lo - cursor;
                 if (gap < best_gap) {
                     best_gap = gap;
                     best = at;
                 }
             }
         }
-        if (ws->spans[k].hi > cursor)
-            cursor = ws->spans[k].hi;
+        if (spans[k].hi > cursor)
+            cursor = spans[k].hi;
     }
     return best != UINT64_MAX ? best : gap_position(cursor, UINT64_MAX, need, in->barrier);
 }
 
-static uint64_t run(workspace_t *ws, bool best_fit) {
+/* Places every item in ws->order; stops early once the arena reaches `limit` (it can only grow,
+ * and the caller keeps a strategy only when it ends strictly below the best so far). */
+static uint64_t run(workspace_t *ws, bool best_fit, uint64_t limit) {
     const gm_place_input_t *in = ws->in;
     memset(ws->placed, 0, in->words * sizeof *ws->placed);
     uint64_t arena = 0;
@@ -85,6 +131,8 @@ static uint64_t run(workspace_t *ws, bool best_fit) {
         gm_bits_set(ws->placed, i);
         if (ws->offset[i] + in->pages[i] > arena)
             arena = ws->offset[i] + in->pages[i];
+        if (arena >= limit)
+            break;
     }
     return arena;
 }
@@ -142,16 +190,17 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     ws.order = malloc((size_t)n * sizeof *ws.order);
     ws.placed = malloc(in->words * sizeof *ws.placed);
     ws.spans = malloc((size_t)n * sizeof *ws.spans);
+    ws.scratch = malloc((size_t)n * sizeof *ws.scratch);
     ws.offset = malloc((size_t)n * sizeof *ws.offset);
     sort_key_t *keys = malloc((size_t)n * sizeof *keys);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    if (!ws.order || !ws.placed || !ws.spans || !ws.offset || !keys)
+    if (!ws.order || !ws.placed || !ws.spans || !ws.scratch || !ws.offset || !keys)
         goto out;
     uint64_t best = UINT64_MAX;
     for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
         make_order(in, strategies[s].order, keys, ws.order);
         memset(ws.offset, 0, (size_t)n * sizeof *ws.offset);
-        uint64_t arena = run(&ws, strategies[s].best_fit);
+        uint64_t arena = run(&ws, strategies[s].best_fit, best);
         if (arena < best) {
             best = arena;
             memcpy(offset_out, ws.offset, (size_t)n * sizeof *offset_out);
@@ -163,6 +212,7 @@ out:
     free(ws.order);
     free(ws.placed);
     free(ws.spans);
+    free(ws.scratch);
     free(ws.offset);
     free(keys);
     return st;

@@ -26,7 +26,7 @@ typedef struct work {
     uint32_t m;           /* groups */
     uint32_t *group_item; /* group -> item */
     uint32_t *first;      /* group g holds internal allocations [first[g], first[g + 1]) */
-    uint64_t *before, *conflict, *group_conflict;
+    uint64_t *before, *group_conflict;
 } work_t;
 
 static void work_free(work_t *w) {
@@ -39,7 +39,6 @@ static void work_free(work_t *w) {
     free(w->group_item);
     free(w->first);
     free(w->before);
-    free(w->conflict);
     free(w->group_conflict);
 }
 
@@ -118,16 +117,14 @@ out:
 static gm_status_t conflicts(work_t *w) {
     size_t words = gm_bits_words(w->n), group_words = gm_bits_words(w->m);
     w->before = malloc(((size_t)w->n * words + 1) * sizeof *w->before);
-    w->conflict = malloc(((size_t)w->n * words + 1) * sizeof *w->conflict);
     w->group_conflict = malloc(((size_t)w->m * group_words + 1) * sizeof *w->group_conflict);
-    if (!w->before || !w->conflict || !w->group_conflict)
+    if (!w->before || !w->group_conflict)
         return GM_ERR_OUT_OF_MEMORY;
     gm_status_t st =
         gm_dag_free_before_alloc(&w->dag, w->n, w->alloc_node, w->free_node, w->proper, w->before);
     if (st == GM_OK)
-        st = gm_conflict_build(w->n, w->before, w->conflict);
-    if (st == GM_OK)
-        st = gm_conflict_groups(w->n, w->conflict, w->m, w->first, w->group_conflict);
+        st = gm_conflict_groups(&w->dag, w->n, w->alloc_node, w->free_node, w->proper, w->before,
+                                w->m, w->first, w->group_conflict);
     return st;
 }
 
@@ -260,8 +257,7 @@ gm_status_t gm_plan_build(const gm_plan_input_t *in, gm_plan_t *plan) {
         goto out;
     if ((st = number(&w)) != GM_OK || (st = conflicts(&w)) != GM_OK)
         goto out;
-    st = gm_lower_bound(&w.dag, w.n, w.size, w.alloc_node, w.free_node, w.proper,
-                        &plan->lower_bound);
+    st = gm_lower_bound(&w.dag, w.n, w.size, w.alloc_node, w.proper, w.before, &plan->lower_bound);
     if (st != GM_OK)
         goto out;
     st = GM_ERR_OUT_OF_MEMORY;

@@ -1,4 +1,4 @@
-/* DAG construction, topological order, and free-before-alloc reachability against a plain DFS. */
+/* DAG construction, topological order, and reachability between allocations against a plain DFS. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,18 +9,6 @@
 #include "plan.h"
 
 static uint64_t rng;
-
-static void test_transpose64(void) {
-    for (int round = 0; round < 50; round++) {
-        uint64_t a[64], b[64];
-        for (int i = 0; i < 64; i++)
-            a[i] = b[i] = gm_rand(&rng) & gm_rand(&rng);
-        gm_bits_transpose64(b);
-        for (int i = 0; i < 64; i++)
-            for (int j = 0; j < 64; j++)
-                CHECK(((a[i] >> j) & 1) == ((b[j] >> i) & 1));
-    }
-}
 
 static void test_any_range(void) {
     uint64_t row[3] = {0, 1ull << 63, 0};
@@ -106,6 +94,31 @@ static void test_topological_order(void) {
     }
 }
 
+typedef struct after_rows {
+    uint32_t n;
+    size_t words;
+    uint64_t *after;
+    uint32_t *visits;
+} after_rows_t;
+
+static gm_status_t store_row(void *ctx, uint32_t i, const uint64_t *row) {
+    after_rows_t *rows = ctx;
+    CHECK(i < rows->n);
+    if (i < rows->n) {
+        memcpy(rows->after + i * rows->words, row, rows->words * 8);
+        rows->visits[i]++;
+    }
+    return GM_OK;
+}
+
+static gm_status_t refuse_row(void *ctx, uint32_t i, const uint64_t *row) {
+    (void)row;
+    (*(uint32_t *)ctx)++;
+    return i == 0 ? GM_ERR_OUT_OF_MEMORY : GM_OK;
+}
+
+/* Reachability both ways: the forward pass (`before`, `proper`) against a DFS, the backward pass
+ * against the transpose of the forward one. */
 static void test_free_before_alloc(void) {
     for (int round = 0; round < 300; round++) {
         graph_t g = random_graph((uint32_t)gm_rand_range(&rng, 2, 50),
@@ -139,6 +152,17 @@ static void test_free_before_alloc(void) {
         for (uint32_t j = 0; j < n; j++)
             for (uint32_t b = n; b < words * 64; b++)
                 CHECK(!gm_bits_test(before + j * words, b));
+        /* The backward pass hands out the transpose, each row once, bits past n clear. */
+        after_rows_t rows = {n, words, malloc(n * words * 8), calloc(n, sizeof(uint32_t))};
+        REQUIRE(gm_dag_alloc_after_free(&dag, n, an, fn, proper, store_row, &rows) == GM_OK);
+        for (uint32_t i = 0; i < n; i++) {
+            CHECK_EQ_U64(rows.visits[i], 1);
+            for (uint32_t j = 0; j < words * 64; j++)
+                CHECK(gm_bits_test(rows.after + i * words, j) ==
+                      (j < n && gm_bits_test(before + j * words, i)));
+        }
+        free(rows.after);
+        free(rows.visits);
         gm_dag_free(&dag);
         free(seen);
         free(stack);
@@ -158,16 +182,34 @@ static void test_rejects_bad_alloc_nodes(void) {
     bool proper[2];
     uint64_t before[2];
     CHECK_EQ_INT(gm_dag_free_before_alloc(&dag, 2, an, fn, proper, before), GM_ERR_INVALID_VALUE);
+    uint32_t visits = 0;
+    CHECK_EQ_INT(gm_dag_alloc_after_free(&dag, 2, an, fn, proper, refuse_row, &visits),
+                 GM_ERR_INVALID_VALUE);
+    CHECK_EQ_U64(visits, 0);
+    gm_dag_free(&dag);
+}
+
+/* A visit that fails stops the pass, and its status comes back. */
+static void test_after_visit_failure(void) {
+    uint32_t from[] = {0, 1}, to[] = {1, 2}, an[] = {0, 1}, fn[] = {1, 2}, visits = 0;
+    bool proper[2];
+    uint64_t before[2];
+    gm_dag_t dag;
+    REQUIRE(gm_dag_build(&dag, 3, 2, from, to) == GM_OK);
+    REQUIRE(gm_dag_free_before_alloc(&dag, 2, an, fn, proper, before) == GM_OK);
+    CHECK_EQ_INT(gm_dag_alloc_after_free(&dag, 2, an, fn, proper, refuse_row, &visits),
+                 GM_ERR_OUT_OF_MEMORY);
+    CHECK(visits >= 1 && visits <= 2);
     gm_dag_free(&dag);
 }
 
 int main(void) {
     rng = gm_test_seed(0xDA6);
-    RUN_TEST(test_transpose64);
     RUN_TEST(test_any_range);
     RUN_TEST(test_rejects_bad_graphs);
     RUN_TEST(test_topological_order);
     RUN_TEST(test_free_before_alloc);
     RUN_TEST(test_rejects_bad_alloc_nodes);
+    RUN_TEST(test_after_visit_failure);
     return gm_check_summary();
 }

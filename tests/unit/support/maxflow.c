@@ -61,10 +61,9 @@ gm_status_t gm_flow_add_edge(gm_flow_t *flow, uint32_t from, uint32_t to, int64_
 }
 
 /* Highest-label push-relabel, computing only the first phase (a maximum preflow): its excess at
- * the sink is the max-flow value, which is all the planner needs. Dinic was the first choice, but
- * its phase count follows the longest augmenting path, and graphs are long chains (thousands of
- * phases, 0.2 s for 10,000 allocations). Global relabelling (exact distances to the sink by a
- * backward BFS) runs at the start and after every `relabel_budget` units of work. */
+ * the sink is the max-flow value, which is all the tests need. Global relabelling (exact distances
+ * to the sink by a backward BFS) runs at the start and after every `relabel_budget` units of work.
+ */
 typedef struct solver {
     const gm_flow_t *flow;
     uint32_t n, source, sink;
