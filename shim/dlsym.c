@@ -1,7 +1,10 @@
-/* The dlsym door. PyTorch, CuPy and cuda-bindings look driver entries up by name; a lookup of a
- * hooked name returns graphmem's hook whatever the handle (the driver's, RTLD_DEFAULT, RTLD_NEXT,
- * any library's). Every other lookup returns exactly what the real dlsym would have returned to
- * the caller, RTLD_NEXT included (searched from the caller's object, not from graphmem's). */
+/* The dlsym door. PyTorch, CuPy and cuda-bindings look driver entries up by name. Every lookup
+ * first gets exactly what the real dlsym would have returned to the caller (RTLD_NEXT searched
+ * from the caller's object, not from graphmem's); only when that is the driver's own definition
+ * of a hooked name does graphmem's hook take its place. A definition in any other library (a
+ * tool's interposer, say) comes back untouched, and so does everything with GRAPHMEM_DISABLE=1:
+ * compute-sanitizer's target never attached while graphmem handed out its hook for lookups
+ * that were not the driver's. */
 #include <dlfcn.h>
 #include <link.h>
 #include <stdatomic.h>
@@ -60,14 +63,14 @@ static bool is_driver_name(const char *name) {
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
 GM_EXPORT void *dlsym(void *handle, const char *name) {
     const void *caller = __builtin_return_address(0);
-    if (name != NULL && is_driver_name(name) && !gm_shim_busy) {
-        gm_shim_init();
+    if (name != NULL && is_driver_name(name) && !gm_shim_busy)
+        gm_shim_init(); /* a driver name is one of the doors that start graphmem */
+    void *found = handle == RTLD_NEXT ? lookup_next(name, caller) : gm_real_dlsym(handle, name);
+    if (found != NULL && name != NULL && is_driver_name(name) && !gm_shim_busy) {
         int id = gm_hook_find(name);
         void **real = (void **)&gm_real;
-        if (id >= 0 && real[id] != NULL)
-            return gm_shim_mode() == GM_MODE_ACTIVE ? gm_hook_function(id) : real[id];
+        if (id >= 0 && found == real[id] && gm_shim_mode() == GM_MODE_ACTIVE)
+            return gm_hook_function(id);
     }
-    if (handle == RTLD_NEXT)
-        return lookup_next(name, caller);
-    return gm_real_dlsym(handle, name);
+    return found;
 }
