@@ -133,13 +133,9 @@ gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsig
 /* As the shim launches: the fast path first, the full preparation when it says so. The fast
  * path must make no backend call (the shim calls it outside its capture-mode bracket). */
 static gm_status_t run(sim_t *s, uint64_t exec, uint64_t stream, bool upload) {
-    uint64_t calls_before = 0;
-    for (int op = 0; op < HOST_OP_COUNT; op++)
-        calls_before += host_backend_calls(s->hb, (host_op_t)op);
+    uint64_t calls_before = host_backend_total_calls(s->hb);
     gm_status_t st = gm_engine_launch_try(s->engine, exec, stream, upload);
-    uint64_t calls_after = 0;
-    for (int op = 0; op < HOST_OP_COUNT; op++)
-        calls_after += host_backend_calls(s->hb, (host_op_t)op);
+    uint64_t calls_after = host_backend_total_calls(s->hb);
     if (calls_after != calls_before) {
         fprintf(stderr, "gm_engine_launch_try made %llu backend calls\n",
                 (unsigned long long)(calls_after - calls_before));

@@ -368,6 +368,13 @@ uint64_t host_backend_calls(const host_backend_t *hb, host_op_t op) {
     return hb->calls[op];
 }
 
+uint64_t host_backend_total_calls(const host_backend_t *hb) {
+    uint64_t total = 0;
+    for (int op = 0; op < HOST_OP_COUNT; op++)
+        total += hb->calls[op];
+    return total;
+}
+
 void host_backend_reset_calls(host_backend_t *hb) {
     pthread_mutex_lock(&hb->lock);
     memset(hb->calls, 0, sizeof hb->calls);

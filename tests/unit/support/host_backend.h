@@ -52,6 +52,8 @@ void host_backend_set_capacity(host_backend_t *hb, int device, uint64_t bytes);
  * changes nothing. One pending fault per op; n = 0 cancels. */
 void host_backend_fail_nth(host_backend_t *hb, host_op_t op, uint64_t nth, gm_status_t status);
 uint64_t host_backend_calls(const host_backend_t *hb, host_op_t op);
+/* Calls of every operation together. */
+uint64_t host_backend_total_calls(const host_backend_t *hb);
 void host_backend_reset_calls(host_backend_t *hb);
 
 /* Simulated queues. submit returns the new item's position (1, 2, ...) on the stream. */
