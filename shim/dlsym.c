@@ -1,10 +1,11 @@
-/* The dlsym door. PyTorch, CuPy and cuda-bindings look driver entries up by name. Every lookup
- * first gets exactly what the real dlsym would have returned to the caller (RTLD_NEXT searched
- * from the caller's object, not from graphmem's); only when that is the driver's own definition
- * of a hooked name does graphmem's hook take its place. A definition in any other library (a
- * tool's interposer, say) comes back untouched, and so does everything with GRAPHMEM_DISABLE=1:
- * compute-sanitizer's target never attached while graphmem handed out its hook for lookups
- * that were not the driver's. */
+/* The dlsym door. PyTorch, CuPy and cuda-bindings look driver entries up by name, so a lookup of a
+ * hooked driver entry must give graphmem's hook. Everything else must give exactly what glibc
+ * gives the caller, and glibc's answer depends on who calls (see dlsym_entry.S): on x86-64 every
+ * name that is not a driver name never enters this file. A driver name gets what the real dlsym
+ * would have returned to the caller, as closely as a caller other than the caller can ask, and
+ * only when that is the driver's own definition of a hooked name does the hook take its place.
+ * A definition in any other library (a tool's interposer, say) comes back untouched, and so does
+ * everything with GRAPHMEM_DISABLE=1. */
 #include <dlfcn.h>
 #include <link.h>
 #include <stdatomic.h>
@@ -14,46 +15,94 @@
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
-static _Atomic(dlsym_fn) real_dlsym_fn;
+/* Read by the entry stub without a barrier: an aligned pointer load on x86-64. */
+_Atomic(dlsym_fn) gm_real_dlsym_fn;
+
+dlsym_fn gm_dlsym_bootstrap(void);
+void *gm_dlsym_driver_name(void *handle, const char *name, const void *caller);
 
 /* dlvsym is not overridden, so it reaches glibc's dlsym without recursion. GLIBC_2.34 is the
  * current version; 2.2.5 (x86-64) and 2.17 (aarch64) are the older ones. */
-static dlsym_fn bootstrap_real_dlsym(void) {
-    dlsym_fn fn = atomic_load_explicit(&real_dlsym_fn, memory_order_acquire);
+dlsym_fn gm_dlsym_bootstrap(void) {
+    dlsym_fn fn = atomic_load_explicit(&gm_real_dlsym_fn, memory_order_acquire);
     if (fn)
         return fn;
     static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
     for (size_t i = 0; i < sizeof versions / sizeof versions[0] && !fn; i++)
         fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
-    atomic_store_explicit(&real_dlsym_fn, fn, memory_order_release);
+    atomic_store_explicit(&gm_real_dlsym_fn, fn, memory_order_release);
     return fn;
 }
 
 void *gm_real_dlsym(void *handle, const char *name) {
-    dlsym_fn fn = bootstrap_real_dlsym();
+    dlsym_fn fn = gm_dlsym_bootstrap();
     return fn ? fn(handle, name) : NULL;
+}
+
+/* The object `address` lies in, or NULL. */
+static struct link_map *object_of(const void *address) {
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(address, &info, (void **)&map, RTLD_DL_LINKMAP))
+        return NULL;
+    return map;
+}
+
+/* `name` looked up in `map`'s own search list (the object, then its dependencies). */
+static void *lookup_in_search_list(struct link_map *map, const char *name) {
+    void *handle = dlopen(map->l_name[0] ? map->l_name : NULL, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == NULL)
+        return NULL;
+    void *symbol = gm_real_dlsym(handle, name);
+    dlclose(handle);
+    return symbol;
 }
 
 /* RTLD_NEXT relative to `caller`: the first object after the caller's in load order that defines
  * `name` itself. The real dlsym would search from graphmem's position instead. */
 static void *lookup_next(const char *name, const void *caller) {
-    Dl_info info;
-    struct link_map *caller_map = NULL;
-    if (!dladdr1(caller, &info, (void **)&caller_map, RTLD_DL_LINKMAP) || caller_map == NULL)
+    struct link_map *caller_map = object_of(caller);
+    if (caller_map == NULL)
         return gm_real_dlsym(RTLD_NEXT, name);
     for (struct link_map *map = caller_map->l_next; map != NULL; map = map->l_next) {
-        void *handle = dlopen(map->l_name[0] ? map->l_name : NULL, RTLD_LAZY | RTLD_NOLOAD);
-        if (handle == NULL)
-            continue;
-        void *symbol = gm_real_dlsym(handle, name);
-        dlclose(handle);
-        struct link_map *owner = NULL;
-        if (symbol && dladdr1(symbol, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == map)
+        void *symbol = lookup_in_search_list(map, name);
+        if (symbol && object_of(symbol) == map)
             return symbol;
     }
     return NULL;
 }
 
+/* RTLD_DEFAULT relative to `caller`: the global scope, then the caller's own search list, which
+ * for a library opened with RTLD_LOCAL is not part of the global scope. */
+static void *lookup_default(const char *name, const void *caller) {
+    void *symbol = gm_real_dlsym(RTLD_DEFAULT, name);
+    struct link_map *caller_map = symbol ? NULL : object_of(caller);
+    return caller_map ? lookup_in_search_list(caller_map, name) : symbol;
+}
+
+static void *lookup_as(void *handle, const char *name, const void *caller) {
+    if (handle == RTLD_NEXT)
+        return lookup_next(name, caller);
+    if (handle == RTLD_DEFAULT)
+        return lookup_default(name, caller);
+    return gm_real_dlsym(handle, name);
+}
+
+void *gm_dlsym_driver_name(void *handle, const char *name, const void *caller) {
+    if (gm_shim_busy) /* graphmem's own lookups while it starts */
+        return lookup_as(handle, name, caller);
+    gm_shim_init(); /* a driver name is one of the doors that start graphmem */
+    void *found = lookup_as(handle, name, caller);
+    int id = found ? gm_hook_find(name) : -1;
+    void **real = (void **)&gm_real;
+    if (id >= 0 && found == real[id] && gm_shim_mode() == GM_MODE_ACTIVE)
+        return gm_hook_function(id);
+    return found;
+}
+
+#if !defined(__x86_64__)
+/* Other architectures have no entry stub yet: every lookup passes through here, so RTLD_DEFAULT
+ * and RTLD_NEXT for non-driver names are answered as graphmem's lookups, not the caller's. */
 static bool is_driver_name(const char *name) {
     return name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z';
 }
@@ -62,15 +111,8 @@ static bool is_driver_name(const char *name) {
  * crash: keep the check the compiler would otherwise drop. */
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
 GM_EXPORT void *dlsym(void *handle, const char *name) {
-    const void *caller = __builtin_return_address(0);
-    if (name != NULL && is_driver_name(name) && !gm_shim_busy)
-        gm_shim_init(); /* a driver name is one of the doors that start graphmem */
-    void *found = handle == RTLD_NEXT ? lookup_next(name, caller) : gm_real_dlsym(handle, name);
-    if (found != NULL && name != NULL && is_driver_name(name) && !gm_shim_busy) {
-        int id = gm_hook_find(name);
-        void **real = (void **)&gm_real;
-        if (id >= 0 && found == real[id] && gm_shim_mode() == GM_MODE_ACTIVE)
-            return gm_hook_function(id);
-    }
-    return found;
+    if (name != NULL && is_driver_name(name))
+        return gm_dlsym_driver_name(handle, name, __builtin_return_address(0));
+    return gm_real_dlsym(handle, name);
 }
+#endif

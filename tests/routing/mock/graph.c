@@ -61,7 +61,8 @@ gm_mock_node_t *gm_mock_node_add(gm_mock_graph_t *g, CUgraphNodeType type, const
         *err = CUDA_ERROR_OUT_OF_MEMORY;
         return NULL;
     }
-    memcpy(n->deps, deps, ndeps * sizeof(*deps));
+    if (ndeps)
+        memcpy(n->deps, deps, ndeps * sizeof(*deps));
     n->magic = GM_MOCK_MAGIC_NODE;
     n->type = type;
     n->graph = g;
