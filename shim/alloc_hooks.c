@@ -42,13 +42,17 @@ static CUresult set_frontier(CUstream stream, bool ptsz, CUgraphNode node) {
 }
 
 /* The pool a captured allocation takes its properties from (cuMemAllocAsync: the current pool of
- * the device; FromPool: the one given); false when graphmem cannot serve it (IPC, host or managed
- * pools, pools it does not know): the driver makes the node then. Nothing here asks the driver
- * anything about pools or the stream: such queries can invalidate a GLOBAL capture. */
-static bool capture_pool(CUmemoryPool pool, gm_alloc_params_t *params) {
+ * the capturing stream's device, which need not be the current one; FromPool: the one given);
+ * false when graphmem cannot serve it (IPC, host or managed pools, pools it does not know): the
+ * driver makes the node then. Nothing here asks the driver about pools: such queries can
+ * invalidate a GLOBAL capture (cuStreamGetDevice does not, checked by every captured allocation
+ * of the conformance suite). */
+static bool capture_pool(CUmemoryPool pool, CUstream stream, bool ptsz, gm_alloc_params_t *params) {
     if (pool == NULL) {
         CUdevice device = 0;
-        if (gm_drv.cuCtxGetDevice(&device) != CUDA_SUCCESS)
+        CUresult (*stream_device)(CUstream, CUdevice *) =
+            ptsz ? gm_drv.cuStreamGetDevice_ptsz : gm_drv.cuStreamGetDevice;
+        if (stream_device(stream, &device) != CUDA_SUCCESS)
             return false;
         pool = gm_pool_current(device);
     }
@@ -99,7 +103,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, C
     gm_relaxed_t relaxed = gm_relaxed_begin();
     gm_alloc_params_t params = {.device = 0, .size = size, .access_mask = 0, .listed_mask = 0};
     CUresult result;
-    if (!capture_pool(pool, &params)) {
+    if (!capture_pool(pool, stream, ptsz, &params)) {
         gm_stat_add(GM_STAT_passthrough_allocations, 1);
         result = forward(forward_arg);
     } else {

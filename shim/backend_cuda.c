@@ -173,17 +173,31 @@ static CUresult record_here(CUstream stream, fence_t **out) {
     return CUDA_SUCCESS;
 }
 
-/* Runs `record_here` with `context` current when it is not already. */
-static CUresult record_in(CUcontext context, CUstream stream, fence_t **out) {
+/* Makes `context` (NULL: any) current for one call when it is not already; `*pushed` says
+ * whether leave_context must pop it again. */
+static CUresult enter_context(CUcontext context, bool *pushed) {
     CUcontext current = NULL;
+    *pushed = false;
     if (!context || (gm_drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context))
-        return record_here(stream, out);
+        return CUDA_SUCCESS;
     CUresult r = gm_drv.cuCtxPushCurrent_v2(context);
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = record_here(stream, out);
+    *pushed = r == CUDA_SUCCESS;
+    return r;
+}
+
+static void leave_context(bool pushed) {
     CUcontext popped;
-    gm_drv.cuCtxPopCurrent_v2(&popped);
+    if (pushed)
+        gm_drv.cuCtxPopCurrent_v2(&popped);
+}
+
+/* Runs `record_here` with `context` current. */
+static CUresult record_in(CUcontext context, CUstream stream, fence_t **out) {
+    bool pushed;
+    CUresult r = enter_context(context, &pushed);
+    if (r == CUDA_SUCCESS)
+        r = record_here(stream, out);
+    leave_context(pushed);
     return r;
 }
 
@@ -222,16 +236,13 @@ static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fe
     (void)ctx;
     /* A stream may wait for an event of any context; only a default stream needs its own
      * context current to be named. */
-    CUcontext context, current = NULL;
+    CUcontext context;
     CUstream stream = gm_stream_handle(stream_key, &context);
-    bool push = context && gm_drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != context;
-    if (push && gm_drv.cuCtxPushCurrent_v2(context) != CUDA_SUCCESS)
+    bool pushed;
+    if (enter_context(context, &pushed) != CUDA_SUCCESS)
         return status_of(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPushCurrent");
     CUresult r = gm_drv.cuStreamWaitEvent(stream, event_of(fence), 0);
-    if (push) {
-        CUcontext popped;
-        gm_drv.cuCtxPopCurrent_v2(&popped);
-    }
+    leave_context(pushed);
     return status_of(r, "cuStreamWaitEvent");
 }
 

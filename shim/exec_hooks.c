@@ -76,7 +76,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     }
     inst->engine = engine;
     gm_scratch_begin(&inst->cover, engine);
-    gm_scratch_cover_topology(&inst->cover, &inst->topology.view);
+    gm_scratch_cover_topology(&inst->cover, &inst->topology);
     return CUDA_SUCCESS;
 }
 

@@ -104,12 +104,10 @@ void gm_scratch_cover_memcpy2d(gm_scratch_t *s, const CUDA_MEMCPY2D *p) {
                                (p->Height - 1) * p->dstPitch + p->WidthInBytes);
 }
 
-void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_t *topo) {
-    for (uint32_t i = 0; s->engine && i < topo->node_count; i++) {
+void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo) {
+    for (uint32_t i = 0; s->engine && i < topo->view.node_count; i++) {
         CUgraphNode node = (CUgraphNode)(uintptr_t)topo->nodes[i];
-        CUgraphNodeType type;
-        if (node == NULL || gm_drv.cuGraphNodeGetType(node, &type) != CUDA_SUCCESS)
-            continue;
+        CUgraphNodeType type = topo->types[i];
         if (type == CU_GRAPH_NODE_TYPE_MEMSET) {
             CUDA_MEMSET_NODE_PARAMS p;
             if (gm_drv.cuGraphMemsetNodeGetParams(node, &p) == CUDA_SUCCESS)

@@ -19,11 +19,18 @@ static bool grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
     return true;
 }
 
-static bool add_node(gm_topology_buf_t *buf, uint64_t key, uint32_t *index) {
-    if (!grow((void **)&buf->nodes, &buf->node_cap, buf->view.node_count + 1, sizeof *buf->nodes))
+static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type, uint32_t *index) {
+    uint32_t need = buf->view.node_count + 1;
+    uint32_t cap = buf->node_cap;
+    if (!grow((void **)&buf->nodes, &cap, need, sizeof *buf->nodes))
         return false;
+    cap = buf->node_cap;
+    if (!grow((void **)&buf->types, &cap, need, sizeof *buf->types))
+        return false;
+    buf->node_cap = cap;
     *index = buf->view.node_count++;
     buf->nodes[*index] = key;
+    buf->types[*index] = type;
     return true;
 }
 
@@ -77,7 +84,10 @@ static CUresult read_graph(CUgraph graph, gm_topology_buf_t *buf, uint32_t entry
     uint32_t first = buf->view.node_count;
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
-        if (!add_node(buf, (uint64_t)(uintptr_t)nodes[i], &index))
+        CUgraphNodeType type;
+        if (gm_drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
+            type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing graphmem would look into */
+        if (!add_node(buf, (uint64_t)(uintptr_t)nodes[i], type, &index))
             r = CUDA_ERROR_OUT_OF_MEMORY;
         else if ((entry != UINT32_MAX && !add_edge(buf, entry, index)) ||
                  (exit != UINT32_MAX && !add_edge(buf, index, exit)))
@@ -109,15 +119,12 @@ static CUresult read_graph(CUgraph graph, gm_topology_buf_t *buf, uint32_t entry
      * dependents, so the child node's own index serves as the entry; an extra exit node
      * collects the child's nodes and feeds the child node's out-edges. */
     for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
-        CUgraphNodeType type;
-        CUgraphNode node = (CUgraphNode)(uintptr_t)buf->nodes[i];
-        if (gm_drv.cuGraphNodeGetType(node, &type) != CUDA_SUCCESS ||
-            type != CU_GRAPH_NODE_TYPE_GRAPH)
+        if (buf->types[i] != CU_GRAPH_NODE_TYPE_GRAPH)
             continue;
         CUgraph child = NULL;
         uint32_t child_exit;
-        r = gm_real.cuGraphChildGraphNodeGetGraph(node, &child);
-        if (r == CUDA_SUCCESS && !add_node(buf, 0, &child_exit))
+        r = gm_real.cuGraphChildGraphNodeGetGraph((CUgraphNode)(uintptr_t)buf->nodes[i], &child);
+        if (r == CUDA_SUCCESS && !add_node(buf, 0, CU_GRAPH_NODE_TYPE_EMPTY, &child_exit))
             r = CUDA_ERROR_OUT_OF_MEMORY;
         if (r != CUDA_SUCCESS)
             break;
@@ -151,6 +158,7 @@ CUresult gm_topology_read(CUgraph graph, gm_topology_buf_t *buf) {
 
 void gm_topology_free(gm_topology_buf_t *buf) {
     free(buf->nodes);
+    free(buf->types);
     free(buf->from);
     free(buf->to);
     *buf = (gm_topology_buf_t){0};

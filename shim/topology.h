@@ -8,6 +8,7 @@
 typedef struct gm_topology_buf {
     gm_topology_t view;
     uint64_t *nodes;
+    CUgraphNodeType *types; /* per node, asked once; the exits of child graphs are EMPTY */
     uint32_t *from, *to;
     uint32_t node_cap, edge_cap;
 } gm_topology_buf_t;

@@ -1,7 +1,8 @@
 // Graph memory of two devices side by side (semantics A10, A11 per device; issue: per-device
 // pools): the four attributes and trim of one device never move with the other's launches, trims
 // and resets; graphs on different devices keep their data apart, also while both hold unfreed
-// allocations; a graph is relaunched after its device was trimmed.
+// allocations; a graph is relaunched after its device was trimmed; a capture on a stream of the
+// device that is not current allocates on the stream's device.
 #include "common.cuh"
 
 static const size_t kMiB = 1u << 20;
@@ -45,6 +46,50 @@ static void obs_zero(const char *when, int device) {
     obs_yes(key, a.reserved == 0);
     snprintf(key, sizeof key, "%s_dev%d_used_zero", when, device);
     obs_yes(key, a.used == 0);
+}
+
+// Captures on `s1` (device 1) with device 0 current. Only allocation and free are captured: a
+// kernel may not be launched into another device's stream.
+static void cross_device_capture(cudaStream_t s1) {
+    cudaSetDevice(0);
+    GraphMemAttrs before0 = read_attrs_of(0), before1 = read_attrs_of(1);
+    cudaGraph_t g = nullptr;
+    void *p = nullptr, *q = nullptr;
+    obs_rc("cross_begin", cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    obs_rc("cross_malloc", cudaMallocAsync(&p, 8 * kMiB, s1));
+    obs_rc("cross_malloc_freed", cudaMallocAsync(&q, 4 * kMiB, s1));
+    obs_rc("cross_free", cudaFreeAsync(q, s1));
+    obs_rc("cross_end", cudaStreamEndCapture(s1, &g));
+    cudaGraphNode_t nodes[8];
+    size_t n = graph_nodes(g, nodes, 8);
+    for (size_t i = 0; i < n; i++) {
+        cudaGraphNodeType type;
+        cudaGraphNodeGetType(nodes[i], &type);
+        if (type != cudaGraphNodeTypeMemAlloc)
+            continue;
+        cudaMemAllocNodeParams params = {};
+        cudaGraphMemAllocNodeGetParams(nodes[i], &params);
+        char key[64];
+        snprintf(key, sizeof key, "cross_node_%zu_location", params.bytesize / kMiB);
+        obs_int(key, params.poolProps.location.id);
+    }
+    cudaGraphExec_t e = nullptr;
+    obs_rc("cross_instantiate", cudaGraphInstantiate(&e, g, 0));
+    cudaGraphDestroy(g);
+    obs_rc("cross_launch", cudaGraphLaunch(e, s1));
+    obs_rc("cross_sync", cudaStreamSynchronize(s1));
+    obs_yes("cross_dev0_used_unchanged", read_attrs_of(0).used == before0.used);
+    obs_yes("cross_dev1_used_grew_8MiB", read_attrs_of(1).used >= before1.used + 8 * kMiB);
+    cudaPointerAttributes at = {};
+    obs_rc("cross_pointer_attributes", cudaPointerGetAttributes(&at, p));
+    obs_int("cross_pointer_device", at.device);
+    cudaSetDevice(1);
+    fill_words(s1, p, 8 * kMiB / 4, 3000);
+    cudaStreamSynchronize(s1);
+    obs_ok("cross_data", host_check(p, 8 * kMiB / 4, 3000));
+    obs_rc("cross_free_outside", cudaFree(p));
+    cudaGraphExecDestroy(e);
+    cudaDeviceGraphMemTrim(1);
 }
 
 int main() {
@@ -133,6 +178,10 @@ int main() {
     obs_rc("free_dev0_unfreed", cudaFree(k0));
     cudaDeviceGraphMemTrim(0);
     obs_zero("all_freed_trimmed", 0);
+
+    // A capture on device 1's stream while device 0 is current: cudaMallocAsync takes the stream's
+    // device, not the current one (semantics A1: the pool of the stream's device).
+    cross_device_capture(s[1]);
 
     for (cudaGraphExec_t e : {e0, e1, u0, u1})
         cudaGraphExecDestroy(e);

@@ -7,6 +7,7 @@ Without a GPU every test skips with the reason. Programs come from the build tre
 (GRAPHMEM_BUILD_DIR, default <repo>/build; target graphmem_gpu_programs).
 """
 
+import json
 import re
 
 import pytest
@@ -57,9 +58,7 @@ def test_stress():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="compute-sanitizer does not attach to a target with graphmem "
-                   "preloaded (README, known limitations); strict, so a fix shows up as a failure")
-def test_stress_memcheck():
+def test_stress_memcheck(tmp_path):
     gh.require_gpu()
     sanitizer = gh.compute_sanitizer()
     if not sanitizer:
@@ -67,13 +66,21 @@ def test_stress_memcheck():
     prog = gh.program("stress")
     tool = [sanitizer, "--tool", "memcheck", "--target-processes", "all", "--error-exitcode", "3",
             "--launch-timeout", "30"]
-    cmd, env = gh.graphmem_under_tool(tool, [prog, *STRESS_SANITIZER_ARGS])
+    stats_file = tmp_path / "stats.json"
+    cmd, env = gh.graphmem_under_tool(tool, [prog, *STRESS_SANITIZER_ARGS],
+                                      {"GRAPHMEM_STATS_FILE": str(stats_file)})
     # A few seconds when it works; the launch timeout ends a target that never attaches.
     under = gh.run(cmd, env, timeout=120)
     assert under.returncode == 0, f"memcheck run under graphmem failed\n{under.describe()}"
     _stress_ok(under)
     summary = re.search(r"ERROR SUMMARY: (\d+) error", under.stdout + under.stderr)
     assert summary and summary.group(1) == "0", f"memcheck reported errors\n{under.describe()}"
+    # graphmem served the graphs inside the tool, it did not fall back to passing through
+    assert stats_file.is_file(), f"no statistics written\n{under.describe()}"
+    process = json.loads(stats_file.read_text())["process"]
+    print("memcheck under graphmem:", process)
+    assert process["fallbacks"] == 0 and process["graph_allocations"] > 0, process
+    assert process["launches"] > 0, process
 
 
 def test_use_after_free_faults():
