@@ -41,18 +41,30 @@ static CUresult set_frontier(CUstream stream, bool ptsz, CUgraphNode node) {
     return update(stream, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
 }
 
+/* The device of a capturing stream. A default stream belongs to the current context; any other
+ * stream names its own. cuStreamGetDevice would be one call, but it invalidates a GLOBAL capture
+ * even from a RELAXED thread; cuStreamGetCtx and cuCtxGetDevice_v2 do not
+ * (tests/probe/capture_safety.cu). Drivers older than 13.0 lack cuCtxGetDevice_v2: the current
+ * device then (README, known limitations). */
+static bool stream_device(CUstream stream, CUdevice *device) {
+    CUcontext context = NULL;
+    if (gm_drv.cuCtxGetDevice_v2 == NULL)
+        return gm_drv.cuCtxGetDevice(device) == CUDA_SUCCESS;
+    if (stream != NULL && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD &&
+        gm_drv.cuStreamGetCtx(stream, &context) != CUDA_SUCCESS)
+        return false;
+    return gm_drv.cuCtxGetDevice_v2(device, context) == CUDA_SUCCESS;
+}
+
 /* The pool a captured allocation takes its properties from (cuMemAllocAsync: the current pool of
  * the capturing stream's device, which need not be the current one; FromPool: the one given);
  * false when graphmem cannot serve it (IPC, host or managed pools, pools it does not know): the
  * driver makes the node then. Nothing here asks the driver about pools: such queries can
- * invalidate a GLOBAL capture (cuStreamGetDevice does not, checked by every captured allocation
- * of the conformance suite). */
-static bool capture_pool(CUmemoryPool pool, CUstream stream, bool ptsz, gm_alloc_params_t *params) {
+ * invalidate a GLOBAL capture. */
+static bool capture_pool(CUmemoryPool pool, CUstream stream, gm_alloc_params_t *params) {
     if (pool == NULL) {
         CUdevice device = 0;
-        CUresult (*stream_device)(CUstream, CUdevice *) =
-            ptsz ? gm_drv.cuStreamGetDevice_ptsz : gm_drv.cuStreamGetDevice;
-        if (stream_device(stream, &device) != CUDA_SUCCESS)
+        if (!stream_device(stream, &device))
             return false;
         pool = gm_pool_current(device);
     }
@@ -103,7 +115,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, C
     gm_relaxed_t relaxed = gm_relaxed_begin();
     gm_alloc_params_t params = {.device = 0, .size = size, .access_mask = 0, .listed_mask = 0};
     CUresult result;
-    if (!capture_pool(pool, stream, ptsz, &params)) {
+    if (!capture_pool(pool, stream, &params)) {
         gm_stat_add(GM_STAT_passthrough_allocations, 1);
         result = forward(forward_arg);
     } else {

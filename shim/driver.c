@@ -4,19 +4,24 @@
 
 gm_driver_table_t gm_drv;
 
-static const char *const driver_names[] = {
-#define GM_DRIVER(name, params) #name,
+static const struct driver_entry {
+    const char *name;
+    bool optional;
+} driver_entries[] = {
+#define GM_DRIVER(name, params) {#name, false},
+#define GM_DRIVER_OPTIONAL(name, params) {#name, true},
 #include "driver.def"
+#undef GM_DRIVER_OPTIONAL
 #undef GM_DRIVER
 };
 
 const char *gm_driver_resolve(void *driver) {
     void **slots = (void **)&gm_drv;
     const char *missing = NULL;
-    for (size_t i = 0; i < sizeof driver_names / sizeof driver_names[0]; i++) {
-        slots[i] = driver ? gm_real_dlsym(driver, driver_names[i]) : NULL;
-        if (slots[i] == NULL && missing == NULL)
-            missing = driver_names[i];
+    for (size_t i = 0; i < sizeof driver_entries / sizeof driver_entries[0]; i++) {
+        slots[i] = driver ? gm_real_dlsym(driver, driver_entries[i].name) : NULL;
+        if (slots[i] == NULL && !driver_entries[i].optional && missing == NULL)
+            missing = driver_entries[i].name;
     }
     return missing;
 }

@@ -6,13 +6,15 @@
 
 typedef struct gm_driver_table {
 #define GM_DRIVER(name, params) CUresult(CUDAAPI *name) params;
+#define GM_DRIVER_OPTIONAL GM_DRIVER
 #include "driver.def"
+#undef GM_DRIVER_OPTIONAL
 #undef GM_DRIVER
 } gm_driver_table_t;
 
 extern gm_driver_table_t gm_drv;
 
-/* Resolves gm_drv; returns the name of the first missing entry, or NULL when all are there. */
+/* Resolves gm_drv; returns the name of the first missing entry that is not optional, or NULL. */
 const char *gm_driver_resolve(void *driver);
 
 /* Runs internal driver work that the capture mode of the calling thread could refuse (GLOBAL and

@@ -47,6 +47,10 @@ int main()
         CUcontext ctx;
         PROBE("cuStreamGetCtx", cuStreamGetCtx(stream, &ctx));
         PROBE("cuCtxGetCurrent", cuCtxGetCurrent(&ctx));
+        cuStreamGetCtx(stream, &ctx);
+        PROBE("cuCtxGetDevice_v2(stream ctx)", cuCtxGetDevice_v2(&dev, ctx));
+        PROBE("cuCtxGetDevice_v2(NULL)", cuCtxGetDevice_v2(&dev, NULL));
+        PROBE("cuStreamGetCtx(per-thread)", cuStreamGetCtx(CU_STREAM_PER_THREAD, &ctx));
         PROBE("cuDeviceGetMemPool", cuDeviceGetMemPool(&pool, 0));
         PROBE("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool(&pool, 0));
         CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
