@@ -14,13 +14,20 @@ import sys
 SKIP = 77
 
 
+def _line(text):
+    # One write per whole line, flushed at once: clients fork (a buffered line would be printed
+    # twice), and the ranks of torch_ddp.py share one pipe, where print() under PYTHONUNBUFFERED
+    # writes the text and its newline separately and another rank's line can land in between.
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def obs(key, value):
-    # flush at once: clients fork, and a buffered line would be printed twice
-    print(f"OBS {key} {value}", flush=True)
+    _line(f"OBS {key} {value}")
 
 
 def info(key, value):
-    print(f"INFO {key} {value}", flush=True)
+    _line(f"INFO {key} {value}")
 
 
 def skip(reason):
