@@ -45,7 +45,7 @@ static gm_status_t part_build(build_t *b, gm_graph_t *g, int device, gm_part_t *
     gm_engine_t *e = b->e;
     gm_part_t *p = calloc(1, sizeof *p);
     gm_plan_alloc_t *allocs = NULL;
-    gm_chunk_t **chunk_of_item = NULL;
+    gm_map_t item_of_chunk = {0}; /* chunk -> its item + 1: records of one chunk share an item */
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->record_count; i++)
@@ -53,7 +53,7 @@ static gm_status_t part_build(build_t *b, gm_graph_t *g, int device, gm_part_t *
     if (!p || !(p->records = calloc(n, sizeof *p->records)) ||
         !(p->items = calloc(n, sizeof *p->items)) ||
         !(p->escaping = calloc(n, sizeof *p->escaping)) || !(allocs = calloc(n, sizeof *allocs)) ||
-        !(chunk_of_item = calloc(n, sizeof *chunk_of_item)))
+        gm_map_reserve(&item_of_chunk, n) != GM_OK)
         goto fail;
     p->device = device;
     for (uint32_t i = 0; i < g->record_count; i++) {
@@ -62,11 +62,12 @@ static gm_status_t part_build(build_t *b, gm_graph_t *g, int device, gm_part_t *
         if (r->params.device != device || node == GM_NO_NODE)
             continue;
         uint32_t item = p->item_count;
-        for (uint32_t k = 0; r->chunk && k < p->item_count; k++)
-            if (chunk_of_item[k] == r->chunk)
-                item = k;
+        uintptr_t known = r->chunk ? (uintptr_t)gm_map_get(&item_of_chunk, (uintptr_t)r->chunk) : 0;
+        if (known)
+            item = (uint32_t)(known - 1);
         if (item == p->item_count) {
-            chunk_of_item[item] = r->chunk;
+            if (r->chunk) /* reserved above: cannot fail */
+                gm_map_put(&item_of_chunk, (uintptr_t)r->chunk, (void *)(uintptr_t)(item + 1));
             p->items[item].va = r->chunk ? r->chunk->va : r->va;
             p->item_count++;
         }
@@ -113,12 +114,12 @@ static gm_status_t part_build(build_t *b, gm_graph_t *g, int device, gm_part_t *
     for (uint32_t i = 0; i < p->record_count; i++)
         p->records[i]->exec_refs++;
     free(allocs);
-    free(chunk_of_item);
+    gm_map_fini(&item_of_chunk);
     *out = p;
     return GM_OK;
 fail:
     free(allocs);
-    free(chunk_of_item);
+    gm_map_fini(&item_of_chunk);
     if (p) {
         p->record_count = 0; /* no references taken yet */
         part_free(e, p);
