@@ -20,15 +20,13 @@ static const size_t GiB = 1ull << 30;
 
 static const char *bench_name = "bench_gpu";
 
-static inline void bench_fail(const char *file, int line, const char *what, const char *detail)
-{
+static inline void bench_fail(const char *file, int line, const char *what, const char *detail) {
     fflush(stdout);
     fprintf(stderr, "%s: %s:%d: %s: %s\n", bench_name, file, line, what, detail);
     exit(1);
 }
 
-static inline void bench_check(cudaError_t rc, const char *call, const char *file, int line)
-{
+static inline void bench_check(cudaError_t rc, const char *call, const char *file, int line) {
     if (rc == cudaSuccess)
         return;
     char detail[256];
@@ -42,43 +40,38 @@ static inline void bench_check(cudaError_t rc, const char *call, const char *fil
 #define CK(call) bench_check((call), #call, __FILE__, __LINE__)
 // After a <<<>>> launch: a bad configuration is reported here, not at the next sync.
 #define CK_LAUNCH() CK(cudaGetLastError())
-#define BENCH_REQUIRE(cond, detail)                                                               \
-    do {                                                                                          \
-        if (!(cond))                                                                              \
-            bench_fail(__FILE__, __LINE__, #cond, detail);                                        \
+#define BENCH_REQUIRE(cond, detail)                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            bench_fail(__FILE__, __LINE__, #cond, detail);                                         \
     } while (0)
 
-static inline double now_us()
-{
+static inline double now_us() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static inline double median(std::vector<double> v)
-{
+static inline double median(std::vector<double> v) {
     BENCH_REQUIRE(!v.empty(), "median of no samples");
     std::sort(v.begin(), v.end());
     size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static inline void metric(const char *name, double value)
-{
+static inline void metric(const char *name, double value) {
     printf("%s %.4f\n", name, value);
 }
 
 // Writes 1 to the first n bytes of p (p may be null: graphs without memory nodes launch the same
 // kernel with the same shape, so the two graphs differ only in their memory nodes).
-__global__ void touch(char *p, size_t n)
-{
+__global__ void touch(char *p, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (p && i < n)
         p[i] = 1;
 }
 
-static inline void touch_on(cudaStream_t s, void *p)
-{
+static inline void touch_on(cudaStream_t s, void *p) {
     touch<<<1, 32, 0, s>>>((char *)p, 32);
     CK_LAUNCH();
 }
@@ -86,13 +79,13 @@ static inline void touch_on(cudaStream_t s, void *p)
 // Exit 77 where there is no GPU (or no stream-ordered pools, which graph memory needs); any other
 // start-up failure is an error. Also makes the context and loads `touch` (lazy module loading
 // would otherwise charge the first measured capture or launch).
-static inline void bench_init(const char *argv0)
-{
+static inline void bench_init(const char *argv0) {
     const char *slash = strrchr(argv0, '/');
     bench_name = slash ? slash + 1 : argv0;
     int devices = 0;
     cudaError_t rc = cudaGetDeviceCount(&devices);
-    if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver || (rc == cudaSuccess && devices == 0)) {
+    if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver ||
+        (rc == cudaSuccess && devices == 0)) {
         fprintf(stderr, "%s: SKIP no CUDA GPU (%s)\n", bench_name, cudaGetErrorName(rc));
         exit(77);
     }
@@ -110,48 +103,41 @@ static inline void bench_init(const char *argv0)
     CK(cudaDeviceSynchronize());
 }
 
-static inline cudaStream_t new_stream()
-{
+static inline cudaStream_t new_stream() {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     return s;
 }
 
-static inline cudaEvent_t new_event()
-{
+static inline cudaEvent_t new_event() {
     cudaEvent_t e;
     CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return e;
 }
 
-static inline void begin_capture(cudaStream_t s)
-{
+static inline void begin_capture(cudaStream_t s) {
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
 }
 
-static inline cudaGraph_t end_capture(cudaStream_t s)
-{
+static inline cudaGraph_t end_capture(cudaStream_t s) {
     cudaGraph_t g = nullptr;
     CK(cudaStreamEndCapture(s, &g));
     BENCH_REQUIRE(g != nullptr, "capture ended without a graph");
     return g;
 }
 
-static inline void *alloc_on(cudaStream_t s, size_t bytes)
-{
+static inline void *alloc_on(cudaStream_t s, size_t bytes) {
     void *p = nullptr;
     CK(cudaMallocAsync(&p, bytes, s));
     return p;
 }
 
-static inline void free_on(cudaStream_t s, void *p)
-{
+static inline void free_on(cudaStream_t s, void *p) {
     CK(cudaFreeAsync(p, s));
 }
 
 // Instantiates and destroys the graph: the exec is all a benchmark keeps.
-static inline cudaGraphExec_t instantiate(cudaGraph_t g)
-{
+static inline cudaGraphExec_t instantiate(cudaGraph_t g) {
     cudaGraphExec_t e = nullptr;
     CK(cudaGraphInstantiate(&e, g, 0));
     CK(cudaGraphDestroy(g));
@@ -160,8 +146,7 @@ static inline cudaGraphExec_t instantiate(cudaGraph_t g)
 
 // Median µs of cudaGraphInstantiate over `reps` instantiations after one warm-up; each exec is
 // destroyed before the next (a graph with memory nodes may have one exec at a time).
-static inline double instantiate_us(cudaGraph_t g, int reps)
-{
+static inline double instantiate_us(cudaGraph_t g, int reps) {
     std::vector<double> samples;
     for (int rep = 0; rep <= reps; rep++) {
         cudaGraphExec_t e = nullptr;
@@ -175,13 +160,11 @@ static inline double instantiate_us(cudaGraph_t g, int reps)
     return median(samples);
 }
 
-static inline void launch(cudaGraphExec_t e, cudaStream_t s)
-{
+static inline void launch(cudaGraphExec_t e, cudaStream_t s) {
     CK(cudaGraphLaunch(e, s));
 }
 
-static inline uint64_t graph_mem_attr(cudaGraphMemAttributeType attr)
-{
+static inline uint64_t graph_mem_attr(cudaGraphMemAttributeType attr) {
     uint64_t v = 0;
     CK(cudaDeviceGetGraphMemAttribute(0, attr, &v));
     return v;
@@ -189,8 +172,7 @@ static inline uint64_t graph_mem_attr(cudaGraphMemAttributeType attr)
 
 // Between workloads: nothing runs, idle graph memory goes back (trim), and the high-water marks
 // restart from the current values (the only value they can be set to is 0, which resets them).
-static inline void reset_graph_memory()
-{
+static inline void reset_graph_memory() {
     CK(cudaDeviceSynchronize());
     CK(cudaDeviceGraphMemTrim(0));
     uint64_t zero = 0;
@@ -202,8 +184,7 @@ static inline void reset_graph_memory()
 struct Rng {
     uint64_t state;
     explicit Rng(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
-    uint64_t next()
-    {
+    uint64_t next() {
         uint64_t x = state;
         x ^= x >> 12;
         x ^= x << 25;
@@ -212,12 +193,16 @@ struct Rng {
         return x * 0x2545F4914F6CDD1Dull;
     }
     // Uniform in [0, n).
-    uint32_t below(uint32_t n) { return (uint32_t)(next() % n); }
-    double unit() { return (double)(next() >> 11) / 9007199254740992.0; }
+    uint32_t below(uint32_t n) {
+        return (uint32_t)(next() % n);
+    }
+    double unit() {
+        return (double)(next() >> 11) / 9007199254740992.0;
+    }
     // Log-uniform in [lo, hi], rounded up to `align` bytes.
-    size_t log_uniform(size_t lo, size_t hi, size_t align)
-    {
-        double v = std::exp(std::log((double)lo) + unit() * (std::log((double)hi) - std::log((double)lo)));
+    size_t log_uniform(size_t lo, size_t hi, size_t align) {
+        double v =
+            std::exp(std::log((double)lo) + unit() * (std::log((double)hi) - std::log((double)lo)));
         size_t bytes = (size_t)v;
         bytes = (bytes + align - 1) / align * align;
         return std::max(bytes, align);
@@ -236,8 +221,8 @@ struct DagShape {
     uint64_t seed;
 };
 
-static inline cudaGraph_t capture_dag(const DagShape &d, const cudaStream_t *st, const cudaEvent_t *ev)
-{
+static inline cudaGraph_t capture_dag(const DagShape &d, const cudaStream_t *st,
+                                      const cudaEvent_t *ev) {
     BENCH_REQUIRE(d.min_branches >= 1 && d.min_branches <= d.max_branches, "bad branch range");
     Rng rng(d.seed);
     cudaEvent_t fork = ev[0], cross = ev[d.max_branches + 1];

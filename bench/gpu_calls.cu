@@ -7,8 +7,7 @@
 
 #include "bench_common.cuh"
 
-template <typename F> static double median_ns_per_call(F body, int calls, int reps)
-{
+template <typename F> static double median_ns_per_call(F body, int calls, int reps) {
     std::vector<double> samples;
     for (int r = 0; r < reps; r++) {
         double t0 = now_us();
@@ -19,8 +18,7 @@ template <typename F> static double median_ns_per_call(F body, int calls, int re
     return median(samples);
 }
 
-static void *entry_point(const char *symbol, unsigned version)
-{
+static void *entry_point(const char *symbol, unsigned version) {
     void *fn = nullptr;
     cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
     CK(cudaGetDriverEntryPointByVersion(symbol, &fn, version, cudaEnableDefault, &q));
@@ -28,13 +26,11 @@ static void *entry_point(const char *symbol, unsigned version)
     return fn;
 }
 
-static void check_driver(CUresult rc, const char *what)
-{
+static void check_driver(CUresult rc, const char *what) {
     BENCH_REQUIRE(rc == CUDA_SUCCESS, what);
 }
 
-int main(int, char **argv)
-{
+int main(int, char **argv) {
     bench_init(argv[0]);
     typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t, CUstream);
     typedef CUresult (*free_fn)(CUdeviceptr, CUstream);

@@ -14,8 +14,7 @@
 
 static cudaStream_t s;
 
-static cudaGraph_t capture_pairs(int pairs, size_t bytes, double *us)
-{
+static cudaGraph_t capture_pairs(int pairs, size_t bytes, double *us) {
     double t0 = now_us();
     begin_capture(s);
     for (int i = 0; i < pairs; i++)
@@ -26,8 +25,7 @@ static cudaGraph_t capture_pairs(int pairs, size_t bytes, double *us)
 }
 
 // Median µs per pair; the last graph is handed to `keep` when it is not null.
-static double capture_pair_us(size_t bytes, cudaGraph_t *keep)
-{
+static double capture_pair_us(size_t bytes, cudaGraph_t *keep) {
     const int pairs = 1000, reps = 7;
     double us = 0;
     CK(cudaGraphDestroy(capture_pairs(pairs, bytes, &us))); // warm-up
@@ -43,8 +41,7 @@ static double capture_pair_us(size_t bytes, cudaGraph_t *keep)
     return median(samples);
 }
 
-int main(int, char **argv)
-{
+int main(int, char **argv) {
     bench_init(argv[0]);
     s = new_stream();
     cudaGraph_t pairs1000 = nullptr;

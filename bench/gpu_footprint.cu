@@ -24,8 +24,7 @@ static std::vector<cudaGraphExec_t> kept;
 static std::vector<cudaStream_t> used_streams;
 
 // Before each workload's capture: streams of its own (destroyed at the end, so never reused).
-static void new_streams()
-{
+static void new_streams() {
     for (cudaStream_t &s : st) {
         s = new_stream();
         used_streams.push_back(s);
@@ -34,12 +33,12 @@ static void new_streams()
 
 template <typename F>
 static void footprint(const char *name, const std::vector<cudaGraphExec_t> &execs, F launch_all,
-                      const std::vector<void *> &escaping)
-{
+                      const std::vector<void *> &escaping) {
     reset_graph_memory();
     uint64_t base = graph_mem_attr(cudaGraphMemAttrReservedMemCurrent);
     if (base)
-        fprintf(stderr, "%s: %s: %llu bytes of graph memory still reserved after a trim (left out)\n",
+        fprintf(stderr,
+                "%s: %s: %llu bytes of graph memory still reserved after a trim (left out)\n",
                 bench_name, name, (unsigned long long)base);
     size_t free_before = 0, free_after = 0, total = 0;
     CK(cudaMemGetInfo(&free_before, &total));
@@ -65,14 +64,13 @@ static void footprint(const char *name, const std::vector<cudaGraphExec_t> &exec
 }
 
 // One exec launched once on st[0].
-static void single(const char *name, cudaGraphExec_t e, const std::vector<void *> &escaping = {})
-{
-    footprint(name, {e}, [&] { launch(e, st[0]); }, escaping);
+static void single(const char *name, cudaGraphExec_t e, const std::vector<void *> &escaping = {}) {
+    footprint(
+        name, {e}, [&] { launch(e, st[0]); }, escaping);
 }
 
 // A, B live; free A; C; free B; D; ...: two allocations live at a time.
-static cudaGraphExec_t chain_two_live(const std::vector<size_t> &sizes)
-{
+static cudaGraphExec_t chain_two_live(const std::vector<size_t> &sizes) {
     begin_capture(st[0]);
     void *prev = nullptr;
     for (size_t bytes : sizes) {
@@ -88,8 +86,7 @@ static cudaGraphExec_t chain_two_live(const std::vector<size_t> &sizes)
 }
 
 // `count` allocations, each freed before the next (sequential) or all live together (concurrent).
-static cudaGraphExec_t many(int count, size_t bytes, bool concurrent)
-{
+static cudaGraphExec_t many(int count, size_t bytes, bool concurrent) {
     std::vector<void *> live;
     begin_capture(st[0]);
     for (int i = 0; i < count; i++) {
@@ -107,8 +104,7 @@ static cudaGraphExec_t many(int count, size_t bytes, bool concurrent)
 
 // X (64 MiB) lives throughout; two unordered branches each make and free two allocations; after
 // the join one allocation as large as both branches' largest pair.
-static cudaGraphExec_t forkjoin()
-{
+static cudaGraphExec_t forkjoin() {
     begin_capture(st[0]);
     void *x = alloc_on(st[0], 64 * MiB);
     touch_on(st[0], x);
@@ -136,8 +132,7 @@ static cudaGraphExec_t forkjoin()
 // an activation kept for the backward pass and two temporaries; backward in reverse, each a
 // gradient (freed by the next layer's) and a temporary, freeing the layer's activation. 1,000
 // allocations of 4 KiB..1 MiB, rounded to 512 B.
-static cudaGraphExec_t pytorch_like()
-{
+static cudaGraphExec_t pytorch_like() {
     const int layers = 200;
     Rng rng(7);
     auto size = [&] { return rng.log_uniform(4 << 10, MiB, 512); };
@@ -169,8 +164,7 @@ static cudaGraphExec_t pytorch_like()
 
 // A chain of six 128 MiB allocations (two live) that also makes three 64 MiB allocations it never
 // frees: the caller frees them with cudaFree after the launch.
-static cudaGraphExec_t escape(std::vector<void *> *escaping)
-{
+static cudaGraphExec_t escape(std::vector<void *> *escaping) {
     begin_capture(st[0]);
     void *prev = nullptr;
     for (int i = 0; i < 6; i++) {
@@ -190,22 +184,19 @@ static cudaGraphExec_t escape(std::vector<void *> *escaping)
 }
 
 // Four two-live chains of different sizes (bounds 128, 256, 512 and 384 MiB).
-static std::vector<cudaGraphExec_t> four_graphs()
-{
+static std::vector<cudaGraphExec_t> four_graphs() {
     std::vector<cudaGraphExec_t> execs;
     for (size_t bytes : {64 * MiB, 128 * MiB, 256 * MiB, 192 * MiB})
         execs.push_back(chain_two_live(std::vector<size_t>(4, bytes)));
     return execs;
 }
 
-static cudaGraphExec_t dag(int branches)
-{
+static cudaGraphExec_t dag(int branches) {
     DagShape d = {60, MiB, 128 * MiB, branches, branches, (uint64_t)branches};
     return instantiate(capture_dag(d, st, ev));
 }
 
-int main(int, char **argv)
-{
+int main(int, char **argv) {
     bench_init(argv[0]);
     for (cudaEvent_t &e : ev)
         e = new_event();
@@ -215,8 +206,8 @@ int main(int, char **argv)
     // Neighbours of different sizes: the driver reuses an address range only for an allocation
     // that fits in it.
     new_streams();
-    single("chain_2live_mixed",
-           chain_two_live({96 * MiB, 160 * MiB, 64 * MiB, 224 * MiB, 128 * MiB, 32 * MiB, 192 * MiB, 256 * MiB}));
+    single("chain_2live_mixed", chain_two_live({96 * MiB, 160 * MiB, 64 * MiB, 224 * MiB, 128 * MiB,
+                                                32 * MiB, 192 * MiB, 256 * MiB}));
     new_streams();
     single("forkjoin", forkjoin());
     char name[32];
@@ -242,23 +233,27 @@ int main(int, char **argv)
     {
         new_streams();
         std::vector<cudaGraphExec_t> execs = four_graphs();
-        footprint("4graphs_1stream", execs, [&] {
-            for (cudaGraphExec_t e : execs)
-                launch(e, st[0]);
-        }, {});
+        footprint("4graphs_1stream", execs,
+                  [&] {
+                      for (cudaGraphExec_t e : execs)
+                          launch(e, st[0]);
+                  },
+                  {});
     }
     {
         new_streams();
         std::vector<cudaGraphExec_t> execs = four_graphs();
-        footprint("4graphs_events", execs, [&] {
-            for (size_t i = 0; i < execs.size(); i++) {
-                cudaStream_t s = st[i % 2];
-                if (i)
-                    CK(cudaStreamWaitEvent(s, ev[0], 0));
-                launch(execs[i], s);
-                CK(cudaEventRecord(ev[0], s));
-            }
-        }, {});
+        footprint("4graphs_events", execs,
+                  [&] {
+                      for (size_t i = 0; i < execs.size(); i++) {
+                          cudaStream_t s = st[i % 2];
+                          if (i)
+                              CK(cudaStreamWaitEvent(s, ev[0], 0));
+                          launch(execs[i], s);
+                          CK(cudaEventRecord(ev[0], s));
+                      }
+                  },
+                  {});
     }
 
     CK(cudaDeviceSynchronize());

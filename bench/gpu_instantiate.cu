@@ -11,8 +11,7 @@
 static cudaStream_t st[4];
 static cudaEvent_t ev[5];
 
-static void dag(int pairs, int reps, bool report_capture)
-{
+static void dag(int pairs, int reps, bool report_capture) {
     DagShape d = {pairs, 4 << 10, 64 * MiB, 1, 3, (uint64_t)pairs};
     double t0 = now_us();
     cudaGraph_t g = capture_dag(d, st, ev);
@@ -25,8 +24,7 @@ static void dag(int pairs, int reps, bool report_capture)
     CK(cudaGraphDestroy(g));
 }
 
-int main(int, char **argv)
-{
+int main(int, char **argv) {
     bench_init(argv[0]);
     for (cudaStream_t &s : st)
         s = new_stream();

@@ -11,8 +11,7 @@ static cudaStream_t s;
 
 // A chain of one kernel per entry of `sizes`; with memory, each kernel touches its own allocation,
 // freed before the next is made (one live at a time: this measures launch, not footprint).
-static cudaGraphExec_t chain(const std::vector<size_t> &sizes, bool memory)
-{
+static cudaGraphExec_t chain(const std::vector<size_t> &sizes, bool memory) {
     begin_capture(s);
     for (size_t bytes : sizes) {
         void *p = memory ? alloc_on(s, bytes) : nullptr;
@@ -23,14 +22,12 @@ static cudaGraphExec_t chain(const std::vector<size_t> &sizes, bool memory)
     return instantiate(end_capture(s));
 }
 
-static std::vector<size_t> same(int count, size_t bytes)
-{
+static std::vector<size_t> same(int count, size_t bytes) {
     return std::vector<size_t>(count, bytes);
 }
 
 // Log-uniform 1 MiB .. 1 GiB, a fixed sequence per count.
-static std::vector<size_t> mixed(int count)
-{
+static std::vector<size_t> mixed(int count) {
     Rng rng(1000 + count);
     std::vector<size_t> sizes;
     for (int i = 0; i < count; i++)
@@ -41,8 +38,7 @@ static std::vector<size_t> mixed(int count)
 // Median over 30 batches of 20 launches of host time per launch, after 50 warm-up launches (the
 // first maps memory; the driver also settles its launch path). Batches are synchronised so the
 // queue never fills up and blocks the host.
-static double launch_us(cudaGraphExec_t e)
-{
+static double launch_us(cudaGraphExec_t e) {
     for (int i = 0; i < 50; i++)
         launch(e, s);
     CK(cudaStreamSynchronize(s));
@@ -57,8 +53,7 @@ static double launch_us(cudaGraphExec_t e)
     return median(samples);
 }
 
-static void measure(const char *name, const std::vector<size_t> &sizes, bool memory)
-{
+static void measure(const char *name, const std::vector<size_t> &sizes, bool memory) {
     cudaGraphExec_t e = chain(sizes, memory);
     metric(name, launch_us(e));
     CK(cudaGraphExecDestroy(e));
@@ -67,8 +62,7 @@ static void measure(const char *name, const std::vector<size_t> &sizes, bool mem
     CK(cudaDeviceGraphMemTrim(0));
 }
 
-int main(int, char **argv)
-{
+int main(int, char **argv) {
     bench_init(argv[0]);
     s = new_stream();
     measure("launch_nomem_1_us", same(1, 0), false);

@@ -11,8 +11,7 @@
 static cudaStream_t s;
 
 // `count` allocations of `bytes`, all live together, each touched.
-static cudaGraphExec_t concurrent(int count, size_t bytes)
-{
+static cudaGraphExec_t concurrent(int count, size_t bytes) {
     std::vector<void *> live;
     begin_capture(s);
     for (int i = 0; i < count; i++) {
@@ -24,14 +23,12 @@ static cudaGraphExec_t concurrent(int count, size_t bytes)
     return instantiate(end_capture(s));
 }
 
-static void trim()
-{
+static void trim() {
     CK(cudaDeviceSynchronize());
     CK(cudaDeviceGraphMemTrim(0));
 }
 
-static void measure(const char *name, int count, size_t bytes)
-{
+static void measure(const char *name, int count, size_t bytes) {
     const int reps = 10;
     double gib = (double)count * bytes / GiB;
     cudaGraphExec_t e = concurrent(count, bytes);
@@ -59,8 +56,7 @@ static void measure(const char *name, int count, size_t bytes)
     trim();
 }
 
-int main(int, char **argv)
-{
+int main(int, char **argv) {
     bench_init(argv[0]);
     s = new_stream();
     measure("1x64MiB", 1, 64 * MiB);

@@ -9,8 +9,7 @@
 
 static cudaStream_t streams[2];
 
-static cudaGraphExec_t one_kernel(size_t bytes)
-{
+static cudaGraphExec_t one_kernel(size_t bytes) {
     begin_capture(streams[0]);
     void *p = bytes ? alloc_on(streams[0], bytes) : nullptr;
     touch_on(streams[0], p);
@@ -21,8 +20,7 @@ static cudaGraphExec_t one_kernel(size_t bytes)
 
 // Median over 15 batches of 20 launches alternating between the streams, after 20 warm-up
 // launches. Each batch ends synchronised.
-static double alternating_us(cudaGraphExec_t e)
-{
+static double alternating_us(cudaGraphExec_t e) {
     for (int i = 0; i < 20; i++)
         launch(e, streams[i % 2]);
     CK(cudaDeviceSynchronize());
@@ -37,8 +35,7 @@ static double alternating_us(cudaGraphExec_t e)
     return median(samples);
 }
 
-static void measure(const char *name, size_t bytes)
-{
+static void measure(const char *name, size_t bytes) {
     cudaGraphExec_t e = one_kernel(bytes);
     metric(name, alternating_us(e));
     CK(cudaGraphExecDestroy(e));
@@ -46,8 +43,7 @@ static void measure(const char *name, size_t bytes)
     CK(cudaDeviceGraphMemTrim(0));
 }
 
-int main(int, char **argv)
-{
+int main(int, char **argv) {
     bench_init(argv[0]);
     streams[0] = new_stream();
     streams[1] = new_stream();

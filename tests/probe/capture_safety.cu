@@ -6,13 +6,11 @@
 
 static CUstream stream;
 
-static void begin(void)
-{
+static void begin(void) {
     cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
-static void end_and_report(const char *what, CUresult call_result)
-{
+static void end_and_report(const char *what, CUresult call_result) {
     CUstreamCaptureStatus status;
     cuStreamIsCapturing(stream, &status);
     CUgraph graph = NULL;
@@ -23,8 +21,7 @@ static void end_and_report(const char *what, CUresult call_result)
         cuGraphDestroy(graph);
 }
 
-int main()
-{
+int main() {
     cudaFree(0);
     cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
     CUmemoryPool pool;

@@ -4,8 +4,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
-static void dump(cudaGraph_t graph, unsigned flags, const char *tag)
-{
+static void dump(cudaGraph_t graph, unsigned flags, const char *tag) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/graphmem_probe_%s_%u.dot", tag, flags);
     CUresult r = cuGraphDebugDotPrint((CUgraph)graph, path, flags);
@@ -18,8 +17,7 @@ static void dump(cudaGraph_t graph, unsigned flags, const char *tag)
         fclose(f);
 }
 
-int main()
-{
+int main() {
     cudaFree(0);
     cudaGraph_t mem, empty;
     cudaGraphCreate(&mem, 0);

@@ -6,21 +6,18 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now_ms()
-{
+static double now_ms() {
     timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-__global__ void touch(char *p)
-{
+__global__ void touch(char *p) {
     if (p)
         p[0] = 1;
 }
 
-static void measure(int pairs)
-{
+static void measure(int pairs) {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cudaGraph_t g;
@@ -69,8 +66,7 @@ static void measure(int pairs)
     cudaStreamDestroy(s);
 }
 
-int main()
-{
+int main() {
     cudaFree(0);
     for (int pairs : {100, 1000, 3000, 10000, 30000})
         measure(pairs);
