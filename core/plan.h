@@ -28,9 +28,9 @@ typedef struct gm_plan_input {
     uint32_t alloc_count;
     const gm_plan_alloc_t *allocs;
     uint32_t item_count;
-    uint64_t page;         /* physical page size (granularity), bytes */
-    uint64_t max_handle;   /* largest handle, bytes, multiple of page */
-    bool no_alias;         /* every item gets memory of its own */
+    uint64_t page;       /* physical page size (granularity), bytes */
+    uint64_t max_handle; /* largest handle, bytes, multiple of page */
+    bool no_alias;       /* every item gets memory of its own */
 } gm_plan_input_t;
 
 typedef struct gm_plan_item {
@@ -44,7 +44,7 @@ typedef struct gm_plan_item {
 } gm_plan_item_t;
 
 typedef struct gm_plan_arena {
-    uint64_t pages;        /* total size in pages = sum of handle sizes */
+    uint64_t pages; /* total size in pages = sum of handle sizes */
     uint32_t handle_count;
     uint64_t *handle_pages; /* arena = concatenation of handles, each <= max_handle */
 } gm_plan_arena_t;

@@ -1,7 +1,6 @@
 #include "status.h"
 
-const char *gm_status_name(gm_status_t status)
-{
+const char *gm_status_name(gm_status_t status) {
     switch (status) {
     case GM_OK:
         return "ok";
