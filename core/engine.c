@@ -3,35 +3,12 @@
  * engine_group.c (sharing and mapping), engine_launch.c (launch and outside frees) and
  * engine_trim.c (what may be given back). */
 #include <stdlib.h>
-#include <time.h>
 
 #include "engine_internal.h"
 
 /* Address space is reserved this many pages at a time: 64 GiB at 2 MiB pages, so one
  * reservation serves most processes, and small test granularities stay small. */
 #define GM_SLAB_PAGES 32768u
-
-uint64_t gm_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
-    if (need <= *cap)
-        return GM_OK;
-    uint64_t ncap = *cap ? *cap : 8;
-    while (ncap < need)
-        ncap *= 2;
-    if (ncap > UINT32_MAX)
-        return GM_ERR_OUT_OF_MEMORY;
-    void *p = realloc(*array, ncap * elem);
-    if (!p)
-        return GM_ERR_OUT_OF_MEMORY;
-    *array = p;
-    *cap = (uint32_t)ncap;
-    return GM_OK;
-}
 
 gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_config_t *config) {
     if (!backend || !config || !backend->granularity || config->device_count <= 0 ||

@@ -18,6 +18,7 @@
 #include "pack.h"
 #include "plan.h"
 #include "pool.h"
+#include "util.h"
 #include "vaspace.h"
 
 #define GM_PACK_ALIGN 256u /* cudaMallocAsync's alignment guarantee */
@@ -63,7 +64,7 @@ typedef struct gm_packer {
     int device;
     uint64_t access_mask;
     gm_chunk_t **chunks;
-    uint32_t chunk_count;
+    uint32_t chunk_count, chunk_cap;
     gm_record_t **ids; /* pack id -> record (NULL once forgotten) */
     uint32_t id_count, id_cap;
     struct gm_packer *next;
@@ -187,10 +188,6 @@ struct gm_engine {
     gm_exec_report_t *dead_reports;
     uint32_t dead_count, dead_cap;
 };
-
-/* engine.c */
-uint64_t gm_now_ns(void);
-gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem);
 
 /* engine_record.c */
 void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */

@@ -226,10 +226,8 @@ static gm_status_t place(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
         return st;
     if (chunk >= pk->chunk_count) {
         gm_chunk_t *c = calloc(1, sizeof *c);
-        gm_chunk_t **cs = realloc(pk->chunks, (pk->chunk_count + 1) * sizeof *cs);
-        if (cs)
-            pk->chunks = cs;
-        if (!c || !cs) {
+        if (!c || gm_grow((void **)&pk->chunks, &pk->chunk_cap, pk->chunk_count + 1,
+                          sizeof *pk->chunks)) {
             free(c);
             gm_pack_forget(pk->pack, id);
             return GM_ERR_OUT_OF_MEMORY;

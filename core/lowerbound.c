@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "bitset.h"
+#include "util.h"
 
 /* The bound as a flow. Write i < j when allocation i ends before j starts (bit i of row j of
  * `before`). Every allocation j offers size[j] bytes at its start, every proper i takes up to
@@ -51,16 +52,10 @@ typedef struct solver {
 } solver_t;
 
 static gm_status_t add_transfer(solver_t *s, uint32_t start, uint32_t end, int64_t bytes) {
-    if (s->transfer_count == s->transfer_cap) {
-        if (s->transfer_cap > UINT32_MAX / 4)
-            return GM_ERR_OUT_OF_MEMORY;
-        uint32_t cap = 2 * s->transfer_cap;
-        transfer_t *t = realloc(s->transfers, (size_t)cap * sizeof *t);
-        if (!t)
-            return GM_ERR_OUT_OF_MEMORY;
-        s->transfers = t;
-        s->transfer_cap = cap;
-    }
+    if (s->transfer_count == s->transfer_cap &&
+        gm_grow((void **)&s->transfers, &s->transfer_cap, s->transfer_count + 1,
+                sizeof *s->transfers))
+        return GM_ERR_OUT_OF_MEMORY;
     s->transfers[s->transfer_count] = (transfer_t){start, s->first[end], bytes};
     s->first[end] = s->transfer_count++;
     return GM_OK;

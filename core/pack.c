@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 /* Chunks searched per placement, newest first. Older chunks are left to the planner: once their
  * residents end, their pages serve other items anyway, and filling them would stretch their
  * lifetime and the conflicts of the whole chunk. */
@@ -40,20 +42,6 @@ struct gm_pack {
     uint32_t undo_count, undo_cap;
     uint32_t stamp;
 };
-
-static bool grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem) {
-    if (need <= *cap)
-        return true;
-    uint32_t n = *cap ? *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *p = realloc(*ptr, (size_t)n * elem);
-    if (!p)
-        return false;
-    *ptr = p;
-    *cap = n;
-    return true;
-}
 
 gm_pack_t *gm_pack_create(uint64_t chunk_bytes, uint64_t align) {
     if (align == 0 || (align & (align - 1)) || chunk_bytes < align)
@@ -103,7 +91,7 @@ static void consider(fit_t *best, uint32_t chunk, uint64_t lo, uint64_t hi, uint
 }
 
 static gm_status_t insert_frag(chunk_t *c, uint32_t at, frag_t f) {
-    if (!grow((void **)&c->frags, &c->cap, c->count + 1, sizeof *c->frags))
+    if (gm_grow((void **)&c->frags, &c->cap, c->count + 1, sizeof *c->frags))
         return GM_ERR_OUT_OF_MEMORY;
     memmove(c->frags + at + 1, c->frags + at, (c->count - at) * sizeof *c->frags);
     c->frags[at] = f;
@@ -115,15 +103,15 @@ static gm_status_t insert_frag(chunk_t *c, uint32_t at, frag_t f) {
  * it covers move to the undo log (for gm_pack_forget) and are cut from their owners. */
 static gm_status_t occupy(gm_pack_t *pack, chunk_t *c, uint32_t id, uint64_t lo, uint64_t hi) {
     /* Room for the worst case first (one split and one insert) so nothing fails half-way. */
-    if (!grow((void **)&c->frags, &c->cap, c->count + 2, sizeof *c->frags))
+    if (gm_grow((void **)&c->frags, &c->cap, c->count + 2, sizeof *c->frags))
         return GM_ERR_OUT_OF_MEMORY;
     uint32_t first = 0, removed = 0;
     while (first < c->count && c->frags[first].offset + c->frags[first].size <= lo)
         first++;
     while (first + removed < c->count && c->frags[first + removed].offset < hi)
         removed++;
-    if (!grow((void **)&pack->undo, &pack->undo_cap, pack->undo_count + removed,
-              sizeof *pack->undo))
+    if (gm_grow((void **)&pack->undo, &pack->undo_cap, pack->undo_count + removed,
+                sizeof *pack->undo))
         return GM_ERR_OUT_OF_MEMORY;
     record_t *me = &pack->records[id];
     me->undo_start = pack->undo_count;
@@ -184,8 +172,8 @@ gm_status_t gm_pack_place(gm_pack_t *pack, uint64_t size, bool (*reusable)(uint3
     need = (need + pack->align - 1) & ~(pack->align - 1);
     if (need > pack->chunk_bytes || pack->record_count == UINT32_MAX)
         return GM_ERR_INVALID_VALUE;
-    if (!grow((void **)&pack->records, &pack->record_cap, pack->record_count + 1,
-              sizeof *pack->records))
+    if (gm_grow((void **)&pack->records, &pack->record_cap, pack->record_count + 1,
+                sizeof *pack->records))
         return GM_ERR_OUT_OF_MEMORY;
     if (++pack->stamp == 0) { /* wrapped: forget every cached answer */
         for (uint32_t r = 0; r < pack->record_count; r++)
@@ -211,8 +199,8 @@ gm_status_t gm_pack_place(gm_pack_t *pack, uint64_t size, bool (*reusable)(uint3
         consider(&best, ci, cursor, pack->chunk_bytes, need, pack->align);
     }
     if (best.chunk == UINT32_MAX) {
-        if (pack->chunk_count == UINT32_MAX || !grow((void **)&pack->chunks, &pack->chunk_cap,
-                                                     pack->chunk_count + 1, sizeof *pack->chunks))
+        if (pack->chunk_count == UINT32_MAX || gm_grow((void **)&pack->chunks, &pack->chunk_cap,
+                                                       pack->chunk_count + 1, sizeof *pack->chunks))
             return GM_ERR_OUT_OF_MEMORY;
         pack->chunks[pack->chunk_count] = (chunk_t){0};
         best = (fit_t){pack->chunk_count++, 0, pack->chunk_bytes};
@@ -264,7 +252,7 @@ void gm_pack_forget(gm_pack_t *pack, uint32_t id) {
     for (uint32_t k = 0; k < count; k++)
         for (uint32_t u = me->undo_start; u < undo_end && c->frags[k].id == id; u++)
             pieces += clip(pack->undo[u], c->frags[k]).size != 0;
-    if (!grow((void **)&c->frags, &c->cap, count + pieces, sizeof *c->frags))
+    if (gm_grow((void **)&c->frags, &c->cap, count + pieces, sizeof *c->frags))
         return; /* out of memory: its fragments stay, blocking forever (forgotten ids block) */
     for (uint32_t k = 0; k < count; k++) {
         for (uint32_t u = me->undo_start; u < undo_end && c->frags[k].id == id; u++) {

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "util.h"
+
 struct gm_handle {
     uint64_t backend_handle;
     uint64_t bytes;
@@ -21,22 +23,11 @@ struct gm_pool {
 };
 
 gm_status_t gm_arena_append(gm_arena_t *arena, uint64_t pages) {
-    if (arena->count == arena->cap) {
-        uint32_t ncap = arena->cap ? arena->cap * 2 : 8;
-        uint64_t *np = realloc(arena->pages, ncap * sizeof *np);
-        if (!np)
-            return GM_ERR_OUT_OF_MEMORY;
-        arena->pages = np;
-        uint64_t *ns = realloc(arena->start, ncap * sizeof *ns);
-        if (!ns)
-            return GM_ERR_OUT_OF_MEMORY;
-        arena->start = ns;
-        gm_handle_t **nh = realloc(arena->handles, ncap * sizeof *nh);
-        if (!nh)
-            return GM_ERR_OUT_OF_MEMORY;
-        arena->handles = nh;
-        arena->cap = ncap;
-    }
+    void **const arrays[] = {(void **)&arena->pages, (void **)&arena->start,
+                             (void **)&arena->handles};
+    const size_t elems[] = {sizeof *arena->pages, sizeof *arena->start, sizeof *arena->handles};
+    if (gm_grow_parallel(arrays, elems, 3, &arena->cap, arena->count + 1) != GM_OK)
+        return GM_ERR_OUT_OF_MEMORY;
     arena->pages[arena->count] = pages;
     arena->start[arena->count] = arena->total_pages;
     arena->handles[arena->count] = NULL;

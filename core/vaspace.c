@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 typedef struct gm_slab {
     uint64_t va, size;
     bool dedicated; /* reserved for one oversized window; released when that window is freed */
@@ -23,20 +25,6 @@ struct gm_vaspace {
     uint32_t free_count, free_cap;
     uint64_t reserved, live;
 };
-
-static bool reserve_array(void **array, uint32_t *cap, uint32_t need, size_t elem) {
-    if (need <= *cap)
-        return true;
-    uint32_t ncap = *cap ? *cap * 2 : 16;
-    while (ncap < need)
-        ncap *= 2;
-    void *p = realloc(*array, (size_t)ncap * elem);
-    if (!p)
-        return false;
-    *array = p;
-    *cap = ncap;
-    return true;
-}
 
 gm_vaspace_t *gm_vaspace_create(const gm_backend_t *backend, uint64_t slab_bytes) {
     gm_vaspace_t *vs = calloc(1, sizeof *vs);
@@ -91,8 +79,8 @@ static void free_insert(gm_vaspace_t *vs, uint64_t va, uint64_t size, uint32_t s
 
 /* Reserves a slab able to hold `size` and adds it to the free list. */
 static gm_status_t grow_slab(gm_vaspace_t *vs, uint64_t size) {
-    if (!reserve_array((void **)&vs->slabs, &vs->slab_cap, vs->slab_count + 1, sizeof *vs->slabs) ||
-        !reserve_array((void **)&vs->free, &vs->free_cap, vs->free_count + 1, sizeof *vs->free))
+    if (gm_grow((void **)&vs->slabs, &vs->slab_cap, vs->slab_count + 1, sizeof *vs->slabs) ||
+        gm_grow((void **)&vs->free, &vs->free_cap, vs->free_count + 1, sizeof *vs->free))
         return GM_ERR_OUT_OF_MEMORY;
     bool dedicated = size > vs->slab_bytes;
     uint64_t bytes = dedicated ? size : vs->slab_bytes, va = 0;
@@ -156,7 +144,7 @@ void gm_vaspace_free(gm_vaspace_t *vs, uint64_t va, uint64_t size) {
         return;
     }
     /* Room for the insertion: if realloc fails, the range is lost to reuse, never handed twice. */
-    if (reserve_array((void **)&vs->free, &vs->free_cap, vs->free_count + 1, sizeof *vs->free))
+    if (gm_grow((void **)&vs->free, &vs->free_cap, vs->free_count + 1, sizeof *vs->free) == GM_OK)
         free_insert(vs, va, size, s);
 }
 

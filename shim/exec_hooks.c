@@ -2,7 +2,6 @@
  * without any pass straight through. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "driver.h"
 #include "log.h"
@@ -12,6 +11,7 @@
 #include "streams.h"
 #include "scratch.h"
 #include "topology.h"
+#include "util.h"
 
 #define GM_INSTANTIATE_FLAG_AUTO_FREE 1ull
 #define GM_INSTANTIATE_FLAG_UPLOAD 2ull
@@ -24,12 +24,6 @@ typedef struct instantiation {
     /* For the debug line that says where an instantiation's time went. */
     uint64_t started_ns, read_ns, driver_started_ns;
 } instantiation_t;
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* The first memory node of `graph` in the driver's node order (the one it reports as the node that
  * device launch does not support). */
@@ -77,7 +71,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     }
     if (gm_conditional_bodies_have_markers(engine, graph))
         return CUDA_ERROR_INVALID_VALUE;
-    inst->started_ns = now_ns();
+    inst->started_ns = gm_now_ns();
     CUresult r = gm_topology_read(graph, &inst->topology);
     if (r != CUDA_SUCCESS) {
         gm_log(GM_LOG_DEBUG, "instantiate: reading the topology of graph %p failed (%d)",
@@ -87,7 +81,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     inst->engine = engine;
     gm_scratch_begin(&inst->cover, engine);
     gm_scratch_cover_topology(&inst->cover, &inst->topology);
-    inst->driver_started_ns = now_ns();
+    inst->driver_started_ns = gm_now_ns();
     inst->read_ns = inst->driver_started_ns - inst->started_ns;
     return CUDA_SUCCESS;
 }
@@ -98,10 +92,10 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
                        unsigned long long flags, CUstream upload_stream) {
     if (inst->engine == NULL)
         return result;
-    uint64_t driver_ns = now_ns() - inst->driver_started_ns;
+    uint64_t driver_ns = gm_now_ns() - inst->driver_started_ns;
     gm_scratch_end(&inst->cover); /* before anything maps the real memory */
     if (result == CUDA_SUCCESS) {
-        uint64_t engine_started_ns = now_ns();
+        uint64_t engine_started_ns = gm_now_ns();
         gm_relaxed_t relaxed = gm_relaxed_begin();
         uint64_t key = (uint64_t)(uintptr_t)*exec;
         unsigned engine_flags = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
@@ -128,7 +122,7 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
                    "instantiate: graph %p, %u nodes, %u edges: read back %.3f ms, driver %.3f ms, "
                    "engine %.3f ms",
                    (void *)graph, inst->topology.view.node_count, inst->topology.view.edge_count,
-                   inst->read_ns / 1e6, driver_ns / 1e6, (now_ns() - engine_started_ns) / 1e6);
+                   inst->read_ns / 1e6, driver_ns / 1e6, (gm_now_ns() - engine_started_ns) / 1e6);
         }
     }
     gm_topology_free(&inst->topology);

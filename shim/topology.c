@@ -4,30 +4,13 @@
 #include <stdlib.h>
 
 #include "driver.h"
-
-static bool grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
-    if (need <= *cap)
-        return true;
-    uint32_t next = *cap ? *cap : 64;
-    while (next < need)
-        next *= 2;
-    void *grown = realloc(*array, (size_t)next * elem);
-    if (grown == NULL)
-        return false;
-    *array = grown;
-    *cap = next;
-    return true;
-}
+#include "util.h"
 
 static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type, uint32_t *index) {
-    uint32_t need = buf->view.node_count + 1;
-    uint32_t cap = buf->node_cap;
-    if (!grow((void **)&buf->nodes, &cap, need, sizeof *buf->nodes))
+    void **const arrays[] = {(void **)&buf->nodes, (void **)&buf->types};
+    const size_t elems[] = {sizeof *buf->nodes, sizeof *buf->types};
+    if (gm_grow_parallel(arrays, elems, 2, &buf->node_cap, buf->view.node_count + 1) != GM_OK)
         return false;
-    cap = buf->node_cap;
-    if (!grow((void **)&buf->types, &cap, need, sizeof *buf->types))
-        return false;
-    buf->node_cap = cap;
     *index = buf->view.node_count++;
     buf->nodes[*index] = key;
     buf->types[*index] = type;
@@ -35,14 +18,10 @@ static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type,
 }
 
 static bool add_edge(gm_topology_buf_t *buf, uint32_t from, uint32_t to) {
-    uint32_t need = buf->view.edge_count + 1;
-    uint32_t cap = buf->edge_cap;
-    if (!grow((void **)&buf->from, &cap, need, sizeof *buf->from))
+    void **const arrays[] = {(void **)&buf->from, (void **)&buf->to};
+    const size_t elems[] = {sizeof *buf->from, sizeof *buf->to};
+    if (gm_grow_parallel(arrays, elems, 2, &buf->edge_cap, buf->view.edge_count + 1) != GM_OK)
         return false;
-    cap = buf->edge_cap;
-    if (!grow((void **)&buf->to, &cap, need, sizeof *buf->to))
-        return false;
-    buf->edge_cap = cap;
     buf->from[buf->view.edge_count] = from;
     buf->to[buf->view.edge_count] = to;
     buf->view.edge_count++;
@@ -72,30 +51,34 @@ static uint32_t find_node(const node_slot_t *slots, size_t count, uint64_t key) 
 typedef struct dependency_buf {
     CUgraphNode *nodes;
     CUgraphEdgeData *data;
-    size_t cap;
+    uint32_t cap;
 } dependency_buf_t;
 
+static CUresult make_room(dependency_buf_t *deps, size_t need) {
+    void **const arrays[] = {(void **)&deps->nodes, (void **)&deps->data};
+    const size_t elems[] = {sizeof *deps->nodes, sizeof *deps->data};
+    if (need > UINT32_MAX || gm_grow_parallel(arrays, elems, 2, &deps->cap, need) != GM_OK)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return CUDA_SUCCESS;
+}
+
 static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size_t *count) {
+    CUresult r = make_room(deps, 8);
+    if (r != CUDA_SUCCESS)
+        return r;
     size_t n = deps->cap;
-    CUresult r = gm_drv.cuGraphNodeGetDependencies_v2(node, deps->nodes, deps->data, &n);
+    r = gm_drv.cuGraphNodeGetDependencies_v2(node, deps->nodes, deps->data, &n);
     if (r == CUDA_SUCCESS && n < deps->cap) {
         *count = n;
         return r;
     }
     /* Possibly more than fit: ask how many, make room, ask again. */
     r = gm_drv.cuGraphNodeGetDependencies_v2(node, NULL, NULL, &n);
+    if (r == CUDA_SUCCESS)
+        r = make_room(deps, n + 1);
     if (r != CUDA_SUCCESS)
         return r;
-    size_t cap = n + 1;
-    CUgraphNode *nodes = realloc(deps->nodes, cap * sizeof *nodes);
-    if (nodes != NULL)
-        deps->nodes = nodes;
-    CUgraphEdgeData *data = nodes ? realloc(deps->data, cap * sizeof *data) : NULL;
-    if (data == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    deps->data = data;
-    deps->cap = cap;
-    *count = cap;
+    *count = deps->cap;
     return gm_drv.cuGraphNodeGetDependencies_v2(node, deps->nodes, deps->data, count);
 }
 
@@ -133,8 +116,8 @@ static CUresult read_graph(CUgraph graph, gm_topology_buf_t *buf, uint32_t entry
      * collects the child's nodes and feeds the child node's dependents. */
     uint32_t *exit_of = calloc(level ? level : 1, sizeof *exit_of);
     node_slot_t *slots = calloc(level ? level : 1, sizeof *slots);
-    dependency_buf_t deps = {calloc(8, sizeof(CUgraphNode)), calloc(8, sizeof(CUgraphEdgeData)), 8};
-    if (r == CUDA_SUCCESS && (!exit_of || !slots || !deps.nodes || !deps.data))
+    dependency_buf_t deps = {NULL, NULL, 0};
+    if (r == CUDA_SUCCESS && (!exit_of || !slots))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
         slots[i - first] = (node_slot_t){buf->nodes[i], i};
@@ -198,21 +181,15 @@ typedef struct nested {
 } nested_t;
 
 static nested_t *nested;
-static size_t nested_count, nested_cap;
+static uint32_t nested_count, nested_cap;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count,
                       gm_nested_kind_t kind) {
     pthread_mutex_lock(&nested_lock);
     for (unsigned i = 0; i < count; i++) {
-        if (nested_count == nested_cap) {
-            size_t cap = nested_cap ? nested_cap * 2 : 16;
-            nested_t *grown = realloc(nested, cap * sizeof *grown);
-            if (grown == NULL)
-                break;
-            nested = grown;
-            nested_cap = cap;
-        }
+        if (gm_grow((void **)&nested, &nested_cap, nested_count + 1, sizeof *nested) != GM_OK)
+            break;
         nested[nested_count++] = (nested_t){parent, graphs[i], kind};
     }
     pthread_mutex_unlock(&nested_lock);
