@@ -14,14 +14,12 @@
         }                                                                                          \
     } while (0)
 
-__global__ void fill(float *p, size_t n, float v)
-{
+__global__ void fill(float *p, size_t n, float v) {
     for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
         p[i] = v;
 }
 
-static int capture_chain(cudaStream_t s, cudaGraphExec_t *exec)
-{
+static int capture_chain(cudaStream_t s, cudaGraphExec_t *exec) {
     cudaGraph_t g;
     const size_t n = (256u << 20) / sizeof(float);
     float *a, *b;
@@ -37,8 +35,7 @@ static int capture_chain(cudaStream_t s, cudaGraphExec_t *exec)
     return cudaGraphDestroy(g) != cudaSuccess;
 }
 
-static int capture_fork_join(cudaStream_t s, cudaStream_t side, cudaGraphExec_t *exec)
-{
+static int capture_fork_join(cudaStream_t s, cudaStream_t side, cudaGraphExec_t *exec) {
     cudaGraph_t g;
     cudaEvent_t fork, join;
     cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
@@ -61,8 +58,7 @@ static int capture_fork_join(cudaStream_t s, cudaStream_t side, cudaGraphExec_t 
     return cudaGraphDestroy(g) != cudaSuccess;
 }
 
-static int capture_small(cudaStream_t s, cudaGraphExec_t *exec)
-{
+static int capture_small(cudaStream_t s, cudaGraphExec_t *exec) {
     cudaGraph_t g;
     float *live[8] = {0};
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -82,8 +78,7 @@ static int capture_small(cudaStream_t s, cudaGraphExec_t *exec)
     return cudaGraphDestroy(g) != cudaSuccess;
 }
 
-int main()
-{
+int main() {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         printf("demo: no CUDA GPU here\n");

@@ -1,6 +1,6 @@
 """GPU conformance: every tests/gpu/scn_*.cu scenario runs natively and under graphmem in one test
 and must print the same OBS lines (semantics.md §A is the checklist the scenarios cover). Also the
-stress program (natively, under graphmem, and under compute-sanitizer memcheck at a reduced size)
+stress programs (natively, under graphmem, and under compute-sanitizer memcheck at a reduced size)
 and the planted use-after-free that graphmem's GRAPHMEM_UAF_CHECK=1 must turn into a fault.
 
 Without a GPU every test skips with the reason. Programs come from the build tree
@@ -55,6 +55,24 @@ def test_stress():
     under = gh.run_graphmem([prog, *STRESS_ARGS], timeout=300)
     print(gh.info_report("stress", native, under))
     _stress_ok(under)
+
+
+# The concurrency stress: threads launching execs that share memory on their own streams, with
+# uploads, trims, frees, re-instantiation and captures on another thread in every mode.
+STRESS_THREADS_ARGS = ["--launches", "100000", "--threads", "4"]
+
+
+@pytest.mark.slow
+def test_stress_threads():
+    gh.require_gpu()
+    prog = gh.program("stress_threads")
+    native = gh.run_native([prog, *STRESS_THREADS_ARGS], timeout=300)
+    _stress_ok(native)
+    under = gh.run_graphmem([prog, *STRESS_THREADS_ARGS], timeout=300)
+    print(gh.info_report("stress_threads", native, under))
+    _stress_ok(under)
+    diffs = gh.obs_differences(native, under)
+    assert not diffs, "observations differ (native vs graphmem):\n" + "\n".join(diffs)
 
 
 @pytest.mark.slow

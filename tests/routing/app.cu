@@ -16,7 +16,7 @@ static int failures;
 #define CHECK(call)                                                                                \
     do {                                                                                           \
         cudaError_t err_ = (call);                                                                 \
-        printf("%s -> %s\n", #call, cudaGetErrorName(err_));                                      \
+        printf("%s -> %s\n", #call, cudaGetErrorName(err_));                                       \
         if (err_ != cudaSuccess)                                                                   \
             failures++;                                                                            \
     } while (0)
@@ -26,24 +26,36 @@ static const struct {
     const char *name;
     int version;
 } entries[] = {
-    {"cuMemAllocAsync", 11020},        {"cuMemFreeAsync", 11020},
-    {"cuMemAllocFromPoolAsync", 11020}, {"cuStreamBeginCapture", 10000},
-    {"cuStreamBeginCapture", 10010},   {"cuStreamBeginCaptureToGraph", 12030},
-    {"cuStreamEndCapture", 10000},     {"cuGraphInstantiate", 10000},
-    {"cuGraphInstantiate", 11000},     {"cuGraphInstantiate", 11040},
-    {"cuGraphInstantiateWithFlags", 11040}, {"cuGraphInstantiateWithParams", 12000},
-    {"cuGraphLaunch", 10000},          {"cuGraphUpload", 11010},
-    {"cuGraphExecDestroy", 10000},     {"cuGraphDestroy", 10000},
-    {"cuGraphAddMemAllocNode", 11040}, {"cuGraphAddMemFreeNode", 11040},
-    {"cuGraphAddNode", 12020},         {"cuGraphAddNode", 12030},
-    {"cuDeviceGraphMemTrim", 11040},   {"cuDeviceGetGraphMemAttribute", 11040},
-    {"cuDeviceSetGraphMemAttribute", 11040}, {"cuStreamGetCaptureInfo", 12030},
-    {"cuStreamIsCapturing", 10000},    {"cuGetProcAddress", 11030},
+    {"cuMemAllocAsync", 11020},
+    {"cuMemFreeAsync", 11020},
+    {"cuMemAllocFromPoolAsync", 11020},
+    {"cuStreamBeginCapture", 10000},
+    {"cuStreamBeginCapture", 10010},
+    {"cuStreamBeginCaptureToGraph", 12030},
+    {"cuStreamEndCapture", 10000},
+    {"cuGraphInstantiate", 10000},
+    {"cuGraphInstantiate", 11000},
+    {"cuGraphInstantiate", 11040},
+    {"cuGraphInstantiateWithFlags", 11040},
+    {"cuGraphInstantiateWithParams", 12000},
+    {"cuGraphLaunch", 10000},
+    {"cuGraphUpload", 11010},
+    {"cuGraphExecDestroy", 10000},
+    {"cuGraphDestroy", 10000},
+    {"cuGraphAddMemAllocNode", 11040},
+    {"cuGraphAddMemFreeNode", 11040},
+    {"cuGraphAddNode", 12020},
+    {"cuGraphAddNode", 12030},
+    {"cuDeviceGraphMemTrim", 11040},
+    {"cuDeviceGetGraphMemAttribute", 11040},
+    {"cuDeviceSetGraphMemAttribute", 11040},
+    {"cuStreamGetCaptureInfo", 12030},
+    {"cuStreamIsCapturing", 10000},
+    {"cuGetProcAddress", 11030},
     {"cuGetProcAddress", 12000},
 };
 
-static void report_entries(void)
-{
+static void report_entries(void) {
     for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
         for (unsigned long long flags = 0; flags <= 2; flags += 2) {
             void *fn = NULL;
@@ -53,8 +65,9 @@ static void report_entries(void)
             Dl_info info;
             const char *obj = "-", *sym = "-";
             if (fn && dladdr(fn, &info)) {
-                obj = info.dli_fname ? strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
-                                                                   : info.dli_fname
+                obj = info.dli_fname ? strrchr(info.dli_fname, '/')
+                                           ? strrchr(info.dli_fname, '/') + 1
+                                           : info.dli_fname
                                      : "?";
                 sym = info.dli_sname ? info.dli_sname : "?";
             }
@@ -64,8 +77,7 @@ static void report_entries(void)
     }
 }
 
-int main(void)
-{
+int main(void) {
     // Unbuffered, so a crash under test still shows how far the program got.
     setvbuf(stdout, NULL, _IONBF, 0);
     int dev = -1;

@@ -19,6 +19,8 @@
 #define GM_MOCK_CALL(name) gm_mock_log_call(name, __builtin_return_address(0))
 
 void gm_mock_log_call(const char *name, const void *caller);
+/* A call of an entry the mock leaves unimplemented (from stubs.c, which cannot include this). */
+void gm_mock_log_unimplemented(const char *name, const void *caller);
 void gm_mock_logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Global lock for all mock state: the mock values simplicity over concurrency. */

@@ -65,7 +65,7 @@ gm_status_t gm_flow_add_edge(gm_flow_t *flow, uint32_t from, uint32_t to, int64_
  * to the sink by a backward BFS) runs at the start and after every `relabel_budget` units of work.
  */
 typedef struct solver {
-    const gm_flow_t *flow;
+    gm_flow_t *flow; /* its capacities become the residual ones */
     uint32_t n, source, sink;
     uint32_t *start, *arcs; /* arcs leaving each node, compressed rows */
     uint32_t *label, *current, *queue;
@@ -111,7 +111,7 @@ static void global_relabel(solver_t *s) {
 
 /* Pushes v's excess along admissible arcs; relabels when none is left. Returns the work done. */
 static uint64_t discharge(solver_t *s, uint32_t v) {
-    gm_flow_t *flow = (gm_flow_t *)s->flow;
+    gm_flow_t *flow = s->flow;
     uint64_t work = 0;
     while (s->excess[v] > 0) {
         if (s->current[v] == s->start[v + 1]) {
