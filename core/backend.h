@@ -40,6 +40,9 @@ typedef struct gm_backend {
     gm_status_t (*fence_wait_stream)(void *ctx, uint64_t stream, uint64_t fence);
     gm_status_t (*fence_wait_host)(void *ctx, uint64_t fence);
     void (*fence_destroy)(void *ctx, uint64_t fence);
+    /* Waits on the host for everything enqueued on `stream` (a stream the current call was handed):
+     * the proof left when a fence cannot be recorded after a launch. */
+    gm_status_t (*stream_sync)(void *ctx, uint64_t stream);
 } gm_backend_t;
 
 #endif

@@ -1,7 +1,7 @@
 /* Engine lifetime, attributes and reports. The other concerns live in engine_record.c (records and
  * their addresses), engine_graph.c (graphs and markers), engine_exec.c (instantiation),
- * engine_group.c (sharing and mapping), engine_launch.c (launch and outside frees) and
- * engine_trim.c (what may be given back). */
+ * engine_group.c (sharing and mapping), engine_launch.c (the launch protocol and outside frees),
+ * engine_fence.c (GPU order) and engine_trim.c (what may be given back). */
 #include <stdlib.h>
 
 #include "engine_internal.h"
@@ -56,6 +56,7 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_vaspace_destroy(e->vas);
     gm_map_fini(&e->nodes);
     gm_map_fini(&e->addresses);
+    gm_keyset_fini(&e->served);
     free(e->dead_reports);
     pthread_mutex_destroy(&e->lock);
     free(e);

@@ -2,7 +2,7 @@
  * execs and streams are opaque 64-bit keys chosen by the shim (the CUDA handle values, or a
  * stream identity for the per-thread default stream).
  *
- * Model (see DESIGN.md §core):
+ * Model (core/README.md):
  * - Every graph allocation gets, at creation, a fixed address inside a VA window of graphmem's
  *   own reservation. Allocations of at least `small_limit` bytes own their window (page aligned,
  *   padded on both sides by max_handle - page so that any arena handle overlapping them can be
@@ -16,8 +16,9 @@
  *   is a list of physical handles shared by all member execs through persistent alias mappings.
  *   Moving to another stream follows the cross-stream policy. GPU order is known through fences.
  *
- * Thread safety: every function may be called from any thread; the engine serializes internally.
- * Re-entrancy: the engine calls only the backend, never back into the shim's hooks. */
+ * Thread safety: every function may be called from any thread; the engine serializes internally
+ * (one lock, never held while waiting on the host; core/README.md). Re-entrancy: the engine calls
+ * only the backend and the driver calls handed to it, never back into the shim's hooks. */
 #ifndef GRAPHMEM_ENGINE_H
 #define GRAPHMEM_ENGINE_H
 
@@ -49,6 +50,16 @@ typedef struct gm_engine_config {
     bool no_alias;  /* every allocation gets its own physical memory, nothing shared */
     bool uaf_check; /* memory is mapped only while an allocation may be live (see README) */
 } gm_engine_config_t;
+
+/* The driver call an engine operation makes for the shim, run inside the engine's critical
+ * section so that the engine's decision and the driver's action are one step for every other
+ * thread (core/README.md, "Launch protocol"). Returns true when the driver succeeded; the shim
+ * keeps the driver's code to return it. */
+typedef struct gm_driver_call {
+    bool (*fn)(void *arg);
+    void *arg;
+} gm_driver_call_t;
+#define GM_NO_CALL ((gm_driver_call_t){NULL, NULL}) /* the driver's part is done already */
 
 gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_config_t *config);
 /* Unmaps and releases everything; for process teardown and tests. */
@@ -113,9 +124,11 @@ bool gm_engine_graph_has_markers(gm_engine_t *engine, uint64_t graph);
 /* The graphs holding markers now (up to `cap` of them); returns how many there are. */
 size_t gm_engine_marked_graphs(gm_engine_t *engine, uint64_t *graphs_out, size_t cap);
 
-/* cuGraphDestroy, or a capture that failed: node lifetimes end. Allocations that are live (made
- * by a launch and not freed) survive; the rest release their addresses. */
-void gm_engine_graph_destroyed(gm_engine_t *engine, uint64_t graph);
+/* cuGraphDestroy of graphs[0] through `call` (as gm_engine_exec_destroy), or a capture that failed
+ * (NULL call.fn); graphs[1..] (the graphs it owned) end with it. Node lifetimes end. Allocations
+ * that are live (made by a launch and not freed) survive; the rest release their addresses. */
+gm_status_t gm_engine_graphs_destroy(gm_engine_t *engine, const uint64_t *graphs, size_t count,
+                                     gm_driver_call_t call);
 /* A child graph moved into `parent` (move ownership): its markers now belong to the parent. */
 void gm_engine_graph_moved(gm_engine_t *engine, uint64_t child, uint64_t parent);
 
@@ -135,35 +148,37 @@ typedef struct gm_topology {
 /* Plans `graph` for the new `exec` (already instantiated by the driver). Maps nothing yet. */
 gm_status_t gm_engine_instantiate(gm_engine_t *engine, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags);
-bool gm_engine_exec_known(gm_engine_t *engine, uint64_t exec);
 /* Whether an exec of `graph` is alive (the driver refuses a second instantiation). */
 bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
 
-/* Before the driver launches or uploads `exec` into `stream`: refuses a relaunch while an
- * allocation of a previous launch is unfreed and the exec lacks AUTO_FREE (GM_ERR_INVALID_VALUE),
- * applies AutoFreeOnLaunch, maps what is not mapped (GM_ERR_OUT_OF_MEMORY past the cap), and
- * inserts the stream waits the cross-stream policy needs. Then the shim calls the driver and
- * reports the outcome with gm_engine_launch_end (on failure the engine rolls back). */
-gm_status_t gm_engine_launch_begin(gm_engine_t *engine, uint64_t exec, uint64_t stream,
-                                   bool upload_only);
-/* The launch's fast path, one lookup and no backend call: GM_OK when `exec` may launch on
- * `stream` as it is (then the shim calls the driver and gm_engine_launch_end directly),
- * GM_ERR_NOT_READY when gm_engine_launch_begin must prepare or refuse it, GM_ERR_INVALID_VALUE
- * when the exec is not graphmem's (the launch passes through). */
-gm_status_t gm_engine_launch_try(gm_engine_t *engine, uint64_t exec, uint64_t stream,
-                                 bool upload_only);
-void gm_engine_launch_end(gm_engine_t *engine, uint64_t exec, uint64_t stream, bool upload_only,
-                          bool succeeded);
-/* cuGraphExecDestroy: the exec's live allocations survive; its memory is reclaimed at trim. */
-void gm_engine_exec_destroyed(gm_engine_t *engine, uint64_t exec);
+/* Whether `exec` is an exec graphmem serves. Never waits (no lock): launches of graphs graphmem
+ * does not serve pass through on this answer alone. */
+bool gm_engine_serves(gm_engine_t *engine, uint64_t exec);
+
+/* Launches (or, with `upload_only`, uploads) `exec` into `stream` through `call`, in one step:
+ * refuses a relaunch while an allocation of a previous launch is unfreed and the exec lacks
+ * AUTO_FREE (GM_ERR_INVALID_VALUE, as the driver), applies AutoFreeOnLaunch, maps what is not
+ * mapped (GM_ERR_OUT_OF_MEMORY past the cap), orders the launch after earlier users of its memory
+ * on other streams (stream waits on `stream` only), makes the call, and records a fence on
+ * `stream`. GM_ERR_DRIVER when the call failed. On any failure nothing is left changed but stream
+ * waits already enqueued (harmless: they order, nothing else). An exec the engine does not know
+ * just gets the call. */
+gm_status_t gm_engine_launch(gm_engine_t *engine, uint64_t exec, uint64_t stream, bool upload_only,
+                             gm_driver_call_t call);
+/* cuGraphExecDestroy through `call`: the exec's live allocations survive; its memory is reclaimed
+ * at trim. The engine forgets the exec in the same step as the driver destroys it, so a handle the
+ * driver hands out again cannot meet the old exec. GM_ERR_DRIVER when the call failed (nothing
+ * changes). A NULL call.fn: the driver's part is done already. */
+gm_status_t gm_engine_exec_destroy(gm_engine_t *engine, uint64_t exec, gm_driver_call_t call);
 
 /* ---- Outside graphs ------------------------------------------------------------------------ */
 
 /* cuMemFree (stream = GM_NO_STREAM) or cuMemFreeAsync of a graph allocation outside capture.
  * GM_ERR_INVALID_VALUE when it is not live (never launched, or freed already). */
 gm_status_t gm_engine_free_outside(gm_engine_t *engine, uint64_t va, uint64_t stream);
-/* A stream is about to be destroyed: fence what it ran so later users of its memory can wait. */
-void gm_engine_stream_destroyed(gm_engine_t *engine, uint64_t stream);
+/* cuStreamDestroy through `call` (as gm_engine_exec_destroy): its handle may name a new stream
+ * from now on, so the engine forgets it. Fences recorded on it keep the order of what it ran. */
+gm_status_t gm_engine_stream_destroy(gm_engine_t *engine, uint64_t stream, gm_driver_call_t call);
 
 typedef enum gm_attr {
     GM_ATTR_USED_CURRENT = 0, /* bytes mapped by at least one graph */

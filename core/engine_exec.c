@@ -24,10 +24,8 @@ static void part_free(gm_engine_t *e, gm_part_t *p) {
         gm_record_unref_check(e, r);
     }
     for (uint32_t i = 0; i < p->point_count; i++)
-        if (p->points[i].fence)
-            e->backend.fence_destroy(e->backend.ctx, p->points[i].fence);
-    if (p->run_fence)
-        e->backend.fence_destroy(e->backend.ctx, p->run_fence);
+        gm_fence_unref(e, p->points[i].fence);
+    gm_fence_unref(e, p->run_fence);
     gm_arena_fini(&p->escape);
     gm_plan_free(&p->plan);
     free(p->items);
@@ -158,29 +156,6 @@ static void part_link(gm_engine_t *e, gm_part_t *p) {
     e->parts = p;
 }
 
-/* A destroyed exec of the same graph may still map the graph's windows (its memory is reclaimed
- * lazily, at trim): before a new exec of the graph can map them, release those mappings, waiting
- * on the host for the old exec's last run and for pending frees of its allocations. Allocations
- * still unfreed keep their memory (the new exec's launch is refused while they are). */
-static void release_previous_parts(gm_engine_t *e, const gm_graph_t *g) {
-    const gm_backend_t *b = &e->backend;
-    for (gm_part_t *p = e->parts, *next; p; p = next) {
-        next = p->all_next;
-        if (!p->exec->destroyed || p->record_count == 0 || p->records[0]->alloc.graph != g ||
-            p->busy || !gm_part_idle(e, p, true))
-            continue;
-        gm_part_unmap_shared(e, p);
-        if (!gm_part_points_done(e, p)) { /* records the fences still missing */
-            for (uint32_t i = 0; i < p->point_count; i++)
-                if (p->points[i].fence)
-                    b->fence_wait_host(b->ctx, p->points[i].fence);
-        }
-        if (!p->unfreed && gm_part_points_done(e, p))
-            gm_part_unmap_escape(e, p);
-        gm_part_try_reclaim(e, p);
-    }
-}
-
 gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags) {
     if (!topo || (topo->node_count && !topo->nodes) ||
@@ -199,11 +174,11 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
         st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (semantics §A3.7) */
         goto out;
     }
-    release_previous_parts(e, g);
     if (gm_map_get(&e->execs, exec))
         goto out;
     st = GM_ERR_OUT_OF_MEMORY;
-    if (gm_map_reserve(&b.index, topo->node_count) || gm_map_reserve(&e->execs, 1))
+    if (gm_map_reserve(&b.index, topo->node_count) || gm_map_reserve(&e->execs, 1) ||
+        gm_keyset_insert(&e->served, exec))
         goto out;
     for (uint32_t i = 0; i < topo->node_count; i++)
         gm_map_put(&b.index, topo->nodes[i], (void *)(uintptr_t)(i + 1));
@@ -225,6 +200,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
         if ((st = part_build(&b, g, d, &p)) != GM_OK)
             goto out;
         p->exec = x;
+        p->graph_serial = g->serial;
         x->parts[x->part_count++] = p;
     }
     x->report.exec = exec;
@@ -249,16 +225,11 @@ out:
             part_free(e, x->parts[i]);
         exec_free(e, x);
     }
+    if (st != GM_OK && !gm_map_get(&e->execs, exec))
+        gm_keyset_remove(&e->served, exec);
     gm_map_fini(&b.index);
     pthread_mutex_unlock(&e->lock);
     return st;
-}
-
-bool gm_engine_exec_known(gm_engine_t *e, uint64_t exec) {
-    pthread_mutex_lock(&e->lock);
-    bool known = gm_map_get(&e->execs, exec) != NULL;
-    pthread_mutex_unlock(&e->lock);
-    return known;
 }
 
 bool gm_engine_graph_instantiated(gm_engine_t *e, uint64_t graph) {
@@ -304,9 +275,15 @@ static void exec_retire(gm_engine_t *e, gm_exec_t *x) {
     x->destroyed = true;
 }
 
-void gm_engine_exec_destroyed(gm_engine_t *e, uint64_t exec) {
+gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call_t call) {
     pthread_mutex_lock(&e->lock);
+    gm_status_t st = GM_OK;
+    if (call.fn && !call.fn(call.arg)) {
+        st = GM_ERR_DRIVER;
+        goto out;
+    }
     gm_exec_t *x = gm_map_remove(&e->execs, exec);
+    gm_keyset_remove(&e->served, exec);
     if (x) {
         exec_retire(e, x);
         if (x->part_count == 0) {
@@ -320,7 +297,9 @@ void gm_engine_exec_destroyed(gm_engine_t *e, uint64_t exec) {
                 gm_part_try_reclaim(e, parts[i]);
         }
     }
+out:
     pthread_mutex_unlock(&e->lock);
+    return st;
 }
 
 void gm_execs_destroy_all(gm_engine_t *e) {

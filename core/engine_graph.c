@@ -13,6 +13,7 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
     if (!g)
         return NULL;
     g->key = key;
+    g->serial = ++e->next_graph_serial;
     if (gm_map_put(&e->graphs, key, g) != GM_OK) {
         free(g);
         return NULL;
@@ -177,12 +178,21 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     free(g);
 }
 
-void gm_engine_graph_destroyed(gm_engine_t *e, uint64_t graph) {
+gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, size_t count,
+                                     gm_driver_call_t call) {
     pthread_mutex_lock(&e->lock);
-    gm_graph_t *g = gm_map_remove(&e->graphs, graph);
-    if (g)
-        graph_free(e, g);
+    gm_status_t st = GM_OK;
+    if (call.fn && !call.fn(call.arg)) {
+        st = GM_ERR_DRIVER;
+    } else {
+        for (size_t i = 0; i < count; i++) {
+            gm_graph_t *g = gm_map_remove(&e->graphs, graphs[i]);
+            if (g)
+                graph_free(e, g);
+        }
+    }
     pthread_mutex_unlock(&e->lock);
+    return st;
 }
 
 void gm_graphs_destroy_all(gm_engine_t *e) {
@@ -218,6 +228,10 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     *tail = c->packers;
     c->packers = NULL;
     c->record_count = c->free_count = 0;
+    /* Parts of destroyed execs of the child map windows that are the parent's now. */
+    for (gm_part_t *q = e->parts; q; q = q->all_next)
+        if (q->graph_serial == c->serial)
+            q->graph_serial = p->serial;
     graph_free(e, c);
 out:
     pthread_mutex_unlock(&e->lock);

@@ -17,14 +17,11 @@ static gm_group_t *group_new(int device, uint64_t stream) {
 }
 
 static void group_free(gm_engine_t *e, gm_group_t *g) {
-    if (g->last_fence)
-        e->backend.fence_destroy(e->backend.ctx, g->last_fence);
+    gm_fence_unref(e, g->last_fence);
     gm_arena_fini(&g->arena);
     free(g);
 }
 
-/* The group a part joins for a launch on `stream`: the stream's group of the device, or a
- * private one when nothing may be shared. */
 static gm_group_t *group_for(gm_engine_t *e, int device, uint64_t stream) {
     if (e->config.no_alias)
         return group_new(device, stream);
@@ -80,40 +77,15 @@ void gm_groups_destroy_all(gm_engine_t *e) {
     }
 }
 
-/* Orders a launch on `stream` after the group's previous user when that was another part (an
- * exec's own launches are ordered by the driver). last_part is kept by every launch, the fast
- * path's included (when it was not, a mover skipped the wait after another member's run: found
- * by the GPU stress test). */
-static gm_status_t order_after_group(gm_engine_t *e, gm_group_t *g, gm_part_t *p, uint64_t stream) {
-    if (g->last_stream == stream && !g->last_fence)
-        return GM_OK;
-    const gm_backend_t *b = &e->backend;
-    bool unknown = g->last_stream == GM_NO_STREAM && !g->last_fence; /* see stream_destroyed */
-    if (g->last_part && g->last_part != p && !unknown) {
-        uint64_t f = g->last_fence;
-        gm_status_t st = f ? GM_OK : b->fence_record(b->ctx, g->last_stream, &f);
-        if (st != GM_OK)
-            return st;
-        st = b->fence_wait_stream(b->ctx, stream, f);
-        if (!g->last_fence)
-            b->fence_destroy(b->ctx, f);
-        if (st != GM_OK)
-            return st;
-        p->exec->report.waits++;
-    }
-    if (g->last_fence)
-        b->fence_destroy(b->ctx, g->last_fence);
-    g->last_fence = 0;
-    g->last_stream = stream;
-    return GM_OK;
-}
-
-gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
+gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait) {
     gm_group_t *g = p->group;
-    if (g && g->last_stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP) {
-        /* Leave only once the previous run is over: unmapping does not wait for the GPU. */
-        if (!gm_part_idle(e, p, true))
-            return GM_ERR_BACKEND;
+    if (g && g->stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP) {
+        /* Leave only once the previous run is over: unmapping does not wait for the GPU. The
+         * caller waits for the fence on the host, without the lock, and tries again. */
+        if (!gm_part_idle(e, p)) {
+            *wait = p->run_fence;
+            return GM_ERR_NOT_READY;
+        }
         gm_part_unmap_shared(e, p);
         if (p->shared_maps.count)
             return GM_ERR_BACKEND;
@@ -129,10 +101,7 @@ gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
         g->members = p;
         g->member_count++;
     }
-    gm_status_t st = order_after_group(e, g, p, stream);
-    if (st == GM_OK)
-        g->last_part = p;
-    return st;
+    return GM_OK;
 }
 
 static void maplist_unmap(gm_engine_t *e, gm_part_t *p, gm_maplist_t *ml, uint32_t down_to) {
@@ -154,12 +123,6 @@ void gm_part_unmap_escape(gm_engine_t *e, gm_part_t *p) {
     maplist_unmap(e, p, &p->escape_maps, 0);
 }
 
-typedef struct fill_log {
-    gm_arena_t *arena[2];
-    uint32_t *slots[2];
-    uint32_t count[2], cap[2];
-} fill_log_t;
-
 /* Fills a slot, making room under the cap by trimming idle memory first when needed. */
 static gm_status_t fill(gm_engine_t *e, gm_part_t *p, gm_arena_t *arena, uint32_t k) {
     gm_status_t st = gm_pool_fill(e->pools[p->device], arena, k);
@@ -171,7 +134,7 @@ static gm_status_t fill(gm_engine_t *e, gm_part_t *p, gm_arena_t *arena, uint32_
 }
 
 static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, gm_arena_t *arena,
-                            gm_maplist_t *ml, fill_log_t *log, int which) {
+                            gm_maplist_t *ml, gm_map_undo_t *log, int which) {
     int devs[GM_MAX_DEVICES], n = 0;
     devs[n++] = p->device;
     for (int d = 0; d < e->config.device_count; d++)
@@ -215,7 +178,7 @@ static gm_status_t grow_group_arena(gm_group_t *g, const gm_plan_arena_t *plan) 
     return GM_OK;
 }
 
-static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, fill_log_t *log) {
+static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *log) {
     gm_status_t st = GM_OK;
     if (!p->shared_maps.mapped) {
         maplist_unmap(e, p, &p->shared_maps, 0); /* leftovers of a refused unmap */
@@ -239,31 +202,42 @@ static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, fill_log_t *log) {
     return st;
 }
 
-gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p) {
-    bool shared_before = p->shared_maps.mapped, escape_before = p->escape_maps.mapped;
-    if (shared_before && escape_before)
+/* Back to where `undo` was taken: the mappings made since go, the handles made since go. */
+void gm_part_map_undo(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo) {
+    if (!undo->shared_before)
+        maplist_unmap(e, p, &p->shared_maps, 0);
+    if (!undo->escape_before)
+        maplist_unmap(e, p, &p->escape_maps, 0);
+    for (int w = 0; w < 2; w++)
+        for (uint32_t i = 0; i < undo->count[w]; i++) {
+            gm_arena_t *arena = undo->arena[w];
+            gm_handle_t *h = arena->handles[undo->slots[w][i]];
+            if (h && !gm_handle_map_count(h))
+                gm_pool_empty(e->pools[p->device], arena, undo->slots[w][i]);
+        }
+    gm_map_undo_fini(undo);
+}
+
+void gm_map_undo_fini(gm_map_undo_t *undo) {
+    free(undo->slots[0]);
+    free(undo->slots[1]);
+    *undo = (gm_map_undo_t){.shared_before = true, .escape_before = true};
+}
+
+gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo) {
+    *undo = (gm_map_undo_t){.shared_before = p->shared_maps.mapped,
+                            .escape_before = p->escape_maps.mapped};
+    if (undo->shared_before && undo->escape_before)
         return GM_OK;
     uint64_t t0 = gm_now_ns();
-    fill_log_t log = {0};
     p->busy = true;
-    gm_status_t st = map_all(e, p, &log);
-    if (st != GM_OK) {
-        /* Back to where we were: our mappings go, the handles we created go. */
-        if (!shared_before)
-            maplist_unmap(e, p, &p->shared_maps, 0);
-        if (!escape_before)
-            maplist_unmap(e, p, &p->escape_maps, 0);
-        for (int w = 0; w < 2; w++)
-            for (uint32_t i = 0; i < log.count[w]; i++)
-                if (log.arena[w]->handles[log.slots[w][i]] &&
-                    !gm_handle_map_count(log.arena[w]->handles[log.slots[w][i]]))
-                    gm_pool_empty(e->pools[p->device], log.arena[w], log.slots[w][i]);
-    } else {
-        p->shared_maps.mapped = p->escape_maps.mapped = true;
-        p->exec->report.map_ns += gm_now_ns() - t0;
-    }
+    gm_status_t st = map_all(e, p, undo);
     p->busy = false;
-    free(log.slots[0]);
-    free(log.slots[1]);
-    return st;
+    if (st != GM_OK) {
+        gm_part_map_undo(e, p, undo);
+        return st;
+    }
+    p->shared_maps.mapped = p->escape_maps.mapped = true;
+    p->exec->report.map_ns += gm_now_ns() - t0;
+    return GM_OK;
 }

@@ -7,7 +7,11 @@
  * - marker: an alloc marker is embedded in its record; free markers belong to their graph.
  * - part: what one exec needs on one device: plan, items (VA windows to map), escape arena,
  *   current mappings. Outlives its exec while its memory is mapped or its allocations are live.
- * - group: the sharing unit of a device: one arena of handles mapped by all member parts. */
+ * - group: the sharing unit of a device: one arena of handles mapped by all member parts.
+ * - fence: a backend fence with a count of holders (a part's last run, a group's last user, a
+ *   pending free); released with its last holder.
+ *
+ * Every field below is guarded by the engine lock. core/README.md has the launch protocol. */
 #ifndef GRAPHMEM_ENGINE_INTERNAL_H
 #define GRAPHMEM_ENGINE_INTERNAL_H
 
@@ -15,6 +19,7 @@
 
 #include "engine.h"
 #include "engine_map.h"
+#include "keyset.h"
 #include "pack.h"
 #include "plan.h"
 #include "pool.h"
@@ -91,6 +96,7 @@ struct gm_record {
 
 struct gm_graph {
     uint64_t key;
+    uint64_t serial; /* unique in the engine's life: execs of one graph share its windows */
     gm_record_t **records;
     uint32_t record_count, record_cap;
     gm_marker_t **frees;
@@ -118,10 +124,20 @@ typedef struct gm_maplist {
     bool mapped; /* every mapping the items need is in place */
 } gm_maplist_t;
 
-/* A stream on which a free of one of the part's allocations was enqueued; the fence is recorded
- * when first needed (or when the stream goes away). */
+/* GPU order as the engine sees it: a backend fence recorded, at the call that enqueued the work,
+ * on the stream the caller handed over (never later, never on another stream: that stream may be
+ * capturing by then). `done` caches a completed query. */
+typedef struct gm_fence {
+    uint64_t handle;
+    uint32_t refs;
+    bool done;
+} gm_fence_t;
+
+/* A free of one of the part's allocations enqueued on `stream` (GM_NO_STREAM once that stream is
+ * destroyed); `fence` follows it. */
 typedef struct gm_free_point {
-    uint64_t stream, fence;
+    uint64_t stream;
+    gm_fence_t *fence;
 } gm_free_point_t;
 
 struct gm_part {
@@ -142,9 +158,11 @@ struct gm_part {
     uint32_t unfreed;
     gm_free_point_t *points;
     uint32_t point_count, point_cap;
-    /* GPU progress: launched on run_stream and not yet proven finished. */
-    bool running;
-    uint64_t run_stream, run_fence;
+    /* Its latest launch or upload: on run_stream, finished once run_fence is (NULL: none that is
+     * not proven finished). The driver orders an exec's launches, so it covers the earlier ones. */
+    uint64_t run_stream;
+    gm_fence_t *run_fence;
+    uint64_t graph_serial; /* of its graph: another exec of that graph maps the same windows */
     bool mapped_once;
     bool busy; /* being mapped: a trim for room must leave it alone */
     gm_part_t *all_next, *all_prev;
@@ -152,11 +170,13 @@ struct gm_part {
 
 struct gm_group {
     int device;
-    uint64_t stream;      /* key in the device's group map; GM_NO_STREAM when private */
-    uint64_t last_stream; /* where its latest user ran */
-    uint64_t last_fence;  /* set when last_stream was destroyed: stands for it */
+    uint64_t stream;        /* key in the device's group map; GM_NO_STREAM when private */
+    uint64_t last_stream;   /* where its latest user ran (GM_NO_STREAM once destroyed) */
+    gm_fence_t *last_fence; /* after that user's launch; NULL: no user to wait for */
     gm_part_t *last_part;
-    bool in_map; /* false: a private group (no_alias) */
+    bool last_launch; /* that user's work was a launch, which the driver orders before the exec's
+                       * later launches and uploads (an upload is ordered before neither) */
+    bool in_map;      /* false: a private group (no_alias) */
     gm_arena_t arena;
     gm_part_t *members;
     uint32_t member_count;
@@ -182,8 +202,10 @@ struct gm_engine {
     gm_vaspace_t *vas;
     gm_pool_t *pools[GM_MAX_DEVICES];
     gm_map_t graphs, nodes, execs, addresses; /* addresses: va -> first record of its chain */
-    gm_map_t groups[GM_MAX_DEVICES];          /* stream -> group */
-    gm_part_t *parts;                         /* every part, alive exec or not */
+    gm_keyset_t served;                       /* the keys of `execs`, read without the lock */
+    uint64_t next_graph_serial;
+    gm_map_t groups[GM_MAX_DEVICES]; /* stream -> group */
+    gm_part_t *parts;                /* every part, alive exec or not */
     uint64_t next_record_id;
     gm_exec_report_t *dead_reports;
     uint32_t dead_count, dead_cap;
@@ -200,21 +222,40 @@ void gm_packer_destroy(gm_engine_t *e, gm_packer_t *pk);
 gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create);
 void gm_graphs_destroy_all(gm_engine_t *e);
 
+/* engine_fence.c */
+/* Records a fence on `stream` (handed over by the caller of the current engine call). */
+gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out);
+void gm_fence_unref(gm_engine_t *e, gm_fence_t *f); /* NULL is fine */
+/* Points *slot at f (a new reference), releasing what it held. */
+void gm_fence_set(gm_engine_t *e, gm_fence_t **slot, gm_fence_t *f);
+/* Whether the work before f has finished (NULL: nothing to wait for). Never blocks. */
+bool gm_fence_done(gm_engine_t *e, gm_fence_t *f);
+
 /* engine_exec.c */
 void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p);
 void gm_execs_destroy_all(gm_engine_t *e);
 
 /* engine_group.c: sharing groups, and mapping parts into them and their escape arenas */
-gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p);
-/* Joins the group for a launch on `stream` and orders the launch after the group's last user. */
-gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream);
+/* What a gm_part_map call created, so that a launch that fails afterwards can take it back. */
+typedef struct gm_map_undo {
+    bool shared_before, escape_before;
+    gm_arena_t *arena[2];
+    uint32_t *slots[2];
+    uint32_t count[2], cap[2];
+} gm_map_undo_t;
+gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo);
+void gm_part_map_undo(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo);
+void gm_map_undo_fini(gm_map_undo_t *undo);
+/* The group a launch of `p` on `stream` runs in: joins the stream's group (first launch, or the
+ * remap policy once p is idle); GM_ERR_NOT_READY with *wait set when p must first finish. */
+gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait);
 void gm_part_unmap_shared(gm_engine_t *e, gm_part_t *p);
 void gm_part_unmap_escape(gm_engine_t *e, gm_part_t *p);
 void gm_groups_destroy_all(gm_engine_t *e);
 void gm_group_leave(gm_engine_t *e, gm_part_t *p);
 
 /* engine_trim.c */
-bool gm_part_idle(gm_engine_t *e, gm_part_t *p, bool wait);
+bool gm_part_idle(gm_engine_t *e, gm_part_t *p);
 bool gm_part_points_done(gm_engine_t *e, gm_part_t *p);
 void gm_trim_device(gm_engine_t *e, int device);
 void gm_uaf_poll(gm_engine_t *e);

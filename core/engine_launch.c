@@ -1,107 +1,99 @@
-/* Launch, upload, and the frees that happen outside graphs. */
+/* The launch protocol (core/README.md, "Launch protocol"): a launch or upload of an exec graphmem
+ * serves is decided, handed to the driver and recorded in one critical section of the engine
+ * lock, so no other launch, upload, trim, release or free can come between the decision and the
+ * driver's action; a step that fails takes back what the steps before it did. Also the frees that
+ * happen outside graphs, and streams going away. */
 #include <stdlib.h>
 
 #include "engine_internal.h"
 
-static bool part_ready(const gm_part_t *p, uint64_t stream, bool upload) {
-    const gm_group_t *g = p->group;
-    return g && g->last_stream == stream && !g->last_fence && p->shared_maps.mapped &&
-           p->escape_maps.mapped && (upload || !p->point_count);
+bool gm_engine_serves(gm_engine_t *e, uint64_t exec) {
+    return gm_keyset_contains(&e->served, exec);
 }
 
-/* Orders the launch after every free of the part's allocations enqueued on other streams: the
- * launch reuses their bytes. */
-static gm_status_t wait_points(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
-    const gm_backend_t *b = &e->backend;
-    while (p->point_count) {
-        gm_free_point_t *pt = &p->points[p->point_count - 1];
-        bool unknown = pt->stream == GM_NO_STREAM && !pt->fence; /* see stream_destroyed */
-        if (!unknown && (pt->stream != stream || pt->fence)) {
-            if (!pt->fence) {
-                gm_status_t st = b->fence_record(b->ctx, pt->stream, &pt->fence);
-                if (st != GM_OK)
-                    return st;
-            }
-            gm_status_t st = b->fence_wait_stream(b->ctx, stream, pt->fence);
-            if (st != GM_OK)
-                return st;
-            b->fence_destroy(b->ctx, pt->fence);
-            p->exec->report.waits++;
-        }
-        p->point_count--;
+/* The driver would refuse this launch: GM_ERR_INVALID_VALUE. */
+static gm_status_t launch_check(const gm_exec_t *x, bool upload) {
+    /* A free of another graph's allocation that is not live now (never made by a launch, or
+     * freed already): the driver refuses the launch (measured on driver 580). */
+    for (uint32_t i = 0; !upload && i < x->foreign_count; i++)
+        if (!x->foreign[i]->live)
+            return GM_ERR_INVALID_VALUE;
+    for (uint32_t i = 0; i < x->part_count; i++) {
+        const gm_part_t *p = x->parts[i];
+        /* Relaunch while an allocation of the previous launch is unfreed (semantics §A6.1). */
+        if (p->unfreed && !upload && !(x->flags & GM_EXEC_AUTO_FREE))
+            return GM_ERR_INVALID_VALUE;
+        /* An allocation of its graph still live from an exec destroyed since (§A9.1): its
+         * address is taken until it is freed. Its window is mapped then, so p is not. */
+        if (p->shared_maps.mapped && p->escape_maps.mapped)
+            continue;
+        for (uint32_t k = 0; k < p->record_count; k++)
+            if (p->records[k]->live && p->records[k]->live_part != p)
+                return GM_ERR_INVALID_VALUE;
     }
     return GM_OK;
 }
 
-static gm_status_t part_prepare(gm_engine_t *e, gm_part_t *p, uint64_t stream, bool upload) {
-    gm_status_t st = gm_part_enter(e, p, stream);
-    if (st == GM_OK && !upload)
-        st = wait_points(e, p, stream);
-    if (st == GM_OK && !(p->shared_maps.mapped && p->escape_maps.mapped)) {
-        bool again = p->mapped_once;
-        st = gm_part_map(e, p);
-        if (st == GM_OK) {
-            p->exec->report.remaps += again;
-            p->mapped_once = true;
+/* Parts of destroyed execs of the same graph still map its windows (memory is reclaimed lazily):
+ * they give them up before `p` maps them, once their last run and pending frees are over. */
+static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait) {
+    for (gm_part_t *q = e->parts, *next; q; q = next) {
+        next = q->all_next;
+        if (q == p || q->graph_serial != p->graph_serial || q->device != p->device ||
+            !q->exec->destroyed || (!q->shared_maps.count && !q->escape_maps.count))
+            continue;
+        if (!gm_part_idle(e, q)) {
+            *wait = q->run_fence;
+            return GM_ERR_NOT_READY;
         }
+        gm_part_unmap_shared(e, q);
+        if (!q->unfreed && !gm_part_points_done(e, q)) {
+            *wait = q->points[0].fence;
+            return GM_ERR_NOT_READY;
+        }
+        if (!q->unfreed)
+            gm_part_unmap_escape(e, q);
+        if (q->shared_maps.count || (!q->unfreed && q->escape_maps.count))
+            return GM_ERR_BACKEND; /* the backend refused an unmap: mapping would fail */
+        gm_part_try_reclaim(e, q);
     }
-    return st;
+    return GM_OK;
 }
 
-/* GM_OK when `x` may launch on `stream` as it is, GM_ERR_NOT_READY when its parts need preparing,
- * GM_ERR_INVALID_VALUE when the driver would refuse the launch. */
-static gm_status_t launch_check(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload_only) {
-    /* A free of another graph's allocation that is not live now (never made by a launch, or
-     * freed already): the driver refuses the launch (measured on driver 580). */
-    for (uint32_t i = 0; !upload_only && i < x->foreign_count; i++)
-        if (!x->foreign[i]->live)
-            return GM_ERR_INVALID_VALUE;
-    bool ready = !e->config.uaf_check;
-    for (uint32_t i = 0; i < x->part_count; i++) {
-        gm_part_t *p = x->parts[i];
-        /* Relaunch while an allocation of the previous launch is unfreed (semantics §A6.1). */
-        if (p->unfreed && !upload_only && !(x->flags & GM_EXEC_AUTO_FREE))
-            return GM_ERR_INVALID_VALUE;
-        ready = ready && part_ready(p, stream, upload_only);
+/* Orders the launch after the group's latest user when that ran on another stream (unless it was
+ * this exec's own launch: the driver orders an exec's launches), and after frees of the part's
+ * allocations enqueued on other streams (the launch reuses their bytes). */
+static gm_status_t order(gm_engine_t *e, gm_part_t *p, uint64_t stream, bool upload) {
+    const gm_backend_t *b = &e->backend;
+    const gm_group_t *g = p->group;
+    bool ordered = g->last_stream == stream || (g->last_part == p && g->last_launch);
+    if (g->last_fence && !ordered && !g->last_fence->done) {
+        gm_status_t st = b->fence_wait_stream(b->ctx, stream, g->last_fence->handle);
+        if (st != GM_OK)
+            return st;
+        p->exec->report.waits++;
     }
-    return ready ? GM_OK : GM_ERR_NOT_READY;
-}
-
-gm_status_t gm_engine_launch_try(gm_engine_t *e, uint64_t exec, uint64_t stream, bool upload_only) {
-    pthread_mutex_lock(&e->lock);
-    gm_exec_t *x = gm_map_get(&e->execs, exec);
-    gm_status_t st = !x ? GM_ERR_INVALID_VALUE : launch_check(e, x, stream, upload_only);
-    pthread_mutex_unlock(&e->lock);
-    return st == GM_ERR_INVALID_VALUE && x ? GM_ERR_NOT_READY : st;
-}
-
-gm_status_t gm_engine_launch_begin(gm_engine_t *e, uint64_t exec, uint64_t stream,
-                                   bool upload_only) {
-    pthread_mutex_lock(&e->lock);
-    gm_status_t st = GM_ERR_INVALID_VALUE;
-    gm_exec_t *x = gm_map_get(&e->execs, exec);
-    if (x)
-        st = launch_check(e, x, stream, upload_only);
-    if (st != GM_ERR_NOT_READY)
-        goto out;
-    st = GM_OK;
-    if (e->config.uaf_check)
-        gm_uaf_poll(e);
-    for (uint32_t i = 0; i < x->part_count && st == GM_OK; i++) {
-        st = part_prepare(e, x->parts[i], stream, upload_only);
-        gm_pool_settle(e->pools[x->parts[i]->device]);
+    for (uint32_t i = 0; !upload && i < p->point_count; i++) {
+        const gm_free_point_t *pt = &p->points[i];
+        if (pt->stream == stream || pt->fence->done)
+            continue;
+        gm_status_t st = b->fence_wait_stream(b->ctx, stream, pt->fence->handle);
+        if (st != GM_OK)
+            return st;
+        p->exec->report.waits++;
     }
-out:
-    pthread_mutex_unlock(&e->lock);
-    return st;
+    return GM_OK;
 }
 
-static gm_status_t add_point(gm_part_t *p, uint64_t stream, uint64_t fence) {
-    gm_status_t st =
-        gm_grow((void **)&p->points, &p->point_cap, p->point_count + 1, sizeof *p->points);
-    if (st == GM_OK)
-        p->points[p->point_count++] = (gm_free_point_t){stream, fence};
-    return st;
+/* Room for the free points a launch of `x` adds, so that recording it cannot fail. */
+static gm_status_t reserve_points(gm_exec_t *x) {
+    for (uint32_t i = 0; i < x->foreign_count; i++) {
+        gm_part_t *q = x->foreign[i]->live ? x->foreign[i]->live_part : NULL;
+        if (q && gm_grow((void **)&q->points, &q->point_cap, q->point_count + x->foreign_count,
+                         sizeof *q->points) != GM_OK)
+            return GM_ERR_OUT_OF_MEMORY;
+    }
+    return GM_OK;
 }
 
 /* The allocation is freed: its part may reuse or give back its memory once the free is done. */
@@ -113,51 +105,38 @@ static void mark_freed(gm_record_t *r) {
         p->unfreed--;
 }
 
-/* A launch of `x` on `stream` freed allocations of other graphs. */
-static void free_foreign(gm_engine_t *e, gm_exec_t *x, uint64_t stream) {
-    const gm_backend_t *b = &e->backend;
-    for (uint32_t i = 0; i < x->foreign_count; i++) {
-        gm_record_t *r = x->foreign[i];
-        if (!r->live)
-            continue;
-        gm_part_t *p = r->live_part;
-        if (p && add_point(p, stream, 0) != GM_OK) {
-            /* No room to remember the stream: wait for the free on the host instead. */
-            uint64_t f;
-            if (b->fence_record(b->ctx, stream, &f) == GM_OK) {
-                b->fence_wait_host(b->ctx, f);
-                b->fence_destroy(b->ctx, f);
-            }
-        }
-        mark_freed(r);
-    }
+/* The fence that follows a launch on `stream`. Recording can fail only when the stream or the
+ * context is broken; then waiting for the stream on the host is the proof left (NULL: done). */
+static gm_fence_t *fence_after(gm_engine_t *e, uint64_t stream) {
+    gm_fence_t *f = NULL;
+    if (gm_fence_record(e, stream, &f) == GM_OK)
+        return f;
+    e->backend.stream_sync(e->backend.ctx, stream);
+    return NULL;
 }
 
-void gm_engine_launch_end(gm_engine_t *e, uint64_t exec, uint64_t stream, bool upload_only,
-                          bool succeeded) {
-    pthread_mutex_lock(&e->lock);
-    gm_exec_t *x = gm_map_get(&e->execs, exec);
-    if (!x || !succeeded)
-        goto out;
-    const gm_backend_t *b = &e->backend;
-    if (upload_only)
+/* The launch happened: what it does to the engine's state. */
+static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload) {
+    gm_fence_t *f = fence_after(e, stream);
+    if (upload)
         x->report.uploads++;
     else
         x->report.launches++;
     for (uint32_t i = 0; i < x->part_count; i++) {
         gm_part_t *p = x->parts[i];
-        if (p->run_fence) { /* proof about an earlier run: stale now */
-            b->fence_destroy(b->ctx, p->run_fence);
-            p->run_fence = 0;
-        }
-        p->running = true;
+        gm_fence_set(e, &p->run_fence, f);
         p->run_stream = stream;
-        if (e->config.uaf_check && b->fence_record(b->ctx, stream, &p->run_fence) != GM_OK)
-            p->run_fence = 0;
-        if (upload_only)
+        gm_group_t *g = p->group;
+        gm_fence_set(e, &g->last_fence, f);
+        g->last_stream = stream;
+        g->last_part = p;
+        g->last_launch = !upload;
+        if (upload)
             continue;
-        if (p->group) /* who ran last decides whether the next mover must wait */
-            p->group->last_part = p;
+        /* Every pending free of its allocations is now behind this launch. */
+        for (uint32_t k = 0; k < p->point_count; k++)
+            gm_fence_unref(e, p->points[k].fence);
+        p->point_count = 0;
         /* AutoFreeOnLaunch: the previous allocations are freed and made again, same bytes. */
         for (uint32_t k = 0; k < p->escaping_count; k++) {
             gm_record_t *r = p->escaping[k];
@@ -168,10 +147,95 @@ void gm_engine_launch_end(gm_engine_t *e, uint64_t exec, uint64_t stream, bool u
             }
         }
     }
-    if (!upload_only && x->foreign_count)
-        free_foreign(e, x, stream);
-out:
+    for (uint32_t i = 0; !upload && i < x->foreign_count; i++) {
+        gm_record_t *r = x->foreign[i];
+        if (!r->live)
+            continue;
+        gm_part_t *q = r->live_part;
+        if (q && f) { /* room reserved by reserve_points */
+            f->refs++;
+            q->points[q->point_count++] = (gm_free_point_t){stream, f};
+        }
+        mark_freed(r);
+    }
+    gm_fence_unref(e, f);
+}
+
+/* One attempt under the lock. GM_ERR_NOT_READY with *wait (a fence to wait for on the host, the
+ * lock released) when a mapping must first be given up by a run that has not finished. */
+static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream, bool upload,
+                                 gm_driver_call_t call, gm_fence_t **wait) {
+    gm_exec_t *x = gm_map_get(&e->execs, exec);
+    if (!x) /* destroyed since the caller looked: the driver answers */
+        return call.fn(call.arg) ? GM_OK : GM_ERR_DRIVER;
+    gm_status_t st = launch_check(x, upload);
+    if (st != GM_OK)
+        return st;
+    if (e->config.uaf_check)
+        gm_uaf_poll(e);
+    /* Groups, and windows taken back from stale parts, before anything is mapped. */
+    for (uint32_t i = 0; i < x->part_count && st == GM_OK; i++) {
+        gm_part_t *p = x->parts[i];
+        if (!p->shared_maps.mapped || !p->escape_maps.mapped)
+            st = release_stale(e, p, wait);
+        if (st == GM_OK)
+            st = gm_part_enter(e, p, stream, wait);
+    }
+    gm_map_undo_t undo[GM_MAX_DEVICES];
+    uint32_t mapped = 0;
+    for (; st == GM_OK && mapped < x->part_count; mapped++) {
+        gm_part_t *p = x->parts[mapped];
+        bool again = p->mapped_once && !(p->shared_maps.mapped && p->escape_maps.mapped);
+        st = gm_part_map(e, p, &undo[mapped]);
+        if (st != GM_OK)
+            break;
+        p->exec->report.remaps += again;
+        p->mapped_once = true;
+    }
+    if (st == GM_OK)
+        st = reserve_points(x);
+    for (uint32_t i = 0; i < x->part_count && st == GM_OK; i++)
+        st = order(e, x->parts[i], stream, upload);
+    if (st == GM_OK && !call.fn(call.arg))
+        st = GM_ERR_DRIVER;
+    for (uint32_t i = 0; i < mapped; i++) {
+        if (st == GM_OK)
+            gm_map_undo_fini(&undo[i]);
+        else
+            gm_part_map_undo(e, x->parts[i], &undo[i]);
+    }
+    if (st == GM_OK)
+        commit(e, x, stream, upload);
+    for (uint32_t i = 0; i < x->part_count; i++)
+        gm_pool_settle(e->pools[x->parts[i]->device]);
+    return st;
+}
+
+gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, bool upload,
+                             gm_driver_call_t call) {
+    pthread_mutex_lock(&e->lock);
+    gm_status_t st;
+    for (;;) {
+        gm_fence_t *wait = NULL;
+        st = launch_locked(e, exec, stream, upload, call, &wait);
+        if (st != GM_ERR_NOT_READY || !wait)
+            break;
+        /* A host wait, never under the lock: hold the fence, let others go on meanwhile, then
+         * decide again from scratch. */
+        wait->refs++;
+        pthread_mutex_unlock(&e->lock);
+        gm_status_t waited = e->backend.fence_wait_host(e->backend.ctx, wait->handle);
+        pthread_mutex_lock(&e->lock);
+        if (waited == GM_OK)
+            wait->done = true;
+        gm_fence_unref(e, wait);
+        if (waited != GM_OK) {
+            st = waited;
+            break;
+        }
+    }
     pthread_mutex_unlock(&e->lock);
+    return st;
 }
 
 gm_status_t gm_engine_free_outside(gm_engine_t *e, uint64_t va, uint64_t stream) {
@@ -184,13 +248,12 @@ gm_status_t gm_engine_free_outside(gm_engine_t *e, uint64_t va, uint64_t stream)
         goto out;
     gm_part_t *p = r->live_part;
     if (stream != GM_NO_STREAM && p) {
-        const gm_backend_t *b = &e->backend;
-        uint64_t f;
+        gm_fence_t *f;
         if ((st = gm_grow((void **)&p->points, &p->point_cap, p->point_count + 1,
                           sizeof *p->points)) != GM_OK ||
-            (st = b->fence_record(b->ctx, stream, &f)) != GM_OK)
+            (st = gm_fence_record(e, stream, &f)) != GM_OK)
             goto out;
-        add_point(p, stream, f); /* room reserved above */
+        p->points[p->point_count++] = (gm_free_point_t){stream, f};
     }
     mark_freed(r);
     if (e->config.uaf_check)
@@ -201,32 +264,23 @@ out:
     return st;
 }
 
-void gm_engine_stream_destroyed(gm_engine_t *e, uint64_t stream) {
+gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_call_t call) {
     pthread_mutex_lock(&e->lock);
-    const gm_backend_t *b = &e->backend;
-    /* A destroyed stream cannot be fenced later, and its handle may come back for a new stream:
-     * fence what it ran now and forget the stream. Without a fence (backend refused) its work
-     * is taken as finished, the best that is left. */
+    if (call.fn && !call.fn(call.arg)) {
+        pthread_mutex_unlock(&e->lock);
+        return GM_ERR_DRIVER;
+    }
+    /* Its handle may come back for a new stream, which is not ordered after the old one: forget
+     * the identity. The fences recorded on it stay valid and keep the order. */
     for (gm_part_t *p = e->parts; p; p = p->all_next) {
-        if (p->running && p->run_stream == stream) {
-            if (!p->run_fence && b->fence_record(b->ctx, stream, &p->run_fence) != GM_OK)
-                p->run_fence = 0;
+        if (p->run_stream == stream)
             p->run_stream = GM_NO_STREAM;
-        }
-        for (uint32_t i = 0; i < p->point_count; i++) {
-            gm_free_point_t *pt = &p->points[i];
-            if (pt->stream == stream && !pt->fence &&
-                b->fence_record(b->ctx, stream, &pt->fence) != GM_OK)
-                pt->fence = 0;
-            if (pt->stream == stream)
-                pt->stream = GM_NO_STREAM;
-        }
-        gm_group_t *g = p->group;
-        if (g && g->last_stream == stream && !g->last_fence) {
-            if (b->fence_record(b->ctx, stream, &g->last_fence) != GM_OK)
-                g->last_fence = 0;
-            g->last_stream = GM_NO_STREAM;
-        }
+        for (uint32_t i = 0; i < p->point_count; i++)
+            if (p->points[i].stream == stream)
+                p->points[i].stream = GM_NO_STREAM;
+        if (p->group && p->group->last_stream == stream)
+            p->group->last_stream = GM_NO_STREAM;
     }
     pthread_mutex_unlock(&e->lock);
+    return GM_OK;
 }

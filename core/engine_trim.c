@@ -1,46 +1,23 @@
-/* What may be unmapped and given back, decided with fences: memory is kept while it is mapped
- * for a scheduled or running launch or holds an unfreed allocation (semantics §A11.1). */
+/* What may be unmapped and given back, decided with fences already recorded: memory is kept while
+ * it is mapped for a scheduled or running launch or holds an unfreed allocation (semantics
+ * §A11.1). Nothing here records a fence or waits: a part whose fence has not completed is simply
+ * kept, so trim, release and trim-for-room can never unmap memory a launch still uses. */
 #include "engine_internal.h"
 
-bool gm_part_idle(gm_engine_t *e, gm_part_t *p, bool wait) {
-    if (!p->running)
-        return true;
-    const gm_backend_t *b = &e->backend;
-    if (!p->run_fence) {
-        if (p->run_stream == GM_NO_STREAM) { /* its stream is gone and could not be fenced */
-            p->running = false;
-            return true;
-        }
-        if (b->fence_record(b->ctx, p->run_stream, &p->run_fence) != GM_OK) {
-            p->run_fence = 0;
-            return false;
-        }
-    }
-    gm_status_t st = b->fence_query(b->ctx, p->run_fence);
-    if (st == GM_ERR_NOT_READY && wait)
-        st = b->fence_wait_host(b->ctx, p->run_fence);
-    if (st != GM_OK)
+bool gm_part_idle(gm_engine_t *e, gm_part_t *p) {
+    if (!gm_fence_done(e, p->run_fence))
         return false;
-    b->fence_destroy(b->ctx, p->run_fence);
-    p->run_fence = 0;
-    p->running = false;
+    gm_fence_set(e, &p->run_fence, NULL);
     return true;
 }
 
 bool gm_part_points_done(gm_engine_t *e, gm_part_t *p) {
-    const gm_backend_t *b = &e->backend;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < p->point_count; i++) {
-        gm_free_point_t pt = p->points[i];
-        bool done = pt.stream == GM_NO_STREAM && !pt.fence;
-        if (!done && !pt.fence && b->fence_record(b->ctx, pt.stream, &pt.fence) != GM_OK)
-            pt.fence = 0;
-        if (!done && pt.fence && b->fence_query(b->ctx, pt.fence) == GM_OK) {
-            b->fence_destroy(b->ctx, pt.fence);
-            done = true;
-        }
-        if (!done)
-            p->points[kept++] = pt;
+        if (gm_fence_done(e, p->points[i].fence))
+            gm_fence_unref(e, p->points[i].fence);
+        else
+            p->points[kept++] = p->points[i];
     }
     p->point_count = kept;
     return kept == 0;
@@ -49,7 +26,7 @@ bool gm_part_points_done(gm_engine_t *e, gm_part_t *p) {
 /* Unmaps what of `p` no launch or allocation needs; with `release`, gives its escape arena
  * back too. */
 static void part_trim(gm_engine_t *e, gm_part_t *p, bool release) {
-    if (p->busy || !gm_part_idle(e, p, false))
+    if (p->busy || !gm_part_idle(e, p))
         return;
     gm_part_unmap_shared(e, p);
     if (p->unfreed || !gm_part_points_done(e, p))

@@ -16,6 +16,8 @@ const char *gm_status_name(gm_status_t status) {
         return "not ready";
     case GM_ERR_BACKEND:
         return "backend failure";
+    case GM_ERR_DRIVER:
+        return "the driver call failed";
     }
     return "unknown status";
 }

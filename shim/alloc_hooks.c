@@ -245,10 +245,12 @@ CUresult gm_hook_cuMemFree_v2(CUdeviceptr dptr) {
     if (engine == NULL || !gm_engine_owns(engine, dptr))
         return gm_real.cuMemFree_v2(dptr);
     /* cuMemFree ends the lifetime at once and does not synchronize (the caller must have). */
+    gm_relaxed_t relaxed = gm_relaxed_begin();
     CUresult result = gm_cuda_result(gm_engine_free_outside(engine, dptr, GM_NO_STREAM));
     if (result == CUDA_SUCCESS) {
         gm_stat_add(GM_STAT_outside_frees, 1);
         unmap_freed_now(engine, NULL, false);
     }
+    gm_relaxed_end(relaxed);
     return result;
 }

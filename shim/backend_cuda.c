@@ -1,6 +1,7 @@
 /* The engine's backend over the CUDA driver: VMM for addresses and physical memory, events for
- * GPU order. Called only from inside engine calls, which the glue brackets in RELAXED capture
- * mode, so none of these calls can invalidate an application's capture. */
+ * GPU order. Engine calls that may reach it while a capture is in flight run in RELAXED capture
+ * mode (gm_relaxed_begin): a query or host wait of an event from a thread in GLOBAL mode would
+ * invalidate another thread's GLOBAL capture (tests/probe/launch_in_capture.cu, part d). */
 #include "backend_cuda.h"
 
 #include <pthread.h>
@@ -204,7 +205,9 @@ static CUresult record_in(CUcontext context, CUstream stream, fence_t **out) {
 static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_out) {
     (void)ctx;
     CUcontext context;
-    CUstream stream = gm_stream_handle(stream_key, &context);
+    CUstream stream;
+    if (!gm_stream_handle(stream_key, &stream, &context))
+        return status_of(CUDA_ERROR_INVALID_HANDLE, "fence on another thread's stream");
     fence_t *f = NULL;
     CUresult r = record_in(context, stream, &f);
     if (r == CUDA_ERROR_INVALID_HANDLE && !context) {
@@ -224,6 +227,8 @@ static CUevent event_of(uint64_t fence) {
     return ((fence_t *)(uintptr_t)fence)->event;
 }
 
+/* Queries and host waits need no current context: a trim from a thread that never used the
+ * runtime works (tests/probe/launch_in_capture.cu, part c). */
 static gm_status_t fence_query(void *ctx, uint64_t fence) {
     (void)ctx;
     CUresult r = gm_drv.cuEventQuery(event_of(fence));
@@ -237,7 +242,9 @@ static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fe
     /* A stream may wait for an event of any context; only a default stream needs its own
      * context current to be named. */
     CUcontext context;
-    CUstream stream = gm_stream_handle(stream_key, &context);
+    CUstream stream;
+    if (!gm_stream_handle(stream_key, &stream, &context))
+        return status_of(CUDA_ERROR_INVALID_HANDLE, "wait on another thread's stream");
     bool pushed;
     if (enter_context(context, &pushed) != CUDA_SUCCESS)
         return status_of(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPushCurrent");
@@ -249,6 +256,20 @@ static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fe
 static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
     (void)ctx;
     return status_of(gm_drv.cuEventSynchronize(event_of(fence)), "cuEventSynchronize");
+}
+
+static gm_status_t stream_sync(void *ctx, uint64_t stream_key) {
+    (void)ctx;
+    CUcontext context;
+    CUstream stream;
+    if (!gm_stream_handle(stream_key, &stream, &context))
+        return status_of(CUDA_ERROR_INVALID_HANDLE, "sync of another thread's stream");
+    bool pushed;
+    if (enter_context(context, &pushed) != CUDA_SUCCESS)
+        return status_of(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPushCurrent");
+    CUresult r = gm_drv.cuStreamSynchronize(stream);
+    leave_context(pushed);
+    return status_of(r, "cuStreamSynchronize");
 }
 
 static void fence_recycle(fence_t *f) {
@@ -293,6 +314,7 @@ void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity) {
         .fence_wait_stream = fence_wait_stream,
         .fence_wait_host = fence_wait_host,
         .fence_destroy = fence_destroy,
+        .stream_sync = stream_sync,
     };
 }
 

@@ -8,6 +8,16 @@
 
 _Atomic long gm_captures_in_flight;
 
+bool gm_stream_capturing(CUstream stream, bool ptsz) {
+    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0)
+        return false;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r =
+        (ptsz ? gm_real.cuStreamIsCapturing_ptsz : gm_real.cuStreamIsCapturing)(stream, &status);
+    /* An error (the legacy stream while a blocking stream captures, say): the driver answers. */
+    return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 /* The engine starts (device queries, default pools) before the first capture begins: the same
  * queries made on a capturing thread could invalidate the capture. */
 static void start_before_capture(void) {
@@ -15,16 +25,24 @@ static void start_before_capture(void) {
         gm_glue_engine();
 }
 
+/* The count goes up before the driver's call: from the moment a capture may exist, every other
+ * thread's internal driver calls run in RELAXED mode (gm_relaxed_begin skips the exchange only
+ * while the count is zero). Down again when the capture did not begin. */
+static void beginning(void) {
+    start_before_capture();
+    atomic_fetch_add_explicit(&gm_captures_in_flight, 1, memory_order_seq_cst);
+}
+
 static CUresult began(CUresult result) {
-    if (result == CUDA_SUCCESS) {
-        atomic_fetch_add_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
+    if (result == CUDA_SUCCESS)
         gm_stat_add(GM_STAT_captures, 1);
-    }
+    else
+        atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
     return result;
 }
 
-/* The comma sequences the start-up before the driver's call. */
-#define GM_BEGIN(call) (start_before_capture(), began(call))
+/* The comma sequences the count before the driver's call. */
+#define GM_BEGIN(call) (beginning(), began(call))
 
 CUresult gm_hook_cuStreamBeginCapture(CUstream hStream) {
     return GM_BEGIN(gm_real.cuStreamBeginCapture(hStream));
@@ -88,8 +106,7 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
         result = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
     }
     if (result != CUDA_SUCCESS && engine != NULL && capture_graph != NULL) {
-        gm_nested_forget(engine, capture_graph);
-        gm_engine_graph_destroyed(engine, (uint64_t)(uintptr_t)capture_graph);
+        gm_graph_destroy_nested(engine, capture_graph, GM_NO_CALL);
     }
     if (graph != NULL)
         *graph = made;

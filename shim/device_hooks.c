@@ -25,7 +25,9 @@ CUresult gm_hook_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attrib
     if (result != CUDA_SUCCESS || engine == NULL)
         return result;
     uint64_t ours = 0;
+    gm_relaxed_t relaxed = gm_relaxed_begin(); /* GRAPHMEM_UAF_CHECK queries fences here */
     gm_status_t status = gm_engine_attr_get(engine, device, (int)attr, &ours);
+    gm_relaxed_end(relaxed);
     if (status != GM_OK)
         return gm_cuda_result(status);
     *(cuuint64_t *)value += ours;

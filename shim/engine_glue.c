@@ -31,9 +31,27 @@ CUresult gm_cuda_result(gm_status_t status) {
     case GM_ERR_NOT_READY:
         return CUDA_ERROR_NOT_READY;
     case GM_ERR_BACKEND:
+    case GM_ERR_DRIVER: /* the caller returns the driver's own code instead */
         return CUDA_ERROR_UNKNOWN;
     }
     return CUDA_ERROR_UNKNOWN;
+}
+
+static bool run_app_call(void *arg) {
+    gm_app_call_t *call = arg;
+    gm_relaxed_end(call->relaxed);
+    call->result = call->fn(call->args);
+    call->relaxed = gm_relaxed_begin();
+    return call->result == CUDA_SUCCESS;
+}
+
+gm_driver_call_t gm_app_call_begin(gm_app_call_t *call, CUresult (*fn)(void *), void *args) {
+    *call = (gm_app_call_t){fn, args, gm_relaxed_begin(), CUDA_ERROR_UNKNOWN};
+    return (gm_driver_call_t){run_app_call, call};
+}
+
+void gm_app_call_end(gm_app_call_t *call) {
+    gm_relaxed_end(call->relaxed);
 }
 
 /* What graphmem needs from the driver and every device; the reason when something is missing. */

@@ -5,6 +5,7 @@
 #define GRAPHMEM_ENGINE_GLUE_H
 
 #include "engine.h"
+#include "driver.h"
 #include "shim.h"
 
 /* The engine, or NULL when graphmem passes through (disabled, unsupported, failed). */
@@ -15,6 +16,19 @@ gm_engine_t *gm_glue_engine_if_started(void);
 int gm_glue_device_count(void);
 
 CUresult gm_cuda_result(gm_status_t status);
+
+/* A driver call the engine makes inside its critical section (gm_driver_call_t): the engine's own
+ * driver calls run in RELAXED capture mode while a capture is in flight, the application's call
+ * in the application's mode, exactly as it would run without graphmem. Begin before the engine
+ * call, end after it; `result` is the driver's code. */
+typedef struct gm_app_call {
+    CUresult (*fn)(void *args);
+    void *args;
+    gm_relaxed_t relaxed;
+    CUresult result;
+} gm_app_call_t;
+gm_driver_call_t gm_app_call_begin(gm_app_call_t *call, CUresult (*fn)(void *), void *args);
+void gm_app_call_end(gm_app_call_t *call);
 
 void gm_engine_glue_register_stats(void);
 void gm_engine_glue_forget_after_fork(void);

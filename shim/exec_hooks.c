@@ -86,6 +86,11 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     return CUDA_SUCCESS;
 }
 
+static bool driver_done(void *arg) {
+    (void)arg;
+    return true;
+}
+
 /* After the driver made the exec: plan it; on failure the exec is destroyed again so the caller
  * sees one clean error. */
 static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CUgraphExec *exec,
@@ -102,12 +107,12 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
         gm_status_t status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
                                                    &inst->topology.view, key, engine_flags);
         if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
+            /* The driver uploaded already: map and tie the exec to the stream as an upload. */
             uint64_t stream = gm_stream_key(upload_stream, false);
-            status = gm_engine_launch_begin(inst->engine, key, stream, true);
-            if (status == GM_OK)
-                gm_engine_launch_end(inst->engine, key, stream, true, true);
+            status = gm_engine_launch(inst->engine, key, stream, true,
+                                      (gm_driver_call_t){driver_done, NULL});
             if (status != GM_OK)
-                gm_engine_exec_destroyed(inst->engine, key);
+                gm_engine_exec_destroy(inst->engine, key, GM_NO_CALL);
         }
         gm_relaxed_end(relaxed);
         if (status != GM_OK) {
@@ -200,42 +205,55 @@ static void uaf_after_launch(gm_engine_t *engine, CUstream stream, bool ptsz) {
         gm_engine_trim(engine, d);
 }
 
+typedef struct launch_args {
+    CUresult (*real)(CUgraphExec, CUstream);
+    CUgraphExec exec;
+    CUstream stream;
+} launch_args_t;
+
+static CUresult call_launch(void *arg) {
+    launch_args_t *a = arg;
+    return a->real(a->exec, a->stream);
+}
+
+/* A launch or upload into a capturing stream: the driver refuses every one, with or without
+ * memory nodes, and invalidates the capture (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, measured on
+ * driver 580 by tests/probe/launch_in_capture.cu, part a). Left to the driver, which answers
+ * exactly that; the engine must not touch the stream. */
+static CUresult launch_into_capture(CUresult (*real)(CUgraphExec, CUstream), CUgraphExec exec,
+                                    CUstream stream) {
+    return real(exec, stream);
+}
+
+/* Launch and upload of an exec graphmem serves: one step of the engine (core/README.md, "Launch
+ * protocol"), the driver's call included. Any other exec passes straight through, without waiting
+ * on the engine's lock. */
 static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload) {
     CUresult (*real)(CUgraphExec, CUstream) =
         upload ? (ptsz ? gm_real.cuGraphUpload_ptsz : gm_real.cuGraphUpload)
                : (ptsz ? gm_real.cuGraphLaunch_ptsz : gm_real.cuGraphLaunch);
     gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine == NULL)
-        return real(exec, stream);
     uint64_t key = (uint64_t)(uintptr_t)exec;
-    uint64_t stream_key = gm_stream_key(stream, ptsz);
-    gm_status_t status = gm_engine_launch_try(engine, key, stream_key, upload);
-    if (status == GM_ERR_INVALID_VALUE) /* not an exec of graphmem's */
+    if (engine == NULL || !gm_engine_serves(engine, key))
         return real(exec, stream);
-    bool slow = status == GM_ERR_NOT_READY;
-    if (slow) { /* preparing calls the driver: keep those calls out of any capture */
-        gm_relaxed_t relaxed = gm_relaxed_begin();
-        status = gm_engine_launch_begin(engine, key, stream_key, upload);
-        gm_relaxed_end(relaxed);
-    }
+    if (gm_stream_capturing(stream, ptsz))
+        return launch_into_capture(real, exec, stream);
+    launch_args_t args = {real, exec, stream};
+    gm_app_call_t call;
+    gm_status_t status = gm_engine_launch(engine, key, gm_stream_key(stream, ptsz), upload,
+                                          gm_app_call_begin(&call, call_launch, &args));
+    gm_app_call_end(&call);
+    if (status == GM_ERR_DRIVER)
+        return call.result;
     if (status != GM_OK) {
         gm_log(GM_LOG_DEBUG, "%s of exec %p refused: %s", upload ? "upload" : "launch",
                (void *)exec, gm_status_name(status));
         return gm_cuda_result(status);
     }
-    CUresult result = real(exec, stream); /* in the application's own capture mode */
-    gm_relaxed_t relaxed = {0};
-    if (slow)
-        relaxed = gm_relaxed_begin();
-    gm_engine_launch_end(engine, key, stream_key, upload, result == CUDA_SUCCESS);
-    if (result == CUDA_SUCCESS) {
-        gm_stat_add(upload ? GM_STAT_uploads : GM_STAT_launches, 1);
-        if (!upload && gm_option_bool(GM_OPT_UAF_CHECK))
-            uaf_after_launch(engine, stream, ptsz);
-    }
-    if (slow)
-        gm_relaxed_end(relaxed);
-    return result;
+    gm_stat_add(upload ? GM_STAT_uploads : GM_STAT_launches, 1);
+    if (!upload && gm_option_bool(GM_OPT_UAF_CHECK))
+        uaf_after_launch(engine, stream, ptsz);
+    return CUDA_SUCCESS;
 }
 
 CUresult gm_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
@@ -256,34 +274,59 @@ CUresult gm_hook_cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
 
 /* ---- destruction ---------------------------------------------------------------------------- */
 
+/* The engine forgets an exec, graph or stream in the same step as the driver destroys it: the
+ * driver may hand the handle out again at once, to another thread, and that must not meet the
+ * old records. */
+
+static CUresult call_exec_destroy(void *arg) {
+    return gm_real.cuGraphExecDestroy((CUgraphExec)arg);
+}
+
 CUresult gm_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
-    CUresult result = gm_real.cuGraphExecDestroy(hGraphExec);
     gm_engine_t *engine = gm_glue_engine_if_started();
-    if (result == CUDA_SUCCESS && engine != NULL)
-        gm_engine_exec_destroyed(engine, (uint64_t)(uintptr_t)hGraphExec);
-    return result;
+    uint64_t key = (uint64_t)(uintptr_t)hGraphExec;
+    if (engine == NULL || !gm_engine_serves(engine, key))
+        return gm_real.cuGraphExecDestroy(hGraphExec);
+    gm_app_call_t call;
+    gm_engine_exec_destroy(engine, key, gm_app_call_begin(&call, call_exec_destroy, hGraphExec));
+    gm_app_call_end(&call);
+    return call.result;
+}
+
+static CUresult call_graph_destroy(void *arg) {
+    return gm_real.cuGraphDestroy((CUgraph)arg);
 }
 
 CUresult gm_hook_cuGraphDestroy(CUgraph hGraph) {
-    CUresult result = gm_real.cuGraphDestroy(hGraph);
-    if (result != CUDA_SUCCESS)
-        return result;
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    gm_nested_forget(engine, hGraph);
-    if (engine != NULL)
-        gm_engine_graph_destroyed(engine, (uint64_t)(uintptr_t)hGraph);
-    return result;
+    gm_app_call_t call;
+    gm_status_t st = gm_graph_destroy_nested(gm_glue_engine_if_started(), hGraph,
+                                             gm_app_call_begin(&call, call_graph_destroy, hGraph));
+    gm_app_call_end(&call);
+    (void)st; /* GM_OK or GM_ERR_DRIVER: the driver's own code either way */
+    return call.result;
+}
+
+typedef struct stream_destroy_args {
+    CUresult (*real)(CUstream);
+    CUstream stream;
+} stream_destroy_args_t;
+
+static CUresult call_stream_destroy(void *arg) {
+    stream_destroy_args_t *a = arg;
+    return a->real(a->stream);
 }
 
 static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
     gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine != NULL && stream != NULL && stream != CU_STREAM_LEGACY &&
-        stream != CU_STREAM_PER_THREAD) {
-        gm_relaxed_t relaxed = gm_relaxed_begin();
-        gm_engine_stream_destroyed(engine, gm_stream_key(stream, false));
-        gm_relaxed_end(relaxed);
-    }
-    return real(stream);
+    if (engine == NULL || stream == NULL || stream == CU_STREAM_LEGACY ||
+        stream == CU_STREAM_PER_THREAD)
+        return real(stream);
+    stream_destroy_args_t args = {real, stream};
+    gm_app_call_t call;
+    gm_engine_stream_destroy(engine, gm_stream_key(stream, false),
+                             gm_app_call_begin(&call, call_stream_destroy, &args));
+    gm_app_call_end(&call);
+    return call.result;
 }
 
 CUresult gm_hook_cuStreamDestroy(CUstream hStream) {

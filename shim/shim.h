@@ -86,5 +86,8 @@ void *gm_real_dlsym(void *handle, const char *name);
 /* Captures begun and not yet ended in this process: the hot path asks the driver whether a stream
  * is capturing only while this is non-zero. */
 extern _Atomic long gm_captures_in_flight;
+/* Whether `stream` is capturing (or a capture on it was invalidated, or the driver cannot say);
+ * false at the cost of one load while no capture is in flight. */
+bool gm_stream_capturing(CUstream stream, bool ptsz);
 
 #endif

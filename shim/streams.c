@@ -1,8 +1,6 @@
 #include "streams.h"
 
 #include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "driver.h"
 #include "log.h"
@@ -49,12 +47,15 @@ static uint64_t context_index(void) {
     return (uint64_t)i;
 }
 
-static _Thread_local uint64_t tid;
+/* A number per thread, never given to another: a kernel thread id is reused once its thread
+ * exits, and a new thread's per-thread stream is not ordered after the old one's work. */
+static atomic_uint_fast64_t last_thread_number;
+static _Thread_local uint64_t thread_number;
 
 static uint64_t thread_id(void) {
-    if (tid == 0)
-        tid = (uint64_t)syscall(SYS_gettid);
-    return tid;
+    if (thread_number == 0)
+        thread_number = atomic_fetch_add(&last_thread_number, 1) + 1;
+    return thread_number;
 }
 
 static uint64_t default_key(bool per_thread) {
@@ -72,15 +73,15 @@ uint64_t gm_stream_key(CUstream stream, bool ptsz) {
     return (uint64_t)(uintptr_t)stream;
 }
 
-CUstream gm_stream_handle(uint64_t key, CUcontext *context) {
+bool gm_stream_handle(uint64_t key, CUstream *stream, CUcontext *context) {
     uint64_t tag = key & 0xff;
     *context = NULL;
+    *stream = (CUstream)(uintptr_t)key;
     if (tag != TAG_LEGACY && tag != TAG_PER_THREAD)
-        return (CUstream)(uintptr_t)key;
+        return true;
     *context = atomic_load(&contexts[(key >> 8) & 0xff]);
-    if (tag == TAG_PER_THREAD && key >> 16 == thread_id())
-        return CU_STREAM_PER_THREAD;
-    return CU_STREAM_LEGACY;
+    *stream = tag == TAG_PER_THREAD ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+    return tag == TAG_LEGACY || key >> 16 == thread_id();
 }
 
 void gm_streams_forget_after_fork(void) {
@@ -88,5 +89,5 @@ void gm_streams_forget_after_fork(void) {
     atomic_store(&context_count, 0);
     cached_context = NULL;
     cached_index_plus_one = 0;
-    tid = 0; /* the forking thread has another id in the child */
+    thread_number = 0; /* the child's threads start over */
 }

@@ -8,11 +8,11 @@
 #include "shim.h"
 
 uint64_t gm_stream_key(CUstream stream, bool ptsz);
-/* A handle that orders after everything the identity ran so far, usable from this thread once
- * `*context` (when not NULL) is current: a per-thread stream of another thread is reached through
- * its context's legacy stream, which waits for all blocking streams of the context (conservative,
- * never wrong). A regular stream carries its own context: `*context` is NULL. */
-CUstream gm_stream_handle(uint64_t key, CUcontext *context);
+/* The handle of a stream identity, usable from this thread once `*context` (when not NULL) is
+ * current; a regular stream carries its own context (`*context` NULL). False for another thread's
+ * per-thread default stream, which no other thread can name: graphmem only ever records and waits
+ * on the stream the current call was handed, so asking for one is a bug, refused. */
+bool gm_stream_handle(uint64_t key, CUstream *stream, CUcontext *context);
 
 /* Runs on the child side of fork: the parent's contexts do not exist there. */
 void gm_streams_forget_after_fork(void);

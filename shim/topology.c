@@ -223,26 +223,48 @@ bool gm_nested_is_child(CUgraph graph) {
 }
 
 /* The graphs a destroyed graph owned die with it: their handles may come back for new graphs, so
- * nothing of them may stay, in this registry or in the engine. */
-void gm_nested_forget(gm_engine_t *engine, CUgraph graph) {
-    CUgraph pending[64];
-    int count = 0;
-    pending[count++] = graph;
+ * nothing of them may stay, in this registry or in the engine. The registry's lock is held from
+ * before the driver's destroy until both have forgotten them (lock order: registry, then engine),
+ * so a graph the driver makes meanwhile with a recycled handle cannot be registered in between. */
+gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call) {
+    uint64_t first = (uint64_t)(uintptr_t)graph, *keys = &first;
+    uint32_t count = 1, cap = 0;
     pthread_mutex_lock(&nested_lock);
-    while (count > 0) {
-        CUgraph parent = pending[--count];
-        for (size_t i = 0; i < nested_count;) {
-            if (nested[i].parent == parent || nested[i].graph == parent) {
-                if (nested[i].parent == parent && count < 64) {
-                    pending[count++] = nested[i].graph;
-                    if (engine != NULL)
-                        gm_engine_graph_destroyed(engine, (uint64_t)(uintptr_t)nested[i].graph);
+    /* Descendants, breadth first: keys[] doubles as the queue. Without host memory for the list
+     * the graph is still destroyed; descendants left out stay known until their handles are. */
+    for (uint32_t next = 0; next < count; next++)
+        for (uint32_t i = 0; i < nested_count; i++) {
+            if ((uint64_t)(uintptr_t)nested[i].parent != keys[next])
+                continue;
+            if (keys == &first) {
+                keys = NULL;
+                if (gm_grow((void **)&keys, &cap, 8, sizeof *keys) != GM_OK) {
+                    keys = &first;
+                    break;
                 }
-                nested[i] = nested[--nested_count];
-            } else {
-                i++;
+                keys[0] = first;
             }
+            if (gm_grow((void **)&keys, &cap, count + 1, sizeof *keys) != GM_OK)
+                break;
+            keys[count++] = (uint64_t)(uintptr_t)nested[i].graph;
+        }
+    gm_status_t st = engine ? gm_engine_graphs_destroy(engine, keys, count, call)
+                     : (!call.fn || call.fn(call.arg)) ? GM_OK
+                                                       : GM_ERR_DRIVER;
+    if (st == GM_OK) {
+        for (uint32_t i = 0; i < nested_count;) {
+            bool gone = false;
+            for (uint32_t k = 0; k < count && !gone; k++)
+                gone = (uint64_t)(uintptr_t)nested[i].parent == keys[k] ||
+                       (uint64_t)(uintptr_t)nested[i].graph == keys[k];
+            if (gone)
+                nested[i] = nested[--nested_count];
+            else
+                i++;
         }
     }
     pthread_mutex_unlock(&nested_lock);
+    if (keys != &first)
+        free(keys);
+    return st;
 }

@@ -29,7 +29,9 @@ void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count, gm_
 /* True when a conditional body of `graph`, at any depth, holds a marker. */
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph);
 bool gm_nested_is_child(CUgraph graph);
-/* `graph` was destroyed: so were the graphs it owned (tells the engine). */
-void gm_nested_forget(gm_engine_t *engine, CUgraph graph);
+/* Destroys `graph` through `call` (NULL fn: it is gone already, e.g. a failed capture's graph),
+ * and forgets it and the graphs it owned, here and in the engine (NULL: not started), in one step.
+ * GM_ERR_DRIVER when the call failed (nothing is forgotten). */
+gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call);
 
 #endif

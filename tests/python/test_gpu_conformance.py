@@ -59,7 +59,7 @@ def test_stress():
 
 # The concurrency stress: threads launching execs that share memory on their own streams, with
 # uploads, trims, frees, re-instantiation and captures on another thread in every mode.
-STRESS_THREADS_ARGS = ["--launches", "100000", "--threads", "4"]
+STRESS_THREADS_ARGS = ["100", "100000", "4", "1"]  # seconds at most, launches, threads, seed
 
 
 @pytest.mark.slow

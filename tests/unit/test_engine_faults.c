@@ -74,8 +74,8 @@ static bool scenario(sim_t *s, world_t *w) {
     ok = launch(s, w, 1, S1) && ok;
     ok = launch(s, w, 0, S1) && ok;
     ok = launch(s, w, 2, S1) && ok;
-    gm_engine_exec_destroyed(s->engine, 0xE2);
-    gm_engine_graph_destroyed(s->engine, w->g[2].key);
+    gm_engine_exec_destroy(s->engine, 0xE2, GM_NO_CALL);
+    sim_graph_destroy(s->engine, w->g[2].key);
     w->destroyed2 = true;
     host_backend_complete_all(s->hb);
     gm_engine_trim(s->engine, 0);
@@ -125,6 +125,7 @@ static const host_op_t fault_ops[] = {
     HOST_OP_FENCE_QUERY,
     HOST_OP_FENCE_WAIT_STREAM,
     HOST_OP_FENCE_WAIT_HOST,
+    HOST_OP_STREAM_SYNC,
 };
 
 static void run_all(const char *name, const gm_engine_config_t *config) {

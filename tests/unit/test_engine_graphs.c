@@ -38,33 +38,33 @@ static void test_explicit_alloc_free(void) {
 
     /* Instantiation maps nothing (A5.2); the first launch maps (A6.5), Used = Reserved. */
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
-    CHECK(gm_engine_exec_known(s.engine, 0xE1));
+    CHECK(gm_engine_serves(s.engine, 0xE1));
+    CHECK(!gm_engine_serves(s.engine, 0xBAD));
     CHECK(gm_engine_graph_instantiated(s.engine, g.key));
     CHECK_EQ_INT(sim_instantiate(&s, &g, 0xE2, 0), GM_ERR_NOT_SUPPORTED);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 0);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
-    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S1, false), GM_ERR_NOT_READY);
-    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xBAD, S1, false), GM_ERR_INVALID_VALUE);
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
-    /* Mapped and last run on S1: the fast path; another stream needs the full path. */
-    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S1, false), GM_OK);
-    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S2, false), GM_ERR_NOT_READY);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
     CHECK(sim_run_data(&s, &g, NULL));
     /* Freed inside its graph: never live, so an outside free is refused (A8.3). */
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], GM_NO_STREAM), GM_ERR_INVALID_VALUE);
-    /* Relaunch on the same stream: no backend call at all. */
+    /* Relaunch on the same stream: one backend call, the fence that follows the launch. */
     host_backend_reset_calls(s.hb);
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_U64(host_backend_total_calls(s.hb), 1);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 1);
+    /* An exec the engine does not serve: the driver's call, nothing else. */
+    host_backend_reset_calls(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xBAD, S1), GM_OK);
     CHECK_EQ_U64(host_backend_total_calls(s.hb), 0);
-    CHECK(gm_engine_launch_begin(s.engine, 0xBAD, S1, false) == GM_ERR_INVALID_VALUE);
 
-    gm_engine_graph_destroyed(s.engine, g.key); /* the exec keeps working (A9.2) */
-    CHECK(gm_engine_owns(s.engine, g.va[a]));   /* its exec still makes it at each launch */
+    sim_graph_destroy(s.engine, g.key);       /* the exec keeps working (A9.2) */
+    CHECK(gm_engine_owns(s.engine, g.va[a])); /* its exec still makes it at each launch */
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
-    gm_engine_exec_destroyed(s.engine, 0xE1);
-    CHECK(!gm_engine_exec_known(s.engine, 0xE1));
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    CHECK(!gm_engine_serves(s.engine, 0xE1));
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB); /* until a trim (A9.3) */
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
@@ -134,9 +134,7 @@ static void test_escape_and_relaunch_rules(void) {
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_ERR_INVALID_VALUE);
     REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
-    /* Unfreed: the fast path leaves the refusal to the full path, which refuses. */
-    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S1, false), GM_ERR_NOT_READY);
-    CHECK_EQ_INT(gm_engine_launch_try(s.engine, 0xE1, S1, true), GM_OK);
+    /* Unfreed: a relaunch is refused. */
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_ERR_INVALID_VALUE);
     CHECK_EQ_INT(sim_upload(&s, 0xE1, S1), GM_OK); /* an upload frees nothing */
 
@@ -147,8 +145,8 @@ static void test_escape_and_relaunch_rules(void) {
     REQUIRE(sim_instantiate(&s, &h, 0xE2, 0) == GM_OK);
     REQUIRE(sim_launch(&s, 0xE2, S2) == GM_OK);
     CHECK(sim_run_data(&s, &h, NULL));
-    gm_engine_graph_destroyed(s.engine, g.key);
-    gm_engine_exec_destroyed(s.engine, 0xE1);
+    sim_graph_destroy(s.engine, g.key);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
     CHECK(gm_engine_owns(s.engine, va)); /* its memory is still live (A9.1) */
     host_backend_complete_all(s.hb);
     gm_engine_trim(s.engine, 0);
@@ -221,7 +219,7 @@ static void test_free_in_other_graph(void) {
     uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
     uint64_t va = g.va[a];
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
-    gm_engine_graph_destroyed(s.engine, g.key);
+    sim_graph_destroy(s.engine, g.key);
     gm_status_t st;
     REQUIRE(sim_free(&s, &h, va, NULL, 0, &st) != UINT32_MAX);
     sim_free(&s, &i, va, NULL, 0, &st); /* already freed by another graph */

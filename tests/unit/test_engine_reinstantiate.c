@@ -29,9 +29,9 @@ static void test_rounds_of_instantiate_launch_free_destroy(void) {
         CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[out], stream), GM_OK);
         CHECK(sim_forget_live(&s, g.va[out]));
         host_backend_complete_all(s.hb);
-        gm_engine_exec_destroyed(s.engine, exec);
+        gm_engine_exec_destroy(s.engine, exec, GM_NO_CALL);
     }
-    gm_engine_graph_destroyed(s.engine, g.key);
+    sim_graph_destroy(s.engine, g.key);
     CHECK(sim_fini(&s));
 }
 
@@ -46,7 +46,7 @@ static void test_graph_destroyed_exec_alive_allocations_still_owned(void) {
     uint32_t saved = sim_alloc(&s, &fwd, 2 * sim_page(), NULL, 0);
     sim_plain(&s, &fwd, &saved, 1);
     CHECK_EQ_INT(sim_instantiate(&s, &fwd, 0xf00, GM_EXEC_AUTO_FREE), GM_OK);
-    gm_engine_graph_destroyed(s.engine, fwd.key);
+    sim_graph_destroy(s.engine, fwd.key);
     CHECK(gm_engine_owns(s.engine, fwd.va[saved]));
     sim_graph_init(&s, &bwd);
     uint32_t k = sim_plain(&s, &bwd, NULL, 0);
@@ -57,9 +57,9 @@ static void test_graph_destroyed_exec_alive_allocations_still_owned(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xf00, 0x77), GM_OK);
     CHECK_EQ_INT(sim_launch(&s, 0xb00, 0x77), GM_OK);
     host_backend_complete_all(s.hb);
-    gm_engine_exec_destroyed(s.engine, 0xf00);
-    gm_engine_exec_destroyed(s.engine, 0xb00);
-    gm_engine_graph_destroyed(s.engine, bwd.key);
+    gm_engine_exec_destroy(s.engine, 0xf00, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xb00, GM_NO_CALL);
+    sim_graph_destroy(s.engine, bwd.key);
     CHECK(sim_fini(&s));
 }
 
@@ -87,8 +87,8 @@ static void test_mover_waits_for_fast_path_launch_of_other_member(void) {
     CHECK(sim_run_data(&s, &x, NULL));
     CHECK(sim_run_data(&s, &y, NULL));
     host_backend_complete_all(s.hb);
-    gm_engine_exec_destroyed(s.engine, 0xA1);
-    gm_engine_exec_destroyed(s.engine, 0xB1);
+    gm_engine_exec_destroy(s.engine, 0xA1, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xB1, GM_NO_CALL);
     CHECK(sim_fini(&s));
 }
 

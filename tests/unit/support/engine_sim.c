@@ -130,23 +130,25 @@ gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsig
     return gm_engine_instantiate(s->engine, g->key, &t, exec, flags);
 }
 
-/* As the shim launches: the fast path first, the full preparation when it says so. The fast
- * path must make no backend call (the shim calls it outside its capture-mode bracket). */
-static gm_status_t run(sim_t *s, uint64_t exec, uint64_t stream, bool upload) {
-    uint64_t calls_before = host_backend_total_calls(s->hb);
-    gm_status_t st = gm_engine_launch_try(s->engine, exec, stream, upload);
-    uint64_t calls_after = host_backend_total_calls(s->hb);
-    if (calls_after != calls_before) {
-        fprintf(stderr, "gm_engine_launch_try made %llu backend calls\n",
-                (unsigned long long)(calls_after - calls_before));
-        abort();
+typedef struct sim_submit {
+    sim_t *s;
+    uint64_t stream;
+} sim_submit_t;
+
+/* The driver's launch: one item on the stream (or a driver failure, when the test asked). */
+static bool submit(void *arg) {
+    sim_submit_t *c = arg;
+    if (c->s->fail_submits) {
+        c->s->fail_submits--;
+        return false;
     }
-    if (st == GM_ERR_NOT_READY || st == GM_ERR_INVALID_VALUE)
-        st = gm_engine_launch_begin(s->engine, exec, stream, upload);
-    if (st == GM_OK)
-        host_backend_submit(s->hb, stream);
-    gm_engine_launch_end(s->engine, exec, stream, upload, st == GM_OK);
-    return st;
+    host_backend_submit(c->s->hb, c->stream);
+    return true;
+}
+
+static gm_status_t run(sim_t *s, uint64_t exec, uint64_t stream, bool upload) {
+    sim_submit_t c = {s, stream};
+    return gm_engine_launch(s->engine, exec, stream, upload, (gm_driver_call_t){submit, &c});
 }
 
 gm_status_t sim_launch(sim_t *s, uint64_t exec, uint64_t stream) {
@@ -282,4 +284,8 @@ void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape) {
     uint32_t k = sim_plain(s, g, &a, 1);
     if (!escape)
         sim_free(s, g, g->va[a], &k, 1, NULL);
+}
+
+void sim_graph_destroy(gm_engine_t *engine, uint64_t graph) {
+    gm_engine_graphs_destroy(engine, &graph, 1, GM_NO_CALL);
 }

@@ -34,6 +34,7 @@ typedef struct sim {
     /* Allocations live outside their graph run (escaped): address, size, pattern. */
     uint64_t live_va[1024], live_size[1024], live_pattern[1024];
     uint32_t live_count;
+    uint32_t fail_submits; /* the next this many driver launches fail (GM_ERR_DRIVER) */
 } sim_t;
 
 /* A config with small numbers: 64 KiB pages, 4-page handles, 16 KiB small limit. */
@@ -57,7 +58,7 @@ uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, u
 void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape);
 gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags);
 
-/* launch_begin, one submitted item on the stream, launch_end. */
+/* gm_engine_launch with a driver call that submits one item on the stream. */
 gm_status_t sim_launch(sim_t *s, uint64_t exec, uint64_t stream);
 gm_status_t sim_upload(sim_t *s, uint64_t exec, uint64_t stream);
 /* Runs g on the host as its launch would: writes a fresh pattern into each allocation when its
@@ -70,5 +71,7 @@ bool sim_run_data(sim_t *s, const sim_graph_t *g, uint64_t *rng);
 bool sim_forget_live(sim_t *s, uint64_t va);
 
 uint64_t sim_attr(sim_t *s, int attr);
+/* cuGraphDestroy as the shim reports it (the driver's part done). */
+void sim_graph_destroy(gm_engine_t *engine, uint64_t graph);
 
 #endif

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 static const char *const op_names[HOST_OP_COUNT] = {
-    "va_reserve",      "va_release", "handle_create", "handle_release", "map",
-    "unmap",           "set_access", "fence_record",  "fence_query",    "fence_wait_stream",
-    "fence_wait_host",
+    "va_reserve",      "va_release",  "handle_create", "handle_release", "map",
+    "unmap",           "set_access",  "fence_record",  "fence_query",    "fence_wait_stream",
+    "fence_wait_host", "stream_sync",
 };
 
 const char *host_op_name(host_op_t op) {
@@ -305,6 +305,7 @@ host_backend_t *host_backend_create(uint64_t granularity, int device_count) {
     if (!hb)
         return NULL;
     pthread_mutex_init(&hb->lock, NULL);
+    pthread_cond_init(&hb->progress, NULL);
     hb->device_count = device_count;
     hb->ops = (gm_backend_t){
         .ctx = hb,
@@ -321,6 +322,7 @@ host_backend_t *host_backend_create(uint64_t granularity, int device_count) {
         .fence_wait_stream = hb_fence_wait_stream,
         .fence_wait_host = hb_fence_wait_host,
         .fence_destroy = hb_fence_destroy,
+        .stream_sync = hb_stream_sync,
     };
     return hb;
 }
@@ -336,13 +338,16 @@ void host_backend_destroy(host_backend_t *hb) {
     for (size_t i = 0; i < hb->handle_count; i++)
         if (hb->handles[i].fd >= 0)
             close(hb->handles[i].fd);
-    for (size_t i = 0; i < hb->stream_count; i++)
+    for (size_t i = 0; i < hb->stream_count; i++) {
         free(hb->streams[i].waits);
+        free(hb->streams[i].items);
+    }
     free(hb->res);
     free(hb->handles);
     free(hb->maps);
     free(hb->streams);
     free(hb->fences);
+    pthread_cond_destroy(&hb->progress);
     pthread_mutex_destroy(&hb->lock);
     free(hb);
 }

@@ -9,6 +9,11 @@
  * end; fence_wait_stream adds an item that cannot complete before the awaited fence;
  * fence_wait_host completes everything the fence covers (and what that depends on).
  *
+ * Worker mode (host_backend_use_workers) plays a GPU that runs concurrently with the host: items
+ * carry work (a function), worker threads run them with host_backend_run_next in queue order once
+ * their waits are complete, and host waits block until the workers got there. A test can then
+ * launch from several threads while the "GPU" really reads and writes the mapped memory.
+ *
  * Misuse that a real driver would refuse or that would corrupt memory (mapping over a mapping,
  * releasing a mapped handle, unmapping something not mapped, ...) fails with
  * GM_ERR_INVALID_VALUE and is counted: host_backend_check_clean() reports it. */
@@ -34,6 +39,7 @@ typedef enum host_op {
     HOST_OP_FENCE_QUERY,
     HOST_OP_FENCE_WAIT_STREAM,
     HOST_OP_FENCE_WAIT_HOST,
+    HOST_OP_STREAM_SYNC,
     HOST_OP_COUNT,
 } host_op_t;
 
@@ -58,6 +64,20 @@ void host_backend_reset_calls(host_backend_t *hb);
 
 /* Simulated queues. submit returns the new item's position (1, 2, ...) on the stream. */
 uint64_t host_backend_submit(host_backend_t *hb, uint64_t stream);
+
+typedef void (*host_work_fn)(void *arg);
+/* Worker mode; call before anything is submitted. */
+void host_backend_use_workers(host_backend_t *hb);
+/* An item that runs `fn(arg)` when a worker reaches it, after item `after_pos` of stream
+ * `after_stream` completed (after_pos 0: no such wait; how a driver orders the launches of one
+ * exec on different streams). */
+uint64_t host_backend_submit_work(host_backend_t *hb, uint64_t stream, host_work_fn fn, void *arg,
+                                  uint64_t after_stream, uint64_t after_pos);
+/* Worker mode: runs the next item of `stream` when it may start (outside the backend's lock),
+ * then completes it. Returns false when none could run; then waits up to `wait_ms` for news. */
+bool host_backend_run_next(host_backend_t *hb, uint64_t stream, int wait_ms);
+/* Worker mode: blocks until every item submitted so far completed. */
+void host_backend_drain(host_backend_t *hb);
 /* Completes items of `stream` up to position `up_to`, stopping before an item whose awaited
  * fence is not complete. Returns the position now completed. */
 uint64_t host_backend_complete(host_backend_t *hb, uint64_t stream, uint64_t up_to);

@@ -2,6 +2,7 @@
 #include "host_backend_internal.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 static hb_stream_t *stream_get(host_backend_t *hb, uint64_t key, uint32_t *index_out) {
     for (size_t i = 0; i < hb->stream_count; i++) {
@@ -26,8 +27,14 @@ static const hb_wait_t *wait_at(const hb_stream_t *s, uint64_t pos) {
 }
 
 /* Completes stream `si` through `pos`, forcing what it waits on (a host wait). Terminates:
- * a wait only ever refers to a fence recorded before it. */
+ * a wait only ever refers to a fence recorded before it. In worker mode the workers complete
+ * items: wait for them. */
 static void complete_through(host_backend_t *hb, uint32_t si, uint64_t pos) {
+    if (hb->workers) {
+        while (hb->streams[si].completed < pos)
+            pthread_cond_wait(&hb->progress, &hb->lock);
+        return;
+    }
     while (hb->streams[si].completed < pos) {
         const hb_wait_t *w = wait_at(&hb->streams[si], hb->streams[si].completed + 1);
         if (w)
@@ -50,6 +57,17 @@ gm_status_t hb_fence_record(void *ctx, uint64_t stream, uint64_t *fence_out) {
 out:
     pthread_mutex_unlock(&hb->lock);
     return st;
+}
+
+/* A new item at the end of the stream's queue; returns its position. */
+static uint64_t push_item(host_backend_t *hb, hb_stream_t *s, host_work_fn fn, void *arg) {
+    uint64_t pos = ++s->submitted;
+    if (hb->workers) {
+        s->items = hb_grow(s->items, &s->item_cap, pos - 1, sizeof *s->items);
+        s->items[pos - 1] = (hb_item_t){fn, arg};
+        pthread_cond_broadcast(&hb->progress);
+    }
+    return pos;
 }
 
 static hb_fence_t *fence_get(host_backend_t *hb, uint64_t fence) {
@@ -88,7 +106,8 @@ gm_status_t hb_fence_wait_stream(void *ctx, uint64_t stream, uint64_t fence) {
     hb_fence_t awaited = *f;
     hb_stream_t *s = stream_get(hb, stream, NULL);
     s->waits = hb_grow(s->waits, &s->wait_cap, s->wait_count, sizeof *s->waits);
-    s->waits[s->wait_count++] = (hb_wait_t){++s->submitted, awaited.stream, awaited.pos};
+    s->waits[s->wait_count++] =
+        (hb_wait_t){push_item(hb, s, NULL, NULL), awaited.stream, awaited.pos};
     hb->stream_waits++;
 out:
     pthread_mutex_unlock(&hb->lock);
@@ -124,11 +143,85 @@ void hb_fence_destroy(void *ctx, uint64_t fence) {
     pthread_mutex_unlock(&hb->lock);
 }
 
-uint64_t host_backend_submit(host_backend_t *hb, uint64_t stream) {
+gm_status_t hb_stream_sync(void *ctx, uint64_t stream) {
+    host_backend_t *hb = ctx;
+    gm_status_t st = GM_OK;
     pthread_mutex_lock(&hb->lock);
-    uint64_t pos = ++stream_get(hb, stream, NULL)->submitted;
+    if (!hb_inject(hb, HOST_OP_STREAM_SYNC, &st)) {
+        uint32_t si;
+        stream_get(hb, stream, &si);
+        complete_through(hb, si, hb->streams[si].submitted);
+        hb->host_waits++;
+    }
+    pthread_mutex_unlock(&hb->lock);
+    return st;
+}
+
+uint64_t host_backend_submit(host_backend_t *hb, uint64_t stream) {
+    return host_backend_submit_work(hb, stream, NULL, NULL, 0, 0);
+}
+
+void host_backend_use_workers(host_backend_t *hb) {
+    hb->workers = true;
+}
+
+uint64_t host_backend_submit_work(host_backend_t *hb, uint64_t stream, host_work_fn fn, void *arg,
+                                  uint64_t after_stream, uint64_t after_pos) {
+    pthread_mutex_lock(&hb->lock);
+    uint32_t si, ai = 0;
+    if (after_pos)
+        stream_get(hb, after_stream, &ai);
+    hb_stream_t *s = stream_get(hb, stream, &si);
+    uint64_t pos = push_item(hb, s, fn, arg);
+    if (after_pos) {
+        s->waits = hb_grow(s->waits, &s->wait_cap, s->wait_count, sizeof *s->waits);
+        s->waits[s->wait_count++] = (hb_wait_t){pos, ai, after_pos};
+    }
     pthread_mutex_unlock(&hb->lock);
     return pos;
+}
+
+static bool may_start(const host_backend_t *hb, const hb_stream_t *s) {
+    if (s->running || s->completed == s->submitted)
+        return false;
+    const hb_wait_t *w = wait_at(s, s->completed + 1);
+    return !w || hb->streams[w->on_stream].completed >= w->on_pos;
+}
+
+bool host_backend_run_next(host_backend_t *hb, uint64_t stream, int wait_ms) {
+    pthread_mutex_lock(&hb->lock);
+    uint32_t si;
+    stream_get(hb, stream, &si);
+    if (!may_start(hb, &hb->streams[si])) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)wait_ms * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&hb->progress, &hb->lock, &until);
+        pthread_mutex_unlock(&hb->lock);
+        return false;
+    }
+    hb_stream_t *s = &hb->streams[si];
+    hb_item_t item = s->items ? s->items[s->completed] : (hb_item_t){NULL, NULL};
+    s->running = true;
+    pthread_mutex_unlock(&hb->lock);
+    if (item.fn)
+        item.fn(item.arg);
+    pthread_mutex_lock(&hb->lock);
+    s = &hb->streams[si]; /* the table may have grown meanwhile */
+    s->running = false;
+    s->completed++;
+    pthread_cond_broadcast(&hb->progress);
+    pthread_mutex_unlock(&hb->lock);
+    return true;
+}
+
+void host_backend_drain(host_backend_t *hb) {
+    pthread_mutex_lock(&hb->lock);
+    for (size_t i = 0; i < hb->stream_count; i++)
+        complete_through(hb, (uint32_t)i, hb->streams[i].submitted);
+    pthread_mutex_unlock(&hb->lock);
 }
 
 uint64_t host_backend_complete(host_backend_t *hb, uint64_t stream, uint64_t up_to) {

@@ -31,11 +31,19 @@ typedef struct hb_wait {
     uint64_t on_pos;    /* awaited position */
 } hb_wait_t;
 
+typedef struct hb_item {
+    host_work_fn fn;
+    void *arg;
+} hb_item_t;
+
 typedef struct hb_stream {
     uint64_t key;
     uint64_t submitted, completed;
+    bool running; /* worker mode: item completed + 1 is being run */
     hb_wait_t *waits;
     size_t wait_count, wait_cap;
+    hb_item_t *items; /* worker mode: item at position p is items[p - 1] */
+    size_t item_cap;
 } hb_stream_t;
 
 typedef struct hb_fence {
@@ -52,6 +60,8 @@ typedef struct hb_fault {
 struct host_backend {
     gm_backend_t ops;
     pthread_mutex_t lock;
+    pthread_cond_t progress; /* worker mode: an item completed or was submitted */
+    bool workers;
     int device_count;
     uint64_t capacity[64];
     hb_reservation_t *res;
@@ -81,5 +91,6 @@ gm_status_t hb_fence_query(void *ctx, uint64_t fence);
 gm_status_t hb_fence_wait_stream(void *ctx, uint64_t stream, uint64_t fence);
 gm_status_t hb_fence_wait_host(void *ctx, uint64_t fence);
 void hb_fence_destroy(void *ctx, uint64_t fence);
+gm_status_t hb_stream_sync(void *ctx, uint64_t stream);
 
 #endif
