@@ -47,6 +47,9 @@ typedef struct gm_engine_config {
     uint64_t max_reserved;      /* per-device cap on reserved bytes; 0 = no cap */
     uint64_t release_threshold; /* idle reserved bytes kept before an automatic trim */
     gm_cross_stream_policy_t cross_stream;
+    /* Per device: the largest allocation the driver accepts in a graph (it refuses larger ones
+     * with out-of-memory when the node is made, tests/probe/alloc_limits.cu); 0 = no limit. */
+    uint64_t max_allocation[GM_MAX_DEVICES];
     bool no_alias;  /* every allocation gets its own physical memory, nothing shared */
     bool uaf_check; /* memory is mapped only while an allocation may be live (see README) */
 } gm_engine_config_t;

@@ -171,7 +171,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
         goto out;
     }
     if (g->exec) {
-        st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (semantics §A3.7) */
+        st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (§A3.7) */
         goto out;
     }
     if (gm_map_get(&e->execs, exec))

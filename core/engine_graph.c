@@ -22,7 +22,7 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
 }
 
 /* The allocation a free of `va` refers to, or NULL when the driver would refuse the
- * free (semantics §A2.1, §A2.4). Several records share an address only inside one graph, and
+ * free (§A2.1, §A2.4). Several records share an address only inside one graph, and
  * then all but one are freed already. */
 static gm_record_t *free_target(gm_engine_t *e, uint64_t va) {
     for (gm_record_t *r = gm_map_get(&e->addresses, va); r; r = r->va_next) {

@@ -20,7 +20,7 @@ static gm_status_t launch_check(const gm_exec_t *x, bool upload) {
             return GM_ERR_INVALID_VALUE;
     for (uint32_t i = 0; i < x->part_count; i++) {
         const gm_part_t *p = x->parts[i];
-        /* Relaunch while an allocation of the previous launch is unfreed (semantics §A6.1). */
+        /* Relaunch while an allocation of the previous launch is unfreed (§A6.1). */
         if (p->unfreed && !upload && !(x->flags & GM_EXEC_AUTO_FREE))
             return GM_ERR_INVALID_VALUE;
         /* An allocation of its graph still live from an exec destroyed since (§A9.1): its

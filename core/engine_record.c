@@ -209,7 +209,7 @@ static gm_status_t place(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
     if (size >= e->config.small_limit || e->config.no_alias) {
         uint64_t pages = size / e->page + (size % e->page != 0);
         if (pages > (UINT64_MAX - 2 * e->pad) / e->page - 1)
-            return GM_ERR_OUT_OF_MEMORY; /* no address range that large (A1.6) */
+            return GM_ERR_OUT_OF_MEMORY; /* no address range that large (§A1.6) */
         r->win_bytes = 2 * e->pad + (pages ? pages : 1) * e->page;
         gm_status_t st = gm_vaspace_alloc(e->vas, r->win_bytes, &r->win_base);
         r->va = r->win_base + e->pad;
@@ -260,6 +260,9 @@ gm_status_t gm_engine_alloc_create(gm_engine_t *e, uint64_t graph, const gm_allo
     if (!params || !va_out || params->device < 0 || params->device >= e->config.device_count ||
         (e->config.device_count < 64 && params->access_mask >> e->config.device_count))
         return GM_ERR_INVALID_VALUE;
+    uint64_t limit = e->config.max_allocation[params->device];
+    if (limit && params->size > limit)
+        return GM_ERR_OUT_OF_MEMORY; /* more than the device can ever back (§A1.6) */
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     gm_graph_t *g = gm_graph_get(e, graph, true);

@@ -6,7 +6,7 @@
  * itself, emptying their slot, because an unmapped handle is in nobody's use: whoever unmapped it
  * proved with a fence that its last user had finished.
  *
- * Attributes (semantics §A10): Used = bytes of handles mapped at least once now; Reserved =
+ * Attributes (§A10): Used = bytes of handles mapped at least once now; Reserved =
  * bytes of handles held; each High is a high-water mark that can only be reset to the current
  * value. Not thread safe: the engine's lock covers it. */
 #ifndef GRAPHMEM_POOL_H

@@ -108,6 +108,13 @@ static gm_engine_t *start_engine(void) {
         .no_alias = gm_option_bool(GM_OPT_NO_ALIAS) || gm_option_bool(GM_OPT_UAF_CHECK),
         .uaf_check = gm_option_bool(GM_OPT_UAF_CHECK),
     };
+    /* The driver refuses a graph allocation above twice the device's memory when the node is
+     * made (tests/probe/alloc_limits.cu: 158.4 GiB on an 79.2 GiB H100, 280 GiB on an H200). */
+    for (int d = 0; d < device_count; d++) {
+        size_t total = 0;
+        if (gm_drv.cuDeviceTotalMem_v2(&total, d) == CUDA_SUCCESS)
+            config.max_allocation[d] = 2 * (uint64_t)total;
+    }
     /* Handles must be whole pages of the device. */
     config.max_handle -= config.max_handle % granularity;
     if (config.max_handle < granularity)

@@ -6,6 +6,7 @@
 #include "driver.h"
 #include "log.h"
 #include "engine_glue.h"
+#include "joins.h"
 #include "options.h"
 #include "stats.h"
 #include "streams.h"
@@ -321,6 +322,8 @@ static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
     if (engine == NULL || stream == NULL || stream == CU_STREAM_LEGACY ||
         stream == CU_STREAM_PER_THREAD)
         return real(stream);
+    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed))
+        gm_joins_stream_destroyed(stream);
     stream_destroy_args_t args = {real, stream};
     gm_app_call_t call;
     gm_engine_stream_destroy(engine, gm_stream_key(stream, false),

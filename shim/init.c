@@ -2,6 +2,7 @@
  * own helper processes), no DT_NEEDED on libcuda. The first door used (an exported hook, dlsym of a
  * driver name, or the resolver) starts graphmem under pthread_once. */
 #include <dlfcn.h>
+#include <string.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -36,12 +37,15 @@ void gm_shim_fall_back(const char *reason) {
     gm_log_fallback("%s", reason);
 }
 
+/* Set in a forked child: a statistics file without %p is the parent's, not the child's. */
+static bool forked_child;
+
 static void at_exit(void) {
     /* Statistics only: the driver may already be tearing down, so no CUDA call here. */
     if (gm_option_bool(GM_OPT_SHOW_STATS))
         gm_stats_print_table();
     const char *path = gm_option_text(GM_OPT_STATS_FILE);
-    if (path[0] != '\0')
+    if (path[0] != '\0' && (!forked_child || strstr(path, "%p") != NULL))
         gm_stats_write_json(path);
 }
 
@@ -49,6 +53,7 @@ static void at_exit(void) {
  * parent's CUDA context: the child must never touch them. It starts from a clean slate and counts
  * only its own calls. */
 static void at_fork_child(void) {
+    forked_child = true;
     gm_stats_reset();
     gm_engine_glue_forget_after_fork();
 }

@@ -28,39 +28,33 @@ typedef struct access_list {
     uint64_t mask;
     int resident;
     size_t count;
-    CUmemAccessDesc *descs;
+    CUmemAccessDesc descs[GM_MAX_DEVICES];
+    struct access_list *next;
 } access_list_t;
 
-#define GM_ACCESS_LISTS 128
-static access_list_t access_lists[GM_ACCESS_LISTS];
-static int access_list_count;
+/* A list, prepended to and never freed: the entries handed out stay where they are. */
+static access_list_t *access_lists;
 static pthread_mutex_t access_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The driver reports the list the node was given. */
+/* The driver reports the list the node was given. NULL only without host memory. */
 static const access_list_t *access_list_for(uint64_t mask, int resident) {
-    const access_list_t *found = NULL;
     pthread_mutex_lock(&access_lock);
-    for (int i = 0; i < access_list_count && !found; i++)
-        if (access_lists[i].mask == mask && access_lists[i].resident == resident)
-            found = &access_lists[i];
-    if (!found && access_list_count < GM_ACCESS_LISTS) {
-        access_list_t *list = &access_lists[access_list_count];
-        list->mask = mask;
-        list->resident = resident;
-        list->count = 0;
-        list->descs = calloc(GM_MAX_DEVICES, sizeof *list->descs);
-        for (int d = 0; list->descs && d < GM_MAX_DEVICES; d++) {
+    access_list_t *found = access_lists;
+    while (found && (found->mask != mask || found->resident != resident))
+        found = found->next;
+    if (!found && (found = calloc(1, sizeof *found)) != NULL) {
+        found->mask = mask;
+        found->resident = resident;
+        for (int d = 0; d < GM_MAX_DEVICES; d++) {
             if (!(mask & (1ull << d)))
                 continue;
-            list->descs[list->count].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-            list->descs[list->count].location.id = d;
-            list->descs[list->count].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-            list->count++;
+            found->descs[found->count].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+            found->descs[found->count].location.id = d;
+            found->descs[found->count].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            found->count++;
         }
-        if (list->descs) {
-            access_list_count++;
-            found = list;
-        }
+        found->next = access_lists;
+        access_lists = found;
     }
     pthread_mutex_unlock(&access_lock);
     return found;

@@ -48,7 +48,7 @@ static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNo
                            CUDA_MEM_ALLOC_NODE_PARAMS *p, CUresult *result) {
     if (node_out == NULL || graph == NULL || p == NULL || (count > 0 && deps == NULL))
         return false;
-    if (gm_nested_is_child(graph)) { /* semantics §A3.5-A3.6: the driver refuses it */
+    if (gm_nested_is_child(graph)) { /* §A3.5-§A3.6: the driver refuses it */
         *result = CUDA_ERROR_NOT_SUPPORTED;
         return true;
     }
@@ -255,8 +255,19 @@ static bool in_graph_with_markers(CUgraphNode node) {
         return false;
     if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE)
         return true;
-    uint64_t graphs[256];
-    size_t count = gm_engine_marked_graphs(engine, graphs, 256);
+    /* As many graphs as there are: ask again with room for all when the first guess was short. */
+    uint64_t *graphs = NULL;
+    size_t cap = 0, count = 0;
+    do {
+        uint64_t *grown = realloc(graphs, (count ? count : 64) * sizeof *graphs);
+        if (grown == NULL) {
+            free(graphs);
+            return true; /* cannot tell: refusing is what the driver does for such a graph */
+        }
+        graphs = grown;
+        cap = count ? count : 64;
+        count = gm_engine_marked_graphs(engine, graphs, cap);
+    } while (count > cap);
     bool found = false;
     for (size_t g = 0; g < count && !found; g++) {
         size_t n = 0;
@@ -269,6 +280,7 @@ static bool in_graph_with_markers(CUgraphNode node) {
                 found = nodes[i] == node;
         free(nodes);
     }
+    free(graphs);
     return found;
 }
 

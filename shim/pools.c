@@ -5,6 +5,7 @@
 
 #include "driver.h"
 #include "engine.h"
+#include "util.h"
 
 typedef struct known_pool {
     CUmemoryPool pool;
@@ -13,26 +14,43 @@ typedef struct known_pool {
     uint64_t access; /* devices with read-write access, resident included */
 } known_pool_t;
 
-#define GM_KNOWN_POOLS 512
-static known_pool_t pools[GM_KNOWN_POOLS];
-static int pool_count;
+static known_pool_t *pools;
+static uint32_t pool_count, pool_cap;
 static CUmemoryPool current[GM_MAX_DEVICES]; /* NULL: the device's default pool */
 static CUmemoryPool defaults[GM_MAX_DEVICES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static known_pool_t *find_locked(CUmemoryPool pool) {
-    for (int i = 0; i < pool_count; i++)
+    for (uint32_t i = 0; i < pool_count; i++)
         if (pools[i].pool == pool)
             return &pools[i];
     return NULL;
 }
 
-static void add_locked(CUmemoryPool pool, int device, bool servable) {
+/* A pool graphmem cannot remember (no host memory) stays unknown: its allocations go to the
+ * driver, never wrong. */
+static known_pool_t *add_locked(CUmemoryPool pool, int device, bool servable) {
     known_pool_t *known = find_locked(pool);
-    if (known == NULL && pool_count < GM_KNOWN_POOLS)
+    if (known == NULL &&
+        gm_grow((void **)&pools, &pool_cap, pool_count + 1, sizeof *pools) == GM_OK)
         known = &pools[pool_count++];
     if (known != NULL)
         *known = (known_pool_t){pool, device, servable, device >= 0 ? 1ull << device : 0};
+    return known;
+}
+
+/* The devices with read-write access to `pool` now, asked of the driver: access set before
+ * graphmem started (on a default pool, which no creation call announced) is known too. */
+static uint64_t access_now(CUmemoryPool pool, int resident, int device_count) {
+    uint64_t access = 1ull << resident;
+    for (int d = 0; d < device_count && d < GM_MAX_DEVICES; d++) {
+        CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        CUmemLocation where = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d};
+        if (d != resident && gm_drv.cuMemPoolGetAccess(&flags, pool, &where) == CUDA_SUCCESS &&
+            flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            access |= 1ull << d;
+    }
+    return access;
 }
 
 void gm_pools_learn_defaults(int device_count) {
@@ -40,10 +58,14 @@ void gm_pools_learn_defaults(int device_count) {
         CUmemoryPool pool = NULL;
         if (gm_drv.cuDeviceGetDefaultMemPool(&pool, d) != CUDA_SUCCESS)
             continue;
+        uint64_t access = access_now(pool, d, device_count);
         pthread_mutex_lock(&lock);
         defaults[d] = pool;
-        if (find_locked(pool) == NULL)
-            add_locked(pool, d, true);
+        known_pool_t *known = find_locked(pool);
+        if (known == NULL)
+            known = add_locked(pool, d, true);
+        if (known != NULL)
+            known->access |= access;
         pthread_mutex_unlock(&lock);
     }
 }

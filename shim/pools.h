@@ -6,7 +6,8 @@
 
 #include "shim.h"
 
-/* Queries each device's default pool; call outside any capture (engine start-up). */
+/* Queries each device's default pool and who may access it now; call outside any capture, in
+ * RELAXED mode (engine start-up): a pool query can invalidate a GLOBAL capture. */
 void gm_pools_learn_defaults(int device_count);
 void gm_pool_created(CUmemoryPool pool, const CUmemPoolProps *props);
 void gm_pool_destroyed(CUmemoryPool pool);

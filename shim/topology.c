@@ -88,7 +88,7 @@ static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size
  * (tests/probe/readback_cost.cu). */
 static CUresult read_graph(CUgraph graph, gm_topology_buf_t *buf, uint32_t entry, uint32_t exit,
                            int depth) {
-    if (depth > 16)
+    if (depth > GM_NESTING_MAX)
         return CUDA_ERROR_NOT_SUPPORTED;
     size_t count = 0;
     CUresult r = gm_real.cuGraphGetNodes(graph, NULL, &count);
@@ -196,7 +196,7 @@ void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count,
 }
 
 static bool bodies_have_markers_locked(gm_engine_t *engine, CUgraph graph, int depth) {
-    for (size_t i = 0; i < nested_count && depth < 16; i++) {
+    for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++) {
         if (nested[i].parent != graph || nested[i].kind != GM_NESTED_BODY)
             continue;
         if (gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)nested[i].graph) ||

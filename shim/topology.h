@@ -5,6 +5,10 @@
 #include "engine.h"
 #include "shim.h"
 
+/* Child and body graphs nested deeper than this are refused (a bound on the recursion only: the
+ * driver itself was seen to crash building chains of 100 on an H100, tests/gpu/scn_many_graphs). */
+#define GM_NESTING_MAX 1024
+
 typedef struct gm_topology_buf {
     gm_topology_t view;
     uint64_t *nodes;

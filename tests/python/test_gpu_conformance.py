@@ -1,5 +1,5 @@
 """GPU conformance: every tests/gpu/scn_*.cu scenario runs natively and under graphmem in one test
-and must print the same OBS lines (semantics.md §A is the checklist the scenarios cover). Also the
+and must print the same OBS lines (tests/SEMANTICS.md §A is the checklist the scenarios cover). Also the
 stress programs (natively, under graphmem, and under compute-sanitizer memcheck at a reduced size)
 and the planted use-after-free that graphmem's GRAPHMEM_UAF_CHECK=1 must turn into a fault.
 
@@ -20,6 +20,13 @@ SCENARIOS = sorted(p.stem for p in gh.GPU_SOURCES.glob("scn_*.cu"))
 # instead. Empty for now: graphmem reproduces every restriction the scenarios observe.
 ALLOW = {}
 
+# Scenarios that show a defect still open, with where it is tracked: they must still differ (a
+# strict expected failure); once one matches natively, it fails here until removed from this list.
+XFAIL = {
+    "scn_exec_update": "cuGraphExecUpdate of an exec with graphmem allocations is not re-planned "
+                       "(README, known limitations)",
+}
+
 # Sticky errors a kernel touching unmapped memory can end in.
 FAULTS = {"cudaErrorIllegalAddress", "cudaErrorLaunchFailure", "cudaErrorInvalidAddressSpace"}
 
@@ -36,6 +43,9 @@ def test_scenario(scenario):
     under = gh.run_graphmem([prog])
     print(gh.info_report(scenario, native, under))
     diffs = gh.obs_differences(native, under, ALLOW.get(scenario))
+    if scenario in XFAIL:
+        assert diffs, f"{scenario} matches natively now: remove it from XFAIL"
+        pytest.xfail(XFAIL[scenario] + "\n" + "\n".join(diffs[:6]))
     assert not diffs, ("observations differ (native vs graphmem):\n" + "\n".join(diffs)
                        + f"\n--- native\n{native.describe()}\n--- graphmem\n{under.describe()}")
 

@@ -64,3 +64,31 @@ def test_print_config_lists_every_library_option():
                            capture_output=True, text=True).stdout
     expected = [l.split("`")[1] for l in table.splitlines()[2:] if "| tool |" not in l]
     assert names == expected
+
+
+def test_stats_file_without_pid_is_the_parents(tmp_path):
+    """A forked child must not overwrite the parent's statistics file when the path has no %p:
+    the parent exits first here, the child later, and the file still holds the parent's pid."""
+    stats, child_done = tmp_path / "stats.json", tmp_path / "child_done"
+    code = ("import ctypes, os, sys, time\n"
+            "try:\n    ctypes.CDLL(None).cuDriverGetVersion\n"
+            "except AttributeError:\n    pass\n"
+            "if os.fork() == 0:\n"
+            "    time.sleep(0.5)\n"
+            f"    open({str(child_done)!r}, 'w').close()\n"
+            "    sys.exit(0)\n"
+            "print(os.getpid())\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
+    env.update({"LD_PRELOAD": library(), "GRAPHMEM_STATS_FILE": str(stats)})
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    import json
+    import time
+    for _ in range(100):
+        if child_done.exists():
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)  # the child's exit handlers run after it made its mark
+    assert child_done.exists()
+    assert json.loads(stats.read_text())["pid"] == int(proc.stdout.split()[0])

@@ -30,13 +30,13 @@ static void test_explicit_alloc_free(void) {
     CHECK_EQ_U64(info.va, g.va[a]);
     CHECK_EQ_INT(gm_engine_marker(s.engine, g.nodes[k], NULL), GM_MARKER_NONE);
 
-    /* Semantics §A2.1: freeing twice or a foreign address is refused. */
+    /* §A2.1: freeing twice or a foreign address is refused. */
     CHECK(sim_free(&s, &g, g.va[a], &f, 1, &st) == UINT32_MAX);
     CHECK_EQ_INT(st, GM_ERR_INVALID_VALUE);
     sim_free(&s, &g, 0x1234, NULL, 0, &st);
     CHECK_EQ_INT(st, GM_ERR_INVALID_VALUE);
 
-    /* Instantiation maps nothing (A5.2); the first launch maps (A6.5), Used = Reserved. */
+    /* Instantiation maps nothing (§A5.2); the first launch maps (§A6.5), Used = Reserved. */
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
     CHECK(gm_engine_serves(s.engine, 0xE1));
     CHECK(!gm_engine_serves(s.engine, 0xBAD));
@@ -48,7 +48,7 @@ static void test_explicit_alloc_free(void) {
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
     CHECK(sim_run_data(&s, &g, NULL));
-    /* Freed inside its graph: never live, so an outside free is refused (A8.3). */
+    /* Freed inside its graph: never live, so an outside free is refused (§A8.3). */
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], GM_NO_STREAM), GM_ERR_INVALID_VALUE);
     /* Relaunch on the same stream: one backend call, the fence that follows the launch. */
     host_backend_reset_calls(s.hb);
@@ -60,12 +60,12 @@ static void test_explicit_alloc_free(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xBAD, S1), GM_OK);
     CHECK_EQ_U64(host_backend_total_calls(s.hb), 0);
 
-    sim_graph_destroy(s.engine, g.key);       /* the exec keeps working (A9.2) */
+    sim_graph_destroy(s.engine, g.key);       /* the exec keeps working (§A9.2) */
     CHECK(gm_engine_owns(s.engine, g.va[a])); /* its exec still makes it at each launch */
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
     gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
     CHECK(!gm_engine_serves(s.engine, 0xE1));
-    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB); /* until a trim (A9.3) */
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB); /* until a trim (§A9.3) */
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 0);
@@ -75,7 +75,7 @@ static void test_explicit_alloc_free(void) {
 }
 
 /* Fork/join: two branches' allocations are live together and must not share memory; a later
- * allocation after the join reuses the address of a freed one (A1.11). */
+ * allocation after the join reuses the address of a freed one (§A1.11). */
 static void test_fork_join(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -120,7 +120,7 @@ static void test_fork_join(void) {
     CHECK(sim_fini(&s));
 }
 
-/* An allocation escapes, is used by a later graph and freed outside (A8.1, A8.2, A6.1). */
+/* An allocation escapes, is used by a later graph and freed outside (§A8.1, §A8.2, §A6.1). */
 static void test_escape_and_relaunch_rules(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -130,7 +130,7 @@ static void test_escape_and_relaunch_rules(void) {
     uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
     uint64_t va = g.va[a];
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
-    /* Not launched yet: not live, an outside free is refused (A8.6). */
+    /* Not launched yet: not live, an outside free is refused (§A8.6). */
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_ERR_INVALID_VALUE);
     REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
@@ -147,7 +147,7 @@ static void test_escape_and_relaunch_rules(void) {
     CHECK(sim_run_data(&s, &h, NULL));
     sim_graph_destroy(s.engine, g.key);
     gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
-    CHECK(gm_engine_owns(s.engine, va)); /* its memory is still live (A9.1) */
+    CHECK(gm_engine_owns(s.engine, va)); /* its memory is still live (§A9.1) */
     host_backend_complete_all(s.hb);
     gm_engine_trim(s.engine, 0);
     CHECK(sim_forget_live(&s, va)); /* the trim kept the unfreed allocation's bytes */
@@ -166,7 +166,7 @@ static void test_escape_and_relaunch_rules(void) {
 }
 
 /* AutoFreeOnLaunch: each relaunch frees the previous allocation and makes it again at the same
- * address; an async outside free orders the next relaunch after it (A6.2). */
+ * address; an async outside free orders the next relaunch after it (§A6.2). */
 static void test_auto_free_loop(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -190,7 +190,7 @@ static void test_auto_free_loop(void) {
     CHECK(sim_fini(&s));
 }
 
-/* Upload maps and ties the exec to the stream; the launch then does nothing more (A7.1). */
+/* Upload maps and ties the exec to the stream; the launch then does nothing more (§A7.1). */
 static void test_upload_then_launch(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -208,7 +208,7 @@ static void test_upload_then_launch(void) {
     CHECK(sim_fini(&s));
 }
 
-/* A free-only graph frees an allocation of another graph (A2.3, A2.4). */
+/* A free-only graph frees an allocation of another graph (§A2.3, §A2.4). */
 static void test_free_in_other_graph(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -280,7 +280,29 @@ static void test_abort_and_move(void) {
     CHECK(sim_fini(&s));
 }
 
+/* An allocation larger than its device can ever back is refused when its node is made, with
+ * out-of-memory, and leaves the graph as it was (§A1.6): nothing to forget afterwards. */
+static void test_impossible_size(void) {
+    gm_engine_config_t c = sim_default_config();
+    c.max_allocation[1] = 4 * MiB;
+    sim_t s;
+    REQUIRE(sim_init(&s, &c));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    gm_alloc_params_t big = {.device = 1, .size = 4 * MiB + 1},
+                      fits = {.device = 1, .size = 4 * MiB};
+    uint64_t va = 0;
+    CHECK_EQ_INT(gm_engine_alloc_create(s.engine, g.key, &big, NULL, &va), GM_ERR_OUT_OF_MEMORY);
+    CHECK(!gm_engine_graph_has_markers(s.engine, g.key));
+    CHECK(sim_alloc_on(&s, &g, &fits, NULL, 0) != UINT32_MAX);
+    big.device = 0; /* no limit on device 0 */
+    CHECK(sim_alloc_on(&s, &g, &big, NULL, 0) != UINT32_MAX);
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
+    RUN_TEST(test_impossible_size);
     RUN_TEST(test_explicit_alloc_free);
     RUN_TEST(test_fork_join);
     RUN_TEST(test_escape_and_relaunch_rules);
