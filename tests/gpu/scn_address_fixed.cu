@@ -1,5 +1,5 @@
 // Graph allocation addresses are assigned at node creation and stay fixed across launches and
-// across re-instantiation after the exec is destroyed (semantics A1.1, A3.7, A6.2): the kernel
+// across re-instantiation after the exec is destroyed (§A1.1, §A3.7, §A6.2): the kernel
 // inside the graph records the address it was given, and the data is read back at that address.
 #include "common.cuh"
 

@@ -1,4 +1,4 @@
-// Parameter validation of explicit alloc and free nodes (semantics A1.1-A1.7, A2.1, A2.2):
+// Parameter validation of explicit alloc and free nodes (§A1.1-§A1.7, §A2.1, §A2.2):
 // NULL arguments, bad pool properties, impossible sizes, access descriptors, the generic
 // cudaGraphAddNode entry, and free nodes for addresses that are not graph allocations.
 #include "common.cuh"

@@ -1,7 +1,7 @@
-// Graph memory attributes and trim (semantics A10, A11): error codes for invalid devices,
+// Graph memory attributes and trim (§A10, §A11): error codes for invalid devices,
 // attributes and values; which attributes can be set; the cuda-bindings relations right after an
-// unsynchronized launch of a 1-byte graph (A10.7); the hip-tests double-memory sequence with
-// byte counts as INFO (A10.8); High reset semantics (A10.4).
+// unsynchronized launch of a 1-byte graph (§A10.7); the hip-tests double-memory sequence with
+// byte counts as INFO (§A10.8); High reset semantics (§A10.4).
 #include "common.cuh"
 
 #include <climits>
@@ -97,7 +97,7 @@ static void double_memory(cudaStream_t s) {
         snprintf(key, sizeof key, "double%d_used_high_ge_need", i);
         obs_yes(key, a.used_high >= (i + 1) * size);
     }
-    // Trim while both allocations are unfreed keeps them (A11.1).
+    // Trim while both allocations are unfreed keeps them (§A11.1).
     cudaDeviceGraphMemTrim(0);
     GraphMemAttrs a = read_attrs();
     obs_attr_relations("double_unfreed_trim", a, 2 * size);

@@ -1,5 +1,5 @@
 // Producer/consumer loop with cudaGraphInstantiateFlagAutoFreeOnLaunch, the PyTorch pattern
-// (semantics A6.2, A5.1, A5.5): a captured graph with a temporary and an output it leaves
+// (§A6.2, §A5.1, §A5.5): a captured graph with a temporary and an output it leaves
 // unfreed; every relaunch implicitly frees the previous output, which comes back at the same
 // address; a consumer in the same stream reads it between launches.
 #include "common.cuh"

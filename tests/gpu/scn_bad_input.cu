@@ -1,4 +1,4 @@
-// Bad input must return an error code, never crash (semantics A8.5, A4.4): NULL graph and exec
+// Bad input must return an error code, never crash (§A8.5, §A8.8): NULL graph and exec
 // handles, double frees of graph allocations, frees of foreign pointers, and, last, handles used
 // after they were destroyed (undefined behaviour natively, observed for the record).
 #include "common.cuh"

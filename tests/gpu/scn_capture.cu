@@ -1,4 +1,4 @@
-// Stream capture of graph allocations (semantics A4): the three capture modes with memset,
+// Stream capture of graph allocations (§A4): the three capture modes with memset,
 // memcpy and kernels on the captured address; cudaMallocFromPoolAsync from created pools; a fork
 // that never rejoins; zero-byte allocations; capture into an existing graph; the capture frontier
 // after an allocation; invalidated captures; a non-graph free during capture; the legacy stream.

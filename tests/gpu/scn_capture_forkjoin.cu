@@ -1,4 +1,4 @@
-// The graphMemoryNodes sample, captured fork/join form (semantics A4.1, A4.6, A4.13, A15.4):
+// The graphMemoryNodes sample, captured fork/join form (§A4.1, §A4.6, §A4.13, §A15.4):
 // allocations on two streams of one capture, a free on the forked stream ordered after every
 // user of the allocation, and copies back to the host; launched several times.
 #include "common.cuh"

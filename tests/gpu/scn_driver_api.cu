@@ -1,4 +1,4 @@
-// The driver API entry points for graph memory (semantics A1, A4.1, A4.12, A10, A11): capture
+// The driver API entry points for graph memory (§A1, §A4.1, §A4.12, §A10, §A11): capture
 // with cuMemAllocAsync / cuMemAllocFromPoolAsync / cuMemFreeAsync on a created stream and on the
 // per-thread default stream, explicit cuGraphAddMemAllocNode / cuGraphAddMemFreeNode /
 // cuGraphAddNode, a zero-byte allocation, attributes, trim and cuMemFree of an escaped one.

@@ -1,4 +1,4 @@
-// The dynamic-parameters pattern (semantics A4.9; PyTorch, Warp): during a capture with graph
+// The dynamic-parameters pattern (§A4.9; PyTorch, Warp): during a capture with graph
 // allocations, read the frontier with cudaStreamGetCaptureInfo, add a kernel node by hand to the
 // capture graph, make it the frontier with cudaStreamUpdateCaptureDependencies, keep capturing
 // allocations; later change the hand-made node with cudaGraphExecKernelNodeSetParams.

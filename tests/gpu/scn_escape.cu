@@ -1,6 +1,6 @@
 // An allocation that escapes its graph survives destruction of the graph and of the exec (also an
 // AutoFreeOnLaunch exec) and a trim; ordinary stream work, cudaMemset and cudaFree still work on
-// it (semantics A9.1, A11.1, ROCm/rocm-systems#7092).
+// it (§A9.1, §A11.1, ROCm/rocm-systems#7092).
 #include "common.cuh"
 
 static const size_t n = 1 << 18, bytes = n * sizeof(uint32_t);

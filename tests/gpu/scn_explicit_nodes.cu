@@ -1,4 +1,4 @@
-// The graphMemoryNodes sample, explicit form (semantics A1.1, A1.11, A1.13, A9.2): alloc nodes,
+// The graphMemoryNodes sample, explicit form (§A1.1, §A1.11, §A1.13, §A9.2): alloc nodes,
 // a host-to-device copy into a graph allocation before it was ever mapped, kernels, free nodes,
 // and a copy back; launched several times with the graph destroyed after instantiation.
 #include "common.cuh"
@@ -26,7 +26,7 @@ int main() {
     obs_rc("alloc_b", add_alloc(&nb, g, &copy_in, 1, bytes, &b));
     obs_rc("kernel_b", add_add(&add1, g, &nb, 1, b, a, n, 1));
     obs_rc("free_a", cudaGraphAddMemFreeNode(&fa, g, &add1, 1, a));
-    // c is ordered after a's free, so the driver may give it a's address (A1.11): logged only.
+    // c is ordered after a's free, so the driver may give it a's address (§A1.11): logged only.
     obs_rc("alloc_c", add_alloc(&nc, g, &fa, 1, bytes, &c));
     info("c_reuses_a_va", "%s", c == a ? "yes" : "no");
     obs_yes("a_b_distinct", a != b);

@@ -1,5 +1,5 @@
-// The graphMemoryFootprint sample (semantics A1.10, A5.2, A6.5, A6.6, A6.8, A6.9, A9.3, A10.4,
-// A10.5, A10.9, A11.1): the four attributes before and after launches, frees and trims, for 8
+// The graphMemoryFootprint sample (§A1.10, §A5.2, §A6.5, §A6.6, §A6.8, §A6.9, §A9.3, §A10.4,
+// §A10.5, §A10.9, §A11.1): the four attributes before and after launches, frees and trims, for 8
 // graphs that free what they allocate (one stream, then 8 streams) and for 8 graphs that each
 // leave an allocation unfreed. Byte counts are INFO; relations are observed.
 #include "common.cuh"
@@ -55,7 +55,7 @@ int main() {
     for (int i = 0; i < kGraphs; i++)
         ok &= cudaGraphLaunch(e[i], s[0]) == cudaSuccess;
     obs_ok("one_stream_launches", ok);
-    // Read right after the asynchronous launches: mapping happens at launch (A6.5).
+    // Read right after the asynchronous launches: mapping happens at launch (§A6.5).
     a = read_attrs();
     obs_attr_relations("one_stream_unsynced", a, kBytes);
     obs_rc("one_stream_sync", cudaStreamSynchronize(s[0]));
@@ -107,7 +107,7 @@ int main() {
         ok &= cudaFree(p[i]) == cudaSuccess;
     obs_ok("unfreed_cuda_free", ok);
     GraphMemAttrs freed = read_attrs();
-    // A free does not lower Used; only a trim does (A9.3, A10.9).
+    // A free does not lower Used; only a trim does (§A9.3, §A10.9).
     obs_yes("freed_used_unchanged", freed.used == a.used);
     info_attrs("freed", freed);
     trim_and_observe("freed");

@@ -1,4 +1,4 @@
-// Footprint truthfulness (semantics A10, A6.5): the drop in free device memory reported by
+// Footprint truthfulness (§A10, §A6.5): the drop in free device memory reported by
 // cudaMemGetInfo while graph allocations are mapped is at least what UsedMemCurrent reports, and
 // comes back after the frees and a trim. Byte counts are INFO.
 #include "common.cuh"

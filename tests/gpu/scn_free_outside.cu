@@ -1,4 +1,4 @@
-// Freeing graph allocations outside their graph (semantics A2.3, A2.4, A8.2, A8.3, A8.6):
+// Freeing graph allocations outside their graph (§A2.3, §A2.4, §A8.2, §A8.3, §A8.6):
 // free-only graphs made while the owner exec lives and after the owner graph and exec are both
 // destroyed; cudaFreeAsync and cudaFree after destruction; frees of allocations that are not
 // live or that their own graph frees (error codes: the native run is the reference).

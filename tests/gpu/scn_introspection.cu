@@ -1,4 +1,4 @@
-// Introspection of memory nodes (semantics A15, A16): node types, alloc and free node
+// Introspection of memory nodes (§A15, §A16): node types, alloc and free node
 // parameters, error codes for wrong node types and NULLs, node and edge counts, dependencies,
 // and which memory-node keywords cudaGraphDebugDotPrint writes.
 #include "common.cuh"
@@ -105,7 +105,7 @@ int main() {
     dot_keywords(g, 0, "plain");
     dot_keywords(g, cudaGraphDebugDotFlagsVerbose, "verbose");
 
-    // Captured nodes (A15.6): what the pool contributes to the node's parameters.
+    // Captured nodes (§A15.6): what the pool contributes to the node's parameters.
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);

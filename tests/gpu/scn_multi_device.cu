@@ -1,4 +1,4 @@
-// Graph memory of two devices side by side (semantics A10, A11 per device; issue: per-device
+// Graph memory of two devices side by side (§A10, §A11 per device; issue: per-device
 // pools): the four attributes and trim of one device never move with the other's launches, trims
 // and resets; graphs on different devices keep their data apart, also while both hold unfreed
 // allocations; a graph is relaunched after its device was trimmed; a capture on a stream of the
@@ -180,7 +180,7 @@ int main() {
     obs_zero("all_freed_trimmed", 0);
 
     // A capture on device 1's stream while device 0 is current: cudaMallocAsync takes the stream's
-    // device, not the current one (semantics A1: the pool of the stream's device).
+    // device, not the current one (§A4.2: the pool of the stream's device).
     cross_device_capture(s[1]);
 
     for (cudaGraphExec_t e : {e0, e1, u0, u1})

@@ -1,5 +1,5 @@
 // Memset and memcpy nodes whose target is a graph allocation that has never been mapped
-// (semantics A1.13, iree-org/iree#13984): 1D and 3D copies, memsets of every element size, and
+// (§A1.13, iree-org/iree#13984): 1D and 3D copies, memsets of every element size, and
 // a device-to-device copy between two graph allocations; added before the first launch.
 #include "common.cuh"
 

@@ -1,5 +1,5 @@
-// The three documented ways to use a graph allocation outside its graph (semantics A8.1, A8.2,
-// A2.3, A17): later work in the same stream, work in another stream ordered by events, and a
+// The three documented ways to use a graph allocation outside its graph (§A8.1, §A8.2,
+// §A2.3, §A17): later work in the same stream, work in another stream ordered by events, and a
 // consumer graph ordered by an event record node in the allocating graph and an event wait node
 // in the consumer, which also frees the allocation with its own free node.
 #include "common.cuh"

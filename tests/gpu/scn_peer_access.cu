@@ -1,4 +1,4 @@
-// Peer access (semantics A12, A4.3; Programming Guide "Graph memory nodes: Peer access"), on two
+// Peer access (§A12, §A4.3; Programming Guide "Graph memory nodes: Peer access"), on two
 // devices:
 // - the explicit example: an alloc node resident on device 1 with an access descriptor for
 //   device 0; kernels on both devices write and read it inside the graph;
@@ -47,7 +47,7 @@ static cudaGraphExec_t capture_alloc_fill(cudaStream_t s, cudaMemPool_t pool, vo
 }
 
 // CUmemAccess_flags of `p` for device `device`, as a name; INFO only: the driver may map more
-// than was asked (A12.2).
+// than was asked (§A12.2).
 static void info_access(const char *key, const void *p, int device) {
     CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, device};
     unsigned long long flags = 0;
@@ -94,7 +94,7 @@ static void explicit_example(cudaStream_t s0) {
     cudaFree(out0);
 }
 
-// Access the driver refuses when the node is made (A1.5, A12.1).
+// Access the driver refuses when the node is made (§A1.5, §A12.1).
 static void refused_descriptors(void) {
     cudaGraph_t g = nullptr;
     cudaGraphCreate(&g, 0);

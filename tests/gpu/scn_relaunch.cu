@@ -1,7 +1,7 @@
 // Relaunch of an exec without AutoFreeOnLaunch whose previous allocation is still unfreed
-// (semantics A6.1, A6.3, A8.2): refused with cudaErrorInvalidValue; allowed again after
+// (§A6.1, §A6.3, §A8.2): refused with cudaErrorInvalidValue; allowed again after
 // cudaFree, after cudaFreeAsync, and after a free-only graph was launched. Also whether a free
-// that was submitted but has not executed yet already unblocks the relaunch ([I], A6.3).
+// that was submitted but has not executed yet already unblocks the relaunch ([I], §A6.3).
 #include "common.cuh"
 
 static const size_t n = 1 << 18, bytes = n * sizeof(uint32_t);

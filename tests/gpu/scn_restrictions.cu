@@ -1,4 +1,4 @@
-// Restrictions on graphs holding memory nodes (semantics A3): clone, second instantiation, child
+// Restrictions on graphs holding memory nodes (§A3): clone, second instantiation, child
 // graphs by clone and by move, node destruction, edge removal, parameter updates, exec update,
 // memory nodes in conditional bodies, and device-launch instantiation. Codes marked [I] in the
 // research are observed here; the native run is the reference.
@@ -65,7 +65,7 @@ static void clone_and_instantiate(void) {
     obs_int("exec_update_same_graph_result", ri.result);
     cudaGraphExecDestroy(e3);
 
-    // A3.8, A3.9: parameters of memory nodes cannot be changed.
+    // §A3.8, §A3.9: parameters of memory nodes cannot be changed.
     cudaGraphNodeParams np = {};
     np.type = cudaGraphNodeTypeMemAlloc;
     np.alloc.poolProps = alloc_params(0).poolProps;

@@ -1,7 +1,7 @@
-// cudaGraphUpload (semantics A7): upload then launch; upload before every launch, with a graph
+// cudaGraphUpload (§A7): upload then launch; upload before every launch, with a graph
 // that frees its allocations and with an AutoFreeOnLaunch graph that leaves one unfreed; upload
 // to one stream and launch into another; upload and launch of an exec whose previous allocation
-// is still unfreed without AutoFree (A6.1, A7.4: the reference is the native run).
+// is still unfreed without AutoFree (§A6.1, §A7.4: the reference is the native run).
 #include "common.cuh"
 
 static const size_t n = 1 << 18, bytes = n * sizeof(uint32_t);

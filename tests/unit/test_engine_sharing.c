@@ -6,7 +6,7 @@
 #define MiB (1ull << 20)
 
 /* A graph with one allocation of `size`, freed in the graph unless `escape`. */
-/* 8 graphs of 4 MiB in one stream: Reserved = one graph's, all addresses distinct (A1.10). */
+/* 8 graphs of 4 MiB in one stream: Reserved = one graph's, all addresses distinct (§A1.10). */
 static void test_eight_graphs_one_stream_share(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -52,7 +52,7 @@ static void test_eight_streams_sum(void) {
     CHECK(sim_fini(&s));
 }
 
-/* 8 graphs each leaving 4 MiB unfreed: the sum, and a trim keeps it (A6.9, A11.1). */
+/* 8 graphs each leaving 4 MiB unfreed: the sum, and a trim keeps it (§A6.9, §A11.1). */
 static void test_eight_unfreed_sum(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -78,7 +78,7 @@ static void test_eight_unfreed_sum(void) {
     CHECK(sim_fini(&s));
 }
 
-/* The attribute walk of A10.8 and the argument checks of A10.1-A10.3. */
+/* The attribute walk of §A10.8 and the argument checks of §A10.1-§A10.3. */
 static void test_attributes_double_memory(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -127,7 +127,7 @@ static void capture_report(const gm_exec_report_t *rep, void *arg) {
 }
 
 /* A trim while a launch may still run keeps its memory; once finished it goes, and the next
- * launch maps again (A11.1, A11.2). */
+ * launch maps again (§A11.1, §A11.2). */
 static void test_trim_respects_running_launch(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -279,7 +279,7 @@ static void test_uaf_check(void) {
     CHECK(sim_fini(&s));
 }
 
-/* Peer access: the resident device and the access mask get access (A4.3, A12). */
+/* Peer access: the resident device and the access mask get access (§A12.1). */
 static void test_access_mask(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));

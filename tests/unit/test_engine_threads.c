@@ -146,7 +146,7 @@ static void one_launch(world_t *w, tgraph_t *t, uint64_t stream, uint64_t *rng) 
     for (uint32_t a = 0; a < t->count; a++)
         unfreed = unfreed || t->live[a];
     if (unfreed && !(t->flags & GM_EXEC_AUTO_FREE)) {
-        /* The driver refuses the relaunch (semantics §A6.1); the program frees, then launches. */
+        /* The driver refuses the relaunch (§A6.1); the program frees, then launches. */
         if (launch(w, t, stream, false) != GM_ERR_INVALID_VALUE)
             atomic_fetch_add(&w->unexpected, 1);
         free_all_live(w, t, stream);

@@ -1,4 +1,4 @@
-"""cuda.bindings driver-level stream capture of graph memory (semantics §C3, A6, A8, A10, A11).
+"""cuda.bindings driver-level stream capture of graph memory (§C3, §A6, §A8, §A10, §A11).
 
 With CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1 cuda.bindings resolves every driver entry with
 the per-thread flag, so the driver hands it the _ptsz entries; stream handle 0 then names the
@@ -65,13 +65,13 @@ def unfreed_output(cu, dev, s):
     check(cu.cuMemFreeAsync(q, s))
     check(cu.cuStreamSynchronize(s))
 
-    # nothing is unfreed, running or scheduled: a trim returns everything (A11.1)
+    # nothing is unfreed, running or scheduled: a trim returns everything (§A11.1)
     check(cu.cuDeviceGraphMemTrim(dev))
     attrs = graph_mem()
     obs("trim_used_zero", attrs["used_mem_current"] == 0)
     obs("trim_reserved_zero", attrs["reserved_mem_current"] == 0)
     attribute_setters(cu, dev)
-    # the exec survives the trim and maps again at its next launch (A11.2)
+    # the exec survives the trim and maps again at its next launch (§A11.2)
     obs("relaunch_after_trim", error_name(cu.cuGraphLaunch(exe, s)))
     check(cu.cuStreamSynchronize(s))
     obs("third_launch_ok", read(cu, q) == bytes([0x5A]) * N)

@@ -1,4 +1,4 @@
-"""cuda.core GraphMemoryResource (semantics §C3): allocations in a graph builder in every capture
+"""cuda.core GraphMemoryResource (§C3): allocations in a graph builder in every capture
 mode, AutoFreeOnLaunch, upload before every launch (as cuda.core's own tests do), attributes,
 trim and high-water reset, and the refused relaunch without AutoFree."""
 

@@ -1,4 +1,4 @@
-"""CuPy MemoryAsyncPool under stream capture (semantics §C2): CuPy instantiates with flags 0,
+"""CuPy MemoryAsyncPool under stream capture (§C2): CuPy instantiates with flags 0,
 so a relaunch while the graph's output is unfreed must fail with the very CuPy error it raises
 natively, and work again once the output is freed."""
 

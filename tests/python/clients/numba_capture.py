@@ -1,4 +1,4 @@
-"""numba-cuda kernels on a numba stream around a captured cuMemAllocAsync (semantics §C4).
+"""numba-cuda kernels on a numba stream around a captured cuMemAllocAsync (§C4).
 
 numba-cuda has no capture API and no stream-ordered allocator, so memory nodes only appear when
 the driver is driven on a numba stream's raw handle; the kernels are numba's own launches.

@@ -1,4 +1,4 @@
-"""PyTorch on the cudaMallocAsync backend, the recipe of semantics §C1: a captured temporary
+"""PyTorch on the cudaMallocAsync backend, the recipe of §C1: a captured temporary
 (alloc + free node) and an output left unfreed, replayed thanks to AutoFreeOnLaunch, then freed
 outside the graph (an uncaptured free of a captured allocation)."""
 
