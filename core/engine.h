@@ -156,8 +156,6 @@ typedef struct gm_topology {
  * engine then records none of its own after a launch. On GM_OK the engine owns it. */
 gm_status_t gm_engine_instantiate(gm_engine_t *engine, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags, uint64_t launch_fence);
-/* The launch fence `exec` was instantiated with (0: none, or not an exec graphmem serves). */
-uint64_t gm_engine_exec_launch_fence(gm_engine_t *engine, uint64_t exec);
 /* The one device every allocation of `graph` lives on; -1 when none or several. */
 int gm_engine_graph_device(gm_engine_t *engine, uint64_t graph);
 /* Whether an exec of `graph` is alive (the driver refuses a second instantiation). */

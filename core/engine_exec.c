@@ -237,14 +237,6 @@ out:
     return st;
 }
 
-uint64_t gm_engine_exec_launch_fence(gm_engine_t *e, uint64_t exec) {
-    pthread_mutex_lock(&e->lock);
-    gm_exec_t *x = gm_map_get(&e->execs, exec);
-    uint64_t fence = x && x->launch_fence ? x->launch_fence->handle : 0;
-    pthread_mutex_unlock(&e->lock);
-    return fence;
-}
-
 int gm_engine_graph_device(gm_engine_t *e, uint64_t graph) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *g = gm_graph_get(e, graph, false);

@@ -10,7 +10,6 @@
 
 #include "backend_cuda.h"
 #include "driver.h"
-#include "engine_glue.h"
 #include "log.h"
 
 /* Whether the graph holds memory nodes the driver made (allocations graphmem does not serve):
@@ -47,19 +46,6 @@ static CUgraphNode *sinks_of(CUgraph graph, size_t *count_out) {
     return nodes;
 }
 
-/* Adds to `graph` the event record node of `fence` after its sink nodes. */
-static CUresult add_node(CUgraph graph, uint64_t fence, CUgraphNode *node_out) {
-    size_t count = 0;
-    CUgraphNode *sinks = sinks_of(graph, &count);
-    CUresult r = sinks ? gm_drv.cuGraphAddEventRecordNode(node_out, graph, sinks, count,
-                                                          gm_backend_cuda_event(fence))
-                       : CUDA_ERROR_INVALID_VALUE;
-    free(sinks);
-    if (r != CUDA_SUCCESS)
-        *node_out = NULL;
-    return r;
-}
-
 uint64_t gm_launch_fence_add(gm_engine_t *engine, CUgraph graph, const gm_topology_buf_t *topo,
                              CUgraphNode *node_out) {
     *node_out = NULL;
@@ -73,76 +59,20 @@ uint64_t gm_launch_fence_add(gm_engine_t *engine, CUgraph graph, const gm_topolo
     uint64_t fence = 0;
     if (b->fence_create(b->ctx, &fence) != GM_OK)
         return 0;
-    CUresult r = add_node(graph, fence, node_out);
+    size_t count = 0;
+    CUgraphNode *sinks = sinks_of(graph, &count);
+    CUresult r = sinks ? gm_drv.cuGraphAddEventRecordNode(node_out, graph, sinks, count,
+                                                          gm_backend_cuda_event(fence))
+                       : CUDA_ERROR_INVALID_VALUE;
+    free(sinks);
     if (r != CUDA_SUCCESS) {
         gm_log(GM_LOG_DEBUG, "instantiate: no launch fence for graph %p (%d)", (void *)graph,
                (int)r);
+        *node_out = NULL;
         b->fence_destroy(b->ctx, fence);
         return 0;
     }
     return fence;
-}
-
-/* ---- updates --------------------------------------------------------------------------------
- * An exec with a launch fence has one node more than the graph it was made of. An update from a
- * graph gets the same node for the driver's comparison (added last, as the exec's was, so the
- * two pair up), and loses it again after: an update the driver accepts natively is accepted. */
-
-/* Whether any node of `graph` is a memory node the driver made (its nodes cannot be removed). */
-static bool graph_has_driver_memory_nodes(CUgraph graph) {
-    size_t count = 0;
-    if (gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
-        return false;
-    CUgraphNode *nodes = calloc(count, sizeof *nodes);
-    bool found = nodes == NULL;
-    if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS)
-        for (size_t i = 0; i < count && !found; i++) {
-            CUgraphNodeType type;
-            found = gm_drv.cuGraphNodeGetType(nodes[i], &type) == CUDA_SUCCESS &&
-                    (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || type == CU_GRAPH_NODE_TYPE_MEM_FREE);
-        }
-    free(nodes);
-    return found;
-}
-
-typedef struct update_call {
-    CUgraphExec exec;
-    CUgraph graph;
-    CUgraphNode *error_node;           /* cuGraphExecUpdate */
-    CUgraphExecUpdateResult *result;   /* cuGraphExecUpdate */
-    CUgraphExecUpdateResultInfo *info; /* cuGraphExecUpdate_v2 */
-} update_call_t;
-
-static CUresult call_update(const update_call_t *c) {
-    return c->info ? gm_real.cuGraphExecUpdate_v2(c->exec, c->graph, c->info)
-                   : gm_real.cuGraphExecUpdate(c->exec, c->graph, c->error_node, c->result);
-}
-
-static CUresult update(const update_call_t *c) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    uint64_t fence =
-        engine && c->graph ? gm_engine_exec_launch_fence(engine, (uint64_t)(uintptr_t)c->exec) : 0;
-    CUgraphNode node = NULL;
-    if (fence && !graph_has_driver_memory_nodes(c->graph))
-        add_node(c->graph, fence, &node);
-    CUresult r = call_update(c);
-    if (node != NULL && gm_real.cuGraphDestroyNode(node) != CUDA_SUCCESS)
-        gm_log(GM_LOG_WARN, "could not remove graphmem's event node %p from graph %p", (void *)node,
-               (void *)c->graph);
-    return r;
-}
-
-CUresult gm_hook_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
-                                   CUgraphNode *hErrorNode_out,
-                                   CUgraphExecUpdateResult *updateResult_out) {
-    update_call_t c = {hGraphExec, hGraph, hErrorNode_out, updateResult_out, NULL};
-    return update(&c);
-}
-
-CUresult gm_hook_cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
-                                      CUgraphExecUpdateResultInfo *resultInfo) {
-    update_call_t c = {hGraphExec, hGraph, NULL, NULL, resultInfo};
-    return update(&c);
 }
 
 void gm_launch_fence_remove(gm_engine_t *engine, CUgraphNode node, uint64_t fence, bool adopted) {
