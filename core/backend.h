@@ -40,10 +40,6 @@ typedef struct gm_backend {
     gm_status_t (*fence_wait_stream)(void *ctx, uint64_t stream, uint64_t fence);
     gm_status_t (*fence_wait_host)(void *ctx, uint64_t fence);
     void (*fence_destroy)(void *ctx, uint64_t fence);
-    /* A fence nothing has recorded yet, for the shim to have recorded by the driver itself (an
-     * event record node at the end of an exec, so a launch costs no extra call): queries and waits
-     * then refer to its latest record. */
-    gm_status_t (*fence_create)(void *ctx, uint64_t *fence_out);
     /* Waits on the host for everything enqueued on `stream` (a stream the current call was handed):
      * the proof left when a fence cannot be recorded after a launch. */
     gm_status_t (*stream_sync)(void *ctx, uint64_t stream);

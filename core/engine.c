@@ -45,10 +45,6 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     return e;
 }
 
-const gm_backend_t *gm_engine_backend(gm_engine_t *e) {
-    return &e->backend;
-}
-
 void gm_engine_destroy(gm_engine_t *e) {
     if (!e)
         return;

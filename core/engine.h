@@ -65,8 +65,6 @@ typedef struct gm_driver_call {
 #define GM_NO_CALL ((gm_driver_call_t){NULL, NULL}) /* the driver's part is done already */
 
 gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_config_t *config);
-/* The backend the engine was created with (the shim makes launch fences with it). */
-const gm_backend_t *gm_engine_backend(gm_engine_t *engine);
 /* Unmaps and releases everything; for process teardown and tests. */
 void gm_engine_destroy(gm_engine_t *engine);
 
@@ -150,14 +148,9 @@ typedef struct gm_topology {
 
 #define GM_EXEC_AUTO_FREE 1u /* CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
 
-/* Plans `graph` for the new `exec` (already instantiated by the driver). Maps nothing yet.
- * `launch_fence` (0: none) is a backend fence (fence_create) that every launch of the exec records
- * when its work is done, inside the driver's launch (core/README.md, "GPU order: fences"); the
- * engine then records none of its own after a launch. On GM_OK the engine owns it. */
+/* Plans `graph` for the new `exec` (already instantiated by the driver). Maps nothing yet. */
 gm_status_t gm_engine_instantiate(gm_engine_t *engine, uint64_t graph, const gm_topology_t *topo,
-                                  uint64_t exec, unsigned flags, uint64_t launch_fence);
-/* The one device every allocation of `graph` lives on; -1 when none or several. */
-int gm_engine_graph_device(gm_engine_t *engine, uint64_t graph);
+                                  uint64_t exec, unsigned flags);
 /* Whether an exec of `graph` is alive (the driver refuses a second instantiation). */
 bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
 

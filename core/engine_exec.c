@@ -126,7 +126,6 @@ fail:
 }
 
 static void exec_free(gm_engine_t *e, gm_exec_t *x) {
-    gm_fence_unref(e, x->launch_fence);
     for (uint32_t i = 0; i < x->foreign_count; i++) {
         x->foreign[i]->exec_refs--;
         gm_record_unref_check(e, x->foreign[i]);
@@ -158,7 +157,7 @@ static void part_link(gm_engine_t *e, gm_part_t *p) {
 }
 
 gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
-                                  uint64_t exec, unsigned flags, uint64_t launch_fence) {
+                                  uint64_t exec, unsigned flags) {
     if (!topo || (topo->node_count && !topo->nodes) ||
         (topo->edge_count && (!topo->edge_from || !topo->edge_to)))
         return GM_ERR_INVALID_VALUE;
@@ -189,8 +188,6 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
     x->key = exec;
     x->graph = g;
     x->flags = flags;
-    if (launch_fence && !(x->launch_fence = gm_fence_adopt(launch_fence)))
-        goto out;
     if ((st = collect_foreign(&b, g, x)) != GM_OK)
         goto out;
     for (int d = 0; d < e->config.device_count; d++) {
@@ -226,8 +223,6 @@ out:
     if (x) {
         for (uint32_t i = 0; i < x->part_count; i++)
             part_free(e, x->parts[i]);
-        free(x->launch_fence); /* not the backend fence: the caller still owns it on failure */
-        x->launch_fence = NULL;
         exec_free(e, x);
     }
     if (st != GM_OK && !gm_map_get(&e->execs, exec))
@@ -235,17 +230,6 @@ out:
     gm_map_fini(&b.index);
     pthread_mutex_unlock(&e->lock);
     return st;
-}
-
-int gm_engine_graph_device(gm_engine_t *e, uint64_t graph) {
-    pthread_mutex_lock(&e->lock);
-    gm_graph_t *g = gm_graph_get(e, graph, false);
-    int device = g && g->record_count ? g->records[0]->params.device : -1;
-    for (uint32_t i = 1; g && i < g->record_count && device >= 0; i++)
-        if (g->records[i]->params.device != device)
-            device = -1;
-    pthread_mutex_unlock(&e->lock);
-    return device;
 }
 
 bool gm_engine_graph_instantiated(gm_engine_t *e, uint64_t graph) {

@@ -6,13 +6,6 @@
 
 #include "engine_internal.h"
 
-gm_fence_t *gm_fence_adopt(uint64_t handle) {
-    gm_fence_t *f = calloc(1, sizeof *f);
-    if (f)
-        *f = (gm_fence_t){.handle = handle, .refs = 1};
-    return f;
-}
-
 gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out) {
     gm_fence_t *f = calloc(1, sizeof *f);
     if (!f)
@@ -27,23 +20,11 @@ gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out) {
     return GM_OK;
 }
 
-gm_fence_t *gm_fence_of_launch(gm_fence_t *source) {
-    gm_fence_t *f = calloc(1, sizeof *f);
-    if (f) {
-        *f = (gm_fence_t){.handle = source->handle, .refs = 1, .source = source};
-        source->refs++;
-    }
-    return f;
-}
-
 void gm_fence_unref(gm_engine_t *e, gm_fence_t *f) {
-    if (!f || --f->refs)
-        return;
-    if (f->source)
-        gm_fence_unref(e, f->source);
-    else
+    if (f && --f->refs == 0) {
         e->backend.fence_destroy(e->backend.ctx, f->handle);
-    free(f);
+        free(f);
+    }
 }
 
 void gm_fence_set(gm_engine_t *e, gm_fence_t **slot, gm_fence_t *f) {

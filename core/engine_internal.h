@@ -131,10 +131,6 @@ typedef struct gm_fence {
     uint64_t handle;
     uint32_t refs;
     bool done;
-    /* A launch's fence that is the exec's own launch fence, re-recorded by every launch: it holds
-     * that fence (whose handle it shares) instead of owning a handle. A later launch's record only
-     * makes it complete later, never earlier. */
-    struct gm_fence *source;
 } gm_fence_t;
 
 /* A free of one of the part's allocations enqueued on `stream` (GM_NO_STREAM once that stream is
@@ -195,8 +191,7 @@ struct gm_exec {
     gm_record_t **foreign; /* allocations of other graphs its launches free */
     uint32_t foreign_count;
     bool destroyed;
-    gm_fence_t *launch_fence; /* recorded by each of its launches (see gm_engine_instantiate) */
-    gm_exec_report_t report;  /* counters; bytes are filled when reported */
+    gm_exec_report_t report; /* counters; bytes are filled when reported */
 };
 
 struct gm_engine {
@@ -231,10 +226,6 @@ void gm_graphs_destroy_all(gm_engine_t *e);
 /* Records a fence on `stream` (handed over by the caller of the current engine call). */
 gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out);
 void gm_fence_unref(gm_engine_t *e, gm_fence_t *f); /* NULL is fine */
-/* A fence owning a backend fence made elsewhere (an exec's launch fence); NULL on host OOM. */
-gm_fence_t *gm_fence_adopt(uint64_t handle);
-/* The fence of one launch that recorded the exec's launch fence `source`; NULL on host OOM. */
-gm_fence_t *gm_fence_of_launch(gm_fence_t *source);
 /* Points *slot at f (a new reference), releasing what it held. */
 void gm_fence_set(gm_engine_t *e, gm_fence_t **slot, gm_fence_t *f);
 /* Whether the work before f has finished (NULL: nothing to wait for). Never blocks. */

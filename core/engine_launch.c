@@ -105,13 +105,10 @@ static void mark_freed(gm_record_t *r) {
         p->unfreed--;
 }
 
-/* The fence that follows a launch of `x` on `stream`: the exec's launch fence, which the launch
- * itself recorded, or one recorded now. Recording can fail only when the stream or the context is
- * broken; then waiting for the stream on the host is the proof left (NULL: done). */
-static gm_fence_t *fence_after(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload) {
+/* The fence that follows a launch on `stream`. Recording can fail only when the stream or the
+ * context is broken; then waiting for the stream on the host is the proof left (NULL: done). */
+static gm_fence_t *fence_after(gm_engine_t *e, uint64_t stream) {
     gm_fence_t *f = NULL;
-    if (!upload && x->launch_fence && (f = gm_fence_of_launch(x->launch_fence)) != NULL)
-        return f;
     if (gm_fence_record(e, stream, &f) == GM_OK)
         return f;
     e->backend.stream_sync(e->backend.ctx, stream);
@@ -120,7 +117,7 @@ static gm_fence_t *fence_after(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bo
 
 /* The launch happened: what it does to the engine's state. */
 static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload) {
-    gm_fence_t *f = fence_after(e, x, stream, upload);
+    gm_fence_t *f = fence_after(e, stream);
     if (upload)
         x->report.uploads++;
     else

@@ -96,7 +96,6 @@ static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *
 typedef struct fence {
     CUevent event;
     CUcontext context;
-    bool in_graph; /* recorded by an exec's event node (fence_create), not by cuEventRecord */
     struct fence *next;
 } fence_t;
 
@@ -130,7 +129,6 @@ static fence_t *fence_new(CUresult *result) {
         return NULL;
     }
     f->next = NULL;
-    f->in_graph = false;
     *result = gm_drv.cuCtxGetCurrent(&f->context);
     if (*result == CUDA_SUCCESS)
         *result = gm_drv.cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);
@@ -297,26 +295,7 @@ static void fence_recycle(fence_t *f) {
 
 static void fence_destroy(void *ctx, uint64_t fence) {
     (void)ctx;
-    fence_t *f = (fence_t *)(uintptr_t)fence;
-    if (f->in_graph)
-        fence_drop(f); /* a destroyed exec's node may still record it: never reuse it */
-    else
-        fence_recycle(f);
-}
-
-static gm_status_t fence_create(void *ctx, uint64_t *fence_out) {
-    (void)ctx;
-    CUresult r;
-    fence_t *f = fence_new(&r);
-    if (!f)
-        return status_of(r, "cuEventCreate");
-    f->in_graph = true;
-    *fence_out = (uint64_t)(uintptr_t)f;
-    return GM_OK;
-}
-
-CUevent gm_backend_cuda_event(uint64_t fence) {
-    return event_of(fence);
+    fence_recycle((fence_t *)(uintptr_t)fence);
 }
 
 void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity) {
@@ -336,7 +315,6 @@ void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity) {
         .fence_wait_host = fence_wait_host,
         .fence_destroy = fence_destroy,
         .stream_sync = stream_sync,
-        .fence_create = fence_create,
     };
 }
 

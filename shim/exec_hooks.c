@@ -7,7 +7,6 @@
 #include "log.h"
 #include "engine_glue.h"
 #include "joins.h"
-#include "launch_fence.h"
 #include "options.h"
 #include "stats.h"
 #include "streams.h"
@@ -25,8 +24,6 @@ typedef struct instantiation {
     gm_scratch_t cover; /* the driver checks memset/memcpy targets while it instantiates */
     /* For the debug line that says where an instantiation's time went. */
     uint64_t started_ns, read_ns, driver_started_ns;
-    uint64_t launch_fence;  /* recorded by the exec's own event node (launch_fence.c); 0: none */
-    CUgraphNode fence_node; /* that node in the application's graph until the driver is done */
 } instantiation_t;
 
 /* The first memory node of `graph` in the driver's node order (the one it reports as the node that
@@ -50,8 +47,6 @@ static CUgraphNode first_marker(gm_engine_t *engine, CUgraph graph) {
 static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
                         CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
     inst->engine = NULL;
-    inst->launch_fence = 0;
-    inst->fence_node = NULL;
     gm_scratch_begin(&inst->cover, NULL);
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || graph == NULL)
@@ -87,7 +82,6 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     inst->engine = engine;
     gm_scratch_begin(&inst->cover, engine);
     gm_scratch_cover_topology(&inst->cover, &inst->topology);
-    inst->launch_fence = gm_launch_fence_add(engine, graph, &inst->topology, &inst->fence_node);
     inst->driver_started_ns = gm_now_ns();
     inst->read_ns = inst->driver_started_ns - inst->started_ns;
     return CUDA_SUCCESS;
@@ -106,16 +100,13 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
         return result;
     uint64_t driver_ns = gm_now_ns() - inst->driver_started_ns;
     gm_scratch_end(&inst->cover); /* before anything maps the real memory */
-    bool adopted = false;
     if (result == CUDA_SUCCESS) {
         uint64_t engine_started_ns = gm_now_ns();
         gm_relaxed_t relaxed = gm_relaxed_begin();
         uint64_t key = (uint64_t)(uintptr_t)*exec;
         unsigned engine_flags = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
-        gm_status_t status =
-            gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph, &inst->topology.view,
-                                  key, engine_flags, inst->launch_fence);
-        adopted = status == GM_OK;
+        gm_status_t status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
+                                                   &inst->topology.view, key, engine_flags);
         if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
             /* The driver uploaded already: map and tie the exec to the stream as an upload. */
             uint64_t stream = gm_stream_key(upload_stream, false);
@@ -140,7 +131,6 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
                    inst->read_ns / 1e6, driver_ns / 1e6, (gm_now_ns() - engine_started_ns) / 1e6);
         }
     }
-    gm_launch_fence_remove(inst->engine, inst->fence_node, inst->launch_fence, adopted);
     gm_topology_free(&inst->topology);
     return result;
 }

@@ -115,8 +115,6 @@ static bool submit(void *arg) {
     c->t->last_pos = host_backend_submit_work(c->w->s.hb, c->stream, k ? run_work : NULL, k,
                                               c->t->last_stream, c->t->last_pos);
     c->t->last_stream = c->stream;
-    if (!c->upload)
-        sim_record_launch_fence(&c->w->s, c->t->exec, c->stream);
     return true;
 }
 

@@ -25,7 +25,6 @@ uint64_t sim_page(void) {
 
 bool sim_init(sim_t *s, const gm_engine_config_t *config) {
     memset(s, 0, sizeof *s);
-    pthread_mutex_init(&s->fence_lock, NULL);
     s->config = config ? *config : sim_default_config();
     s->hb = host_backend_create(SIM_PAGE, s->config.device_count);
     if (!s->hb)
@@ -39,7 +38,6 @@ bool sim_fini(sim_t *s) {
     gm_engine_destroy(s->engine);
     bool clean = host_backend_check_clean(s->hb);
     host_backend_destroy(s->hb);
-    pthread_mutex_destroy(&s->fence_lock);
     return clean;
 }
 
@@ -129,43 +127,12 @@ uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, u
 
 gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags) {
     gm_topology_t t = {g->node_count, g->nodes, g->edge_count, g->edge_from, g->edge_to};
-    const gm_backend_t *b = host_backend_ops(s->hb);
-    uint64_t fence = 0;
-    if (!s->no_launch_fences && b->fence_create(b->ctx, &fence) != GM_OK)
-        fence = 0;
-    gm_status_t st = gm_engine_instantiate(s->engine, g->key, &t, exec, flags, fence);
-    if (st != GM_OK && fence)
-        b->fence_destroy(b->ctx, fence);
-    if (st == GM_OK && fence) {
-        pthread_mutex_lock(&s->fence_lock);
-        uint32_t i = 0;
-        while (i < s->fence_count && s->fence_exec[i] != exec)
-            i++;
-        if (i == s->fence_count && i < 256)
-            s->fence_count++;
-        if (i < 256) {
-            s->fence_exec[i] = exec;
-            s->fence_handle[i] = fence;
-        }
-        pthread_mutex_unlock(&s->fence_lock);
-    }
-    return st;
-}
-
-void sim_record_launch_fence(sim_t *s, uint64_t exec, uint64_t stream) {
-    if (!gm_engine_serves(s->engine, exec))
-        return;
-    pthread_mutex_lock(&s->fence_lock);
-    for (uint32_t i = 0; i < s->fence_count; i++)
-        if (s->fence_exec[i] == exec)
-            host_backend_record(s->hb, s->fence_handle[i], stream);
-    pthread_mutex_unlock(&s->fence_lock);
+    return gm_engine_instantiate(s->engine, g->key, &t, exec, flags);
 }
 
 typedef struct sim_submit {
     sim_t *s;
-    uint64_t exec, stream;
-    bool upload; /* an upload runs nothing: it records no launch fence */
+    uint64_t stream;
 } sim_submit_t;
 
 /* The driver's launch: one item on the stream (or a driver failure, when the test asked). */
@@ -176,13 +143,11 @@ static bool submit(void *arg) {
         return false;
     }
     host_backend_submit(c->s->hb, c->stream);
-    if (!c->upload)
-        sim_record_launch_fence(c->s, c->exec, c->stream);
     return true;
 }
 
 static gm_status_t run(sim_t *s, uint64_t exec, uint64_t stream, bool upload) {
-    sim_submit_t c = {s, exec, stream, upload};
+    sim_submit_t c = {s, stream};
     return gm_engine_launch(s->engine, exec, stream, upload, (gm_driver_call_t){submit, &c});
 }
 

@@ -6,7 +6,6 @@
 #define GRAPHMEM_TEST_ENGINE_SIM_H
 
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -36,11 +35,6 @@ typedef struct sim {
     uint64_t live_va[1024], live_size[1024], live_pattern[1024];
     uint32_t live_count;
     uint32_t fail_submits; /* the next this many driver launches fail (GM_ERR_DRIVER) */
-    bool no_launch_fences; /* instantiate without a launch fence (the engine records its own) */
-    /* exec -> its launch fence, which each launch records as the shim's event node does */
-    pthread_mutex_t fence_lock;
-    uint64_t fence_exec[256], fence_handle[256];
-    uint32_t fence_count;
 } sim_t;
 
 /* A config with small numbers: 64 KiB pages, 4-page handles, 16 KiB small limit. */
@@ -62,12 +56,7 @@ uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, u
 /* A graph of one allocation of `size` bytes and a node using it, freed in the graph unless
  * `escape`. */
 void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape);
-/* As the shim: with a launch fence (fence_create) that every launch of the exec records at its
- * end, unless no_launch_fences is set. */
 gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags);
-/* What the driver's launch of `exec` does to its launch fence: records it at the end of `stream`
- * (nothing for an exec without one, or one the engine no longer serves). */
-void sim_record_launch_fence(sim_t *s, uint64_t exec, uint64_t stream);
 
 /* gm_engine_launch with a driver call that submits one item on the stream. */
 gm_status_t sim_launch(sim_t *s, uint64_t exec, uint64_t stream);

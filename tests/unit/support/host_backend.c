@@ -323,7 +323,6 @@ host_backend_t *host_backend_create(uint64_t granularity, int device_count) {
         .fence_wait_host = hb_fence_wait_host,
         .fence_destroy = hb_fence_destroy,
         .stream_sync = hb_stream_sync,
-        .fence_create = hb_fence_create,
     };
     return hb;
 }

@@ -76,9 +76,6 @@ uint64_t host_backend_submit_work(host_backend_t *hb, uint64_t stream, host_work
 /* Worker mode: runs the next item of `stream` when it may start (outside the backend's lock),
  * then completes it. Returns false when none could run; then waits up to `wait_ms` for news. */
 bool host_backend_run_next(host_backend_t *hb, uint64_t stream, int wait_ms);
-/* Records `fence` (from fence_create) at the current end of `stream`: what an event record node at
- * the end of a launched graph does. False (and a misuse) for an unknown fence. */
-bool host_backend_record(host_backend_t *hb, uint64_t fence, uint64_t stream);
 /* Worker mode: blocks until every item submitted so far completed. */
 void host_backend_drain(host_backend_t *hb);
 /* Completes items of `stream` up to position `up_to`, stopping before an item whose awaited

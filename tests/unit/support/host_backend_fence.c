@@ -70,39 +70,10 @@ static uint64_t push_item(host_backend_t *hb, hb_stream_t *s, host_work_fn fn, v
     return pos;
 }
 
-/* Never recorded yet: complete, nothing to wait for (as a CUDA event that was never recorded). */
-#define UNRECORDED UINT32_MAX
-
 static hb_fence_t *fence_get(host_backend_t *hb, uint64_t fence) {
     if (fence == 0 || fence > hb->fence_count || !hb->fences[fence - 1].alive)
         return NULL;
     return &hb->fences[fence - 1];
-}
-
-gm_status_t hb_fence_create(void *ctx, uint64_t *fence_out) {
-    host_backend_t *hb = ctx;
-    pthread_mutex_lock(&hb->lock);
-    hb->fences = hb_grow(hb->fences, &hb->fence_cap, hb->fence_count, sizeof *hb->fences);
-    hb->fences[hb->fence_count++] = (hb_fence_t){true, UNRECORDED, 0};
-    *fence_out = hb->fence_count;
-    pthread_mutex_unlock(&hb->lock);
-    return GM_OK;
-}
-
-bool host_backend_record(host_backend_t *hb, uint64_t fence, uint64_t stream) {
-    pthread_mutex_lock(&hb->lock);
-    hb_fence_t *f = fence_get(hb, fence);
-    if (f) {
-        uint32_t si;
-        hb_stream_t *s = stream_get(hb, stream, &si);
-        f = fence_get(hb, fence); /* the stream table may have grown */
-        f->stream = si;
-        f->pos = s->submitted;
-    } else {
-        hb_misuse(hb, "record of an unknown fence");
-    }
-    pthread_mutex_unlock(&hb->lock);
-    return f != NULL;
 }
 
 gm_status_t hb_fence_query(void *ctx, uint64_t fence) {
@@ -114,7 +85,7 @@ gm_status_t hb_fence_query(void *ctx, uint64_t fence) {
     hb_fence_t *f = fence_get(hb, fence);
     if (!f)
         st = hb_misuse(hb, "fence_query of an unknown fence");
-    else if (f->stream != UNRECORDED && hb->streams[f->stream].completed < f->pos)
+    else if (hb->streams[f->stream].completed < f->pos)
         st = GM_ERR_NOT_READY;
 out:
     pthread_mutex_unlock(&hb->lock);
@@ -133,10 +104,6 @@ gm_status_t hb_fence_wait_stream(void *ctx, uint64_t stream, uint64_t fence) {
         goto out;
     }
     hb_fence_t awaited = *f;
-    if (awaited.stream == UNRECORDED) {
-        hb->stream_waits++;
-        goto out;
-    }
     hb_stream_t *s = stream_get(hb, stream, NULL);
     s->waits = hb_grow(s->waits, &s->wait_cap, s->wait_count, sizeof *s->waits);
     s->waits[s->wait_count++] =
@@ -158,8 +125,7 @@ gm_status_t hb_fence_wait_host(void *ctx, uint64_t fence) {
         st = hb_misuse(hb, "fence_wait_host on an unknown fence");
         goto out;
     }
-    if (f->stream != UNRECORDED)
-        complete_through(hb, f->stream, f->pos);
+    complete_through(hb, f->stream, f->pos);
     hb->host_waits++;
 out:
     pthread_mutex_unlock(&hb->lock);

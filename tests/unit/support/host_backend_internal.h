@@ -92,6 +92,5 @@ gm_status_t hb_fence_wait_stream(void *ctx, uint64_t stream, uint64_t fence);
 gm_status_t hb_fence_wait_host(void *ctx, uint64_t fence);
 void hb_fence_destroy(void *ctx, uint64_t fence);
 gm_status_t hb_stream_sync(void *ctx, uint64_t stream);
-gm_status_t hb_fence_create(void *ctx, uint64_t *fence_out);
 
 #endif
