@@ -237,20 +237,29 @@ static gm_status_t fence_query(void *ctx, uint64_t fence) {
     return status_of(r, "cuEventQuery");
 }
 
-static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fence) {
-    (void)ctx;
-    /* A stream may wait for an event of any context; only a default stream needs its own
-     * context current to be named. */
+/* Runs `op` on the stream of `key` (one the current engine call was handed), with the context
+ * current that names it: a stream may wait for an event of any context, only a default stream
+ * needs its own context current to be named. */
+static CUresult on_stream(uint64_t key, CUresult (*op)(CUstream, CUevent), CUevent event) {
     CUcontext context;
     CUstream stream;
-    if (!gm_stream_handle(stream_key, &stream, &context))
-        return status_of(CUDA_ERROR_INVALID_HANDLE, "wait on another thread's stream");
+    if (!gm_stream_handle(key, &stream, &context))
+        return CUDA_ERROR_INVALID_HANDLE; /* another thread's per-thread stream: never touched */
     bool pushed;
-    if (enter_context(context, &pushed) != CUDA_SUCCESS)
-        return status_of(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPushCurrent");
-    CUresult r = gm_drv.cuStreamWaitEvent(stream, event_of(fence), 0);
+    CUresult r = enter_context(context, &pushed);
+    if (r == CUDA_SUCCESS)
+        r = op(stream, event);
     leave_context(pushed);
-    return status_of(r, "cuStreamWaitEvent");
+    return r;
+}
+
+static CUresult wait_event(CUstream stream, CUevent event) {
+    return gm_drv.cuStreamWaitEvent(stream, event, 0);
+}
+
+static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fence) {
+    (void)ctx;
+    return status_of(on_stream(stream_key, wait_event, event_of(fence)), "cuStreamWaitEvent");
 }
 
 static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
@@ -258,18 +267,14 @@ static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
     return status_of(gm_drv.cuEventSynchronize(event_of(fence)), "cuEventSynchronize");
 }
 
+static CUresult synchronize(CUstream stream, CUevent unused) {
+    (void)unused;
+    return gm_drv.cuStreamSynchronize(stream);
+}
+
 static gm_status_t stream_sync(void *ctx, uint64_t stream_key) {
     (void)ctx;
-    CUcontext context;
-    CUstream stream;
-    if (!gm_stream_handle(stream_key, &stream, &context))
-        return status_of(CUDA_ERROR_INVALID_HANDLE, "sync of another thread's stream");
-    bool pushed;
-    if (enter_context(context, &pushed) != CUDA_SUCCESS)
-        return status_of(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPushCurrent");
-    CUresult r = gm_drv.cuStreamSynchronize(stream);
-    leave_context(pushed);
-    return status_of(r, "cuStreamSynchronize");
+    return status_of(on_stream(stream_key, synchronize, NULL), "cuStreamSynchronize");
 }
 
 static void fence_recycle(fence_t *f) {

@@ -56,15 +56,21 @@ def _stress_ok(r):
     assert obs.get("first_error") == "cudaSuccess", f"a CUDA call failed\n{r.describe()}"
 
 
+def _stress_pair(name, args):
+    """Runs a stress program natively, then under graphmem; both must end clean."""
+    gh.require_gpu()
+    prog = gh.program(name)
+    native = gh.run_native([prog, *args], timeout=300)
+    _stress_ok(native)
+    under = gh.run_graphmem([prog, *args], timeout=300)
+    print(gh.info_report(name, native, under))
+    _stress_ok(under)
+    return native, under
+
+
 @pytest.mark.slow
 def test_stress():
-    gh.require_gpu()
-    prog = gh.program("stress")
-    native = gh.run_native([prog, *STRESS_ARGS], timeout=300)
-    _stress_ok(native)
-    under = gh.run_graphmem([prog, *STRESS_ARGS], timeout=300)
-    print(gh.info_report("stress", native, under))
-    _stress_ok(under)
+    _stress_pair("stress", STRESS_ARGS)
 
 
 # The concurrency stress: threads launching execs that share memory on their own streams, with
@@ -74,13 +80,7 @@ STRESS_THREADS_ARGS = ["100", "100000", "4", "1"]  # seconds at most, launches, 
 
 @pytest.mark.slow
 def test_stress_threads():
-    gh.require_gpu()
-    prog = gh.program("stress_threads")
-    native = gh.run_native([prog, *STRESS_THREADS_ARGS], timeout=300)
-    _stress_ok(native)
-    under = gh.run_graphmem([prog, *STRESS_THREADS_ARGS], timeout=300)
-    print(gh.info_report("stress_threads", native, under))
-    _stress_ok(under)
+    native, under = _stress_pair("stress_threads", STRESS_THREADS_ARGS)
     diffs = gh.obs_differences(native, under)
     assert not diffs, "observations differ (native vs graphmem):\n" + "\n".join(diffs)
 
