@@ -174,6 +174,17 @@ gm_status_t gm_engine_launch(gm_engine_t *engine, uint64_t exec, uint64_t stream
  * changes). A NULL call.fn: the driver's part is done already. */
 gm_status_t gm_engine_exec_destroy(gm_engine_t *engine, uint64_t exec, gm_driver_call_t call);
 
+/* cuGraphExecUpdate of `exec` from `graph` (its topology read as for instantiation) through
+ * `call`, refusing what the driver refuses for the memory nodes it cannot see (shape.h):
+ * GM_ERR_UPDATE_FAILURE with *error_node, the node of `graph` that pairs with a node of another
+ * kind (0: `graph` has an exec of its own, whose addresses are its own, §A3.7). Otherwise the
+ * call; when it succeeds, the exec is planned anew for `graph` in the same step (its previous plan
+ * retires as a destroyed exec's: allocations left live stay live until freed). For an exec the
+ * engine does not serve, any marker in `graph` is refused; else it just gets the call. */
+gm_status_t gm_engine_exec_update(gm_engine_t *engine, uint64_t exec, uint64_t graph,
+                                  const gm_topology_t *topo, gm_driver_call_t call,
+                                  uint64_t *error_node);
+
 /* ---- Outside graphs ------------------------------------------------------------------------ */
 
 /* cuMemFree (stream = GM_NO_STREAM) or cuMemFreeAsync of a graph allocation outside capture.

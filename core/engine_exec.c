@@ -132,6 +132,7 @@ static void exec_free(gm_engine_t *e, gm_exec_t *x) {
     }
     free(x->foreign);
     free(x->parts);
+    gm_shape_free(&x->shape);
     free(x);
 }
 
@@ -156,29 +157,24 @@ static void part_link(gm_engine_t *e, gm_part_t *p) {
     e->parts = p;
 }
 
-gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
-                                  uint64_t exec, unsigned flags) {
-    if (!topo || (topo->node_count && !topo->nodes) ||
-        (topo->edge_count && (!topo->edge_from || !topo->edge_to)))
-        return GM_ERR_INVALID_VALUE;
-    pthread_mutex_lock(&e->lock);
-    gm_status_t st = GM_ERR_INVALID_VALUE;
+/* The shape cuGraphExecUpdate compares: the topology with each marker's kind. */
+gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t *out) {
+    gm_status_t st = gm_shape_build(out, topo->node_count, topo->nodes, topo->edge_count,
+                                    topo->edge_from, topo->edge_to);
+    for (uint32_t i = 0; st == GM_OK && i < topo->node_count; i++) {
+        const gm_marker_t *m = gm_map_get(&e->nodes, topo->nodes[i]);
+        out->kind[i] = m ? (uint8_t)m->kind : 0;
+    }
+    return st;
+}
+
+/* A new exec object of `g` for `exec` (not yet registered), planned from `topo`. */
+gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
+                          unsigned flags, gm_exec_t **out) {
+    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     build_t b = {.e = e, .topo = topo};
     gm_exec_t *x = NULL;
-    gm_graph_t *g = gm_graph_get(e, graph, true);
-    if (!g) {
-        st = GM_ERR_OUT_OF_MEMORY;
-        goto out;
-    }
-    if (g->exec) {
-        st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (§A3.7) */
-        goto out;
-    }
-    if (gm_map_get(&e->execs, exec))
-        goto out;
-    st = GM_ERR_OUT_OF_MEMORY;
-    if (gm_map_reserve(&b.index, topo->node_count) || gm_map_reserve(&e->execs, 1) ||
-        gm_keyset_insert(&e->served, exec))
+    if (gm_map_reserve(&b.index, topo->node_count))
         goto out;
     for (uint32_t i = 0; i < topo->node_count; i++)
         gm_map_put(&b.index, topo->nodes[i], (void *)(uintptr_t)(i + 1));
@@ -188,7 +184,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
     x->key = exec;
     x->graph = g;
     x->flags = flags;
-    if ((st = collect_foreign(&b, g, x)) != GM_OK)
+    if ((st = collect_foreign(&b, g, x)) != GM_OK || (st = gm_exec_shape(e, topo, &x->shape)))
         goto out;
     for (int d = 0; d < e->config.device_count; d++) {
         bool any = false;
@@ -204,7 +200,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
         x->parts[x->part_count++] = p;
     }
     x->report.exec = exec;
-    x->report.graph = graph;
+    x->report.graph = g->key;
     x->report.device = x->part_count ? x->parts[0]->device : 0;
     for (uint32_t i = 0; i < x->part_count; i++) {
         gm_part_t *p = x->parts[i];
@@ -213,21 +209,60 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
         x->report.planned_bytes += (p->plan.shared.pages + p->plan.escape.pages) * e->page;
         x->report.mappings += p->plan.mappings;
         x->report.plan_ns += p->plan_ns;
-        part_link(e, p);
     }
-    gm_map_put(&e->execs, exec, x);
-    g->exec = x;
-    st = GM_OK;
+    *out = x;
     x = NULL;
+    st = GM_OK;
 out:
-    if (x) {
-        for (uint32_t i = 0; i < x->part_count; i++)
-            part_free(e, x->parts[i]);
-        exec_free(e, x);
-    }
-    if (st != GM_OK && !gm_map_get(&e->execs, exec))
-        gm_keyset_remove(&e->served, exec);
+    if (x)
+        gm_exec_discard(e, x);
     gm_map_fini(&b.index);
+    return st;
+}
+
+/* An exec object that never ran: its parts are in no list yet. */
+void gm_exec_discard(gm_engine_t *e, gm_exec_t *x) {
+    for (uint32_t i = 0; i < x->part_count; i++)
+        part_free(e, x->parts[i]);
+    exec_free(e, x);
+}
+
+/* Makes `x` the exec of its key and its graph. */
+void gm_exec_register(gm_engine_t *e, gm_exec_t *x) {
+    for (uint32_t i = 0; i < x->part_count; i++)
+        part_link(e, x->parts[i]);
+    gm_map_put(&e->execs, x->key, x);
+    x->graph->exec = x;
+}
+
+gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
+                                  uint64_t exec, unsigned flags) {
+    if (!topo || (topo->node_count && !topo->nodes) ||
+        (topo->edge_count && (!topo->edge_from || !topo->edge_to)))
+        return GM_ERR_INVALID_VALUE;
+    pthread_mutex_lock(&e->lock);
+    gm_status_t st = GM_ERR_INVALID_VALUE;
+    gm_exec_t *x = NULL;
+    gm_graph_t *g = gm_graph_get(e, graph, true);
+    if (!g) {
+        st = GM_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    if (g->exec) {
+        st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (§A3.7) */
+        goto out;
+    }
+    if (gm_map_get(&e->execs, exec))
+        goto out;
+    st = GM_ERR_OUT_OF_MEMORY;
+    if (gm_map_reserve(&e->execs, 1) || gm_keyset_insert(&e->served, exec))
+        goto out;
+    if ((st = gm_exec_build(e, g, topo, exec, flags, &x)) != GM_OK) {
+        gm_keyset_remove(&e->served, exec);
+        goto out;
+    }
+    gm_exec_register(e, x);
+out:
     pthread_mutex_unlock(&e->lock);
     return st;
 }
@@ -265,7 +300,7 @@ void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p) {
         exec_free(e, x);
 }
 
-static void exec_retire(gm_engine_t *e, gm_exec_t *x) {
+static void exec_forget(gm_engine_t *e, gm_exec_t *x) {
     if (gm_grow((void **)&e->dead_reports, &e->dead_cap, e->dead_count + 1,
                 sizeof *e->dead_reports) == GM_OK)
         e->dead_reports[e->dead_count++] = x->report;
@@ -273,6 +308,20 @@ static void exec_retire(gm_engine_t *e, gm_exec_t *x) {
         x->graph->exec = NULL;
     x->graph = NULL;
     x->destroyed = true;
+}
+
+void gm_exec_retire(gm_engine_t *e, gm_exec_t *x) {
+    exec_forget(e, x);
+    if (x->part_count == 0) {
+        exec_free(e, x);
+        return;
+    }
+    /* Reclaiming may free the exec with its last part: iterate over a copy. */
+    gm_part_t *parts[GM_MAX_DEVICES];
+    uint32_t n = x->part_count;
+    memcpy(parts, x->parts, n * sizeof *parts);
+    for (uint32_t i = 0; i < n; i++)
+        gm_part_try_reclaim(e, parts[i]);
 }
 
 gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call_t call) {
@@ -284,19 +333,8 @@ gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call
     }
     gm_exec_t *x = gm_map_remove(&e->execs, exec);
     gm_keyset_remove(&e->served, exec);
-    if (x) {
-        exec_retire(e, x);
-        if (x->part_count == 0) {
-            exec_free(e, x);
-        } else {
-            /* Reclaiming may free the exec with its last part: iterate over a copy. */
-            gm_part_t *parts[GM_MAX_DEVICES];
-            uint32_t n = x->part_count;
-            memcpy(parts, x->parts, n * sizeof *parts);
-            for (uint32_t i = 0; i < n; i++)
-                gm_part_try_reclaim(e, parts[i]);
-        }
-    }
+    if (x)
+        gm_exec_retire(e, x);
 out:
     pthread_mutex_unlock(&e->lock);
     return st;
@@ -307,7 +345,7 @@ void gm_execs_destroy_all(gm_engine_t *e) {
     void *v;
     while (gm_map_next(&e->execs, &pos, NULL, &v)) {
         gm_exec_t *x = v;
-        exec_retire(e, x);
+        exec_forget(e, x);
         if (x->part_count == 0)
             exec_free(e, x); /* nothing to unmap: parts free the others */
     }

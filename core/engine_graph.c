@@ -121,7 +121,7 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_
 bool gm_engine_graph_has_markers(gm_engine_t *e, uint64_t graph) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *g = gm_graph_get(e, graph, false);
-    bool has = g && (g->record_count || g->free_count);
+    bool has = (g && (g->record_count || g->free_count)) || gm_map_get(&e->moved, graph);
     pthread_mutex_unlock(&e->lock);
     return has;
 }
@@ -140,6 +140,9 @@ size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap)
             graphs_out[count] = key;
         count++;
     }
+    for (pos = 0; gm_map_next(&e->moved, &pos, &key, &value); count++)
+        if (count < cap)
+            graphs_out[count] = key;
     pthread_mutex_unlock(&e->lock);
     return count;
 }
@@ -187,6 +190,7 @@ gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, siz
     } else {
         for (size_t i = 0; i < count; i++) {
             gm_graph_t *g = gm_map_remove(&e->graphs, graphs[i]);
+            gm_map_remove(&e->moved, graphs[i]);
             if (g)
                 graph_free(e, g);
         }
@@ -201,18 +205,23 @@ void gm_graphs_destroy_all(gm_engine_t *e) {
     while (gm_map_next(&e->graphs, &pos, NULL, &v))
         graph_free(e, v);
     gm_map_fini(&e->graphs);
+    gm_map_fini(&e->moved);
 }
 
 void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *c = gm_graph_get(e, child, false);
     gm_graph_t *p = c ? gm_graph_get(e, parent, true) : NULL;
-    if (!p || p == c ||
+    if (!p || p == c || gm_map_reserve(&e->moved, 1) ||
         gm_grow((void **)&p->records, &p->record_cap, p->record_count + c->record_count,
                 sizeof *p->records) ||
         gm_grow((void **)&p->frees, &p->free_cap, p->free_count + c->free_count, sizeof *p->frees))
         goto out; /* host OOM: the child keeps its markers, which stay valid */
     gm_map_remove(&e->graphs, child);
+    /* Its nodes are still memory nodes to the driver: edges and nodes of the child stay as fixed
+     * as those of any graph holding markers (reached through cuGraphChildGraphNodeGetGraph). */
+    if (c->record_count || c->free_count)
+        gm_map_put(&e->moved, child, (void *)1);
     for (uint32_t i = 0; i < c->record_count; i++) {
         c->records[i]->owner = p;
         c->records[i]->alloc.graph = p;

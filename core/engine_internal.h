@@ -23,6 +23,7 @@
 #include "pack.h"
 #include "plan.h"
 #include "pool.h"
+#include "shape.h"
 #include "util.h"
 #include "vaspace.h"
 
@@ -191,6 +192,7 @@ struct gm_exec {
     gm_record_t **foreign; /* allocations of other graphs its launches free */
     uint32_t foreign_count;
     bool destroyed;
+    gm_shape_t shape;        /* what cuGraphExecUpdate pairs (shape.h) */
     gm_exec_report_t report; /* counters; bytes are filled when reported */
 };
 
@@ -202,7 +204,8 @@ struct gm_engine {
     gm_vaspace_t *vas;
     gm_pool_t *pools[GM_MAX_DEVICES];
     gm_map_t graphs, nodes, execs, addresses; /* addresses: va -> first record of its chain */
-    gm_keyset_t served;                       /* the keys of `execs`, read without the lock */
+    gm_map_t moved;     /* children moved into a parent with markers: still graphs holding some */
+    gm_keyset_t served; /* the keys of `execs`, read without the lock */
     uint64_t next_graph_serial;
     gm_map_t groups[GM_MAX_DEVICES]; /* stream -> group */
     gm_part_t *parts;                /* every part, alive exec or not */
@@ -233,6 +236,12 @@ bool gm_fence_done(gm_engine_t *e, gm_fence_t *f);
 
 /* engine_exec.c */
 void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p);
+gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t *out);
+gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
+                          unsigned flags, gm_exec_t **out);
+void gm_exec_discard(gm_engine_t *e, gm_exec_t *x);
+void gm_exec_register(gm_engine_t *e, gm_exec_t *x);
+void gm_exec_retire(gm_engine_t *e, gm_exec_t *x); /* destroyed: its parts go when reclaimed */
 void gm_execs_destroy_all(gm_engine_t *e);
 
 /* engine_group.c: sharing groups, and mapping parts into them and their escape arenas */

@@ -18,6 +18,8 @@ const char *gm_status_name(gm_status_t status) {
         return "backend failure";
     case GM_ERR_DRIVER:
         return "the driver call failed";
+    case GM_ERR_UPDATE_FAILURE:
+        return "exec update refused";
     }
     return "unknown status";
 }

@@ -13,6 +13,7 @@ typedef enum gm_status {
     GM_ERR_NOT_READY,      /* CUDA_ERROR_NOT_READY: a fence that has not completed yet */
     GM_ERR_BACKEND,        /* any other backend failure: internal, leads to pass-through */
     GM_ERR_DRIVER,         /* the driver call the engine made for the shim failed (its code) */
+    GM_ERR_UPDATE_FAILURE, /* CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE */
 } gm_status_t;
 
 const char *gm_status_name(gm_status_t status);

@@ -30,6 +30,8 @@ CUresult gm_cuda_result(gm_status_t status) {
         return CUDA_ERROR_INVALID_DEVICE;
     case GM_ERR_NOT_READY:
         return CUDA_ERROR_NOT_READY;
+    case GM_ERR_UPDATE_FAILURE:
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     case GM_ERR_BACKEND:
     case GM_ERR_DRIVER: /* the caller returns the driver's own code instead */
         return CUDA_ERROR_UNKNOWN;

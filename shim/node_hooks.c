@@ -316,5 +316,8 @@ CUresult gm_hook_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hN
                                           CUgraphNodeParams *nodeParams) {
     if (marker_of(hNode, NULL) != GM_MARKER_NONE)
         return CUDA_ERROR_NOT_SUPPORTED;
+    if (nodeParams != NULL && nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH &&
+        gm_child_swap_refused(hNode, nodeParams->graph.graph))
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     return gm_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams);
 }

@@ -129,6 +129,17 @@ static void children(cudaStream_t s) {
     obs_rc("moved_child_sync", cudaStreamSynchronize(s));
     obs_rc("moved_child_relaunch", cudaGraphLaunch(e, s));
     obs_rc("moved_child_resync", cudaStreamSynchronize(s));
+    // The moved child, reached through its node, still holds memory nodes (§A3.5): its edges and
+    // nodes stay as fixed as those of any such graph.
+    cudaGraph_t moved = nullptr;
+    obs_rc("moved_child_get_graph", cudaGraphChildGraphNodeGetGraph(node, &moved));
+    obs_rc("moved_child_remove_edge",
+           cudaGraphRemoveDependencies(moved, &f.alloc, &f.fill, nullptr, 1));
+    obs_rc("moved_child_destroy_kernel_node", cudaGraphDestroyNode(f.fill));
+    cudaGraph_t moved_clone = nullptr;
+    obs_rc("moved_child_clone", cudaGraphClone(&moved_clone, moved));
+    if (moved_clone)
+        cudaGraphDestroy(moved_clone);
     cudaGraphExec_t ec = nullptr;
     obs_rc("moved_child_instantiate_alone", cudaGraphInstantiate(&ec, f.g, 0));
     cudaGraph_t other = nullptr;

@@ -22,10 +22,7 @@ ALLOW = {}
 
 # Scenarios that show a defect still open, with where it is tracked: they must still differ (a
 # strict expected failure); once one matches natively, it fails here until removed from this list.
-XFAIL = {
-    "scn_exec_update": "cuGraphExecUpdate of an exec with graphmem allocations is not re-planned "
-                       "(README, known limitations)",
-}
+XFAIL = {}
 
 # Sticky errors a kernel touching unmapped memory can end in.
 FAULTS = {"cudaErrorIllegalAddress", "cudaErrorLaunchFailure", "cudaErrorInvalidAddressSpace"}

@@ -265,8 +265,12 @@ static void test_abort_and_move(void) {
     CHECK_EQ_INT(gm_engine_free_create(s.engine, child.key, child.va[a], NULL), GM_OK);
     gm_engine_free_abort(s.engine, child.key, child.va[a]);
     gm_engine_graph_moved(s.engine, child.key, parent.key);
-    CHECK(!gm_engine_graph_has_markers(s.engine, child.key));
+    /* The markers are the parent's now, but the child still holds memory nodes to the driver:
+     * its edges and nodes stay fixed (§A3.5), and node searches must look into it. */
+    CHECK(gm_engine_graph_has_markers(s.engine, child.key));
     CHECK(gm_engine_graph_has_markers(s.engine, parent.key));
+    uint64_t marked[4];
+    CHECK_EQ_U64(gm_engine_marked_graphs(s.engine, marked, 4), 2);
     /* The parent's topology holds the child's nodes. */
     parent.nodes[0] = child.nodes[a];
     parent.kind[0] = SIM_ALLOC;
@@ -277,6 +281,11 @@ static void test_abort_and_move(void) {
     REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
     CHECK(sim_run_data(&s, &parent, NULL));
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_USED_CURRENT), 1 * MiB);
+    /* The parent's destruction takes its moved child: the handle may name a new graph. */
+    uint64_t both[2] = {parent.key, child.key};
+    REQUIRE(gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL) == GM_OK);
+    REQUIRE(gm_engine_graphs_destroy(s.engine, both, 2, GM_NO_CALL) == GM_OK);
+    CHECK(!gm_engine_graph_has_markers(s.engine, child.key));
     CHECK(sim_fini(&s));
 }
 

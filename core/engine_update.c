@@ -1,0 +1,68 @@
+/* cuGraphExecUpdate of execs graphmem serves. The driver sees graphmem's markers as empty nodes,
+ * so it would take an update that swaps a memory node for another kind of node, and the updated
+ * exec would use addresses planned for no exec. The engine pairs the nodes as the driver does
+ * (shape.h), refuses what the driver refuses for memory nodes, and where the driver takes the
+ * update plans the exec anew for the update's graph: in one step with the driver's call. */
+#include "engine_internal.h"
+
+gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
+                                  const gm_topology_t *topo, gm_driver_call_t call,
+                                  uint64_t *error_node) {
+    if (!topo || (topo->node_count && !topo->nodes) ||
+        (topo->edge_count && (!topo->edge_from || !topo->edge_to)))
+        return GM_ERR_INVALID_VALUE;
+    *error_node = 0;
+    pthread_mutex_lock(&e->lock);
+    gm_exec_t *x = gm_map_get(&e->execs, exec), *y = NULL;
+    gm_shape_t b = {0};
+    uint32_t at = 0;
+    gm_status_t st = gm_exec_shape(e, topo, &b);
+    if (st != GM_OK)
+        goto out;
+    if (!x) {
+        /* An exec without memory nodes: the driver would pair a memory node of `graph` with a
+         * node of another kind and report the first it meets. */
+        at = gm_shape_first_marker(&b);
+        if (at != UINT32_MAX) {
+            *error_node = b.nodes[at];
+            st = GM_ERR_UPDATE_FAILURE;
+        } else if (call.fn && !call.fn(call.arg)) {
+            st = GM_ERR_DRIVER;
+        }
+        goto out;
+    }
+    if (gm_shape_pair(&x->shape, &b, &at) == GM_SHAPE_KIND_CHANGED) {
+        *error_node = b.nodes[at];
+        st = GM_ERR_UPDATE_FAILURE;
+        goto out;
+    }
+    gm_graph_t *g = gm_graph_get(e, graph, true);
+    if (!g) {
+        st = GM_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    if (g->exec && g->exec != x) {
+        st = GM_ERR_UPDATE_FAILURE; /* its addresses belong to another exec (§A3.7) */
+        goto out;
+    }
+    /* Planned before the driver's call, so that nothing is left to fail after it. */
+    if (g != x->graph && (st = gm_exec_build(e, g, topo, exec, x->flags, &y)) != GM_OK)
+        goto out;
+    if (call.fn && !call.fn(call.arg)) {
+        st = GM_ERR_DRIVER;
+        goto out;
+    }
+    if (y) {
+        y->report.launches = x->report.launches;
+        y->report.uploads = x->report.uploads;
+        gm_exec_retire(e, x); /* as a destroyed exec: live allocations stay live */
+        gm_exec_register(e, y);
+        y = NULL;
+    }
+out:
+    if (y)
+        gm_exec_discard(e, y);
+    gm_shape_free(&b);
+    pthread_mutex_unlock(&e->lock);
+    return st;
+}
