@@ -1,15 +1,10 @@
 /* Capture begin/end: keeps the process-wide count of captures in flight that gates the capture
  * path of every allocation hook (outside captures, a hook costs one relaxed load). */
-#include <pthread.h>
-#include <stdlib.h>
-
 #include "engine_glue.h"
 #include "joins.h"
-#include "log.h"
 #include "topology.h"
 #include "shim.h"
 #include "stats.h"
-#include "util.h"
 
 _Atomic long gm_captures_in_flight;
 
@@ -65,50 +60,12 @@ CUresult gm_hook_cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureM
     return GM_BEGIN(gm_real.cuStreamBeginCapture_v2_ptsz(hStream, mode));
 }
 
-/* Captures into a graph of the application's (cuStreamBeginCaptureToGraph), by capture id: that
- * graph is the application's before and after the capture, whatever its outcome. */
-static uint64_t *into_ids;
-static uint32_t into_count, into_cap;
-static pthread_mutex_t into_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static CUresult began_into(CUresult result, CUstream stream, bool ptsz) {
-    result = began(result);
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    cuuint64_t id = 0;
-    if (result != CUDA_SUCCESS ||
-        (ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3)(
-            stream, &status, &id, NULL, NULL, NULL, NULL) != CUDA_SUCCESS)
-        return result;
-    pthread_mutex_lock(&into_lock);
-    if (gm_grow((void **)&into_ids, &into_cap, into_count + 1, sizeof *into_ids) == GM_OK)
-        into_ids[into_count++] = id;
-    else /* then a failure of this capture forgets its graph's allocations: logged */
-        gm_log(GM_LOG_WARN, "no host memory to note a capture into an existing graph");
-    pthread_mutex_unlock(&into_lock);
-    return result;
-}
-
-/* Whether capture `id` was into an existing graph; forgets the id. */
-static bool was_into(cuuint64_t id) {
-    bool found = false;
-    pthread_mutex_lock(&into_lock);
-    for (uint32_t i = 0; i < into_count && !found; i++)
-        if (into_ids[i] == id) {
-            into_ids[i] = into_ids[--into_count];
-            found = true;
-        }
-    pthread_mutex_unlock(&into_lock);
-    return found;
-}
-
 CUresult gm_hook_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
                                              const CUgraphNode *dependencies,
                                              const CUgraphEdgeData *dependencyData,
                                              size_t numDependencies, CUstreamCaptureMode mode) {
-    beginning();
-    return began_into(gm_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies,
-                                                          dependencyData, numDependencies, mode),
-                      hStream, false);
+    return GM_BEGIN(gm_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies,
+                                                        dependencyData, numDependencies, mode));
 }
 
 CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
@@ -116,17 +73,13 @@ CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
                                                   const CUgraphEdgeData *dependencyData,
                                                   size_t numDependencies,
                                                   CUstreamCaptureMode mode) {
-    beginning();
-    return began_into(gm_real.cuStreamBeginCaptureToGraph_ptsz(
-                          hStream, hGraph, dependencies, dependencyData, numDependencies, mode),
-                      hStream, true);
+    return GM_BEGIN(gm_real.cuStreamBeginCaptureToGraph_ptsz(
+        hStream, hGraph, dependencies, dependencyData, numDependencies, mode));
 }
 
 /* A capture ends with EndCapture whatever its outcome (success, invalidated, unjoined): count it
  * out when the stream was capturing before the call. A capture that fails leaves no graph, so the
- * allocations made in it are forgotten (their addresses return to graphmem); except a capture into
- * an existing graph, which stays the application's with everything graphmem knows of it (what the
- * failed capture added keeps its addresses until the graph is destroyed). */
+ * allocations made in it are forgotten (their addresses return to graphmem). */
 static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     CUresult (*end)(CUstream, CUgraph *) =
         ptsz ? gm_real.cuStreamEndCapture_ptsz : gm_real.cuStreamEndCapture;
@@ -143,18 +96,16 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     CUgraph capture_graph = NULL;
     bool unjoined = gm_joins_finish(stream, ptsz, capture, &capture_graph);
-    bool into = was_into(capture);
     CUgraph made = NULL;
     CUresult result = end(stream, &made);
     atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
     if (unjoined && result == CUDA_SUCCESS) {
         /* The driver would have refused: no graph, the unjoined error. */
-        if (!into)
-            gm_real.cuGraphDestroy(made);
+        gm_real.cuGraphDestroy(made);
         made = NULL;
         result = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
     }
-    if (result != CUDA_SUCCESS && engine != NULL && capture_graph != NULL && !into) {
+    if (result != CUDA_SUCCESS && engine != NULL && capture_graph != NULL) {
         gm_graph_destroy_nested(engine, capture_graph, GM_NO_CALL);
     }
     if (graph != NULL)

@@ -1,7 +1,8 @@
 // A capture into an existing graph (cudaStreamBeginCaptureToGraph) that fails, invalidated by a
-// call the capture forbids, leaves the graph to its owner (§A4.10): its memory nodes added before
-// the capture must still instantiate, run and free. Issue: graphmem forgot every allocation of
-// that graph when the capture failed, so the graph's kernels later used unmapped memory.
+// call the capture forbids (§A4.10). Measured natively on driver 580: the failed capture takes the
+// graph with it, nodes made before the capture included; every later call on the graph returns
+// cudaErrorInvalidValue. graphmem must agree (it forgets the graph and its allocations), and must
+// not keep the graph alive in its own records.
 #include "common.cuh"
 
 static const size_t n = 1 << 18, bytes = n * sizeof(uint32_t);
@@ -32,7 +33,7 @@ int main() {
     if (forbidden)
         cudaFree(forbidden);
 
-    // The graph is still the application's: copy the allocation out, free it, run.
+    // Whatever is left of the graph: copy the allocation out, free it, run.
     obs_rc("copy_node", add_add(&nc, g, &nf, 1, out, p, n, 1));
     obs_rc("free_node", cudaGraphAddMemFreeNode(&nfree, g, &nc, 1, p));
     cudaGraphExec_t e = nullptr;
