@@ -10,6 +10,7 @@
 #include "pools.h"
 #include "stats.h"
 #include "streams.h"
+#include "topology.h"
 
 typedef struct capture_point {
     cuuint64_t id;
@@ -108,6 +109,10 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, C
     /* Zero bytes: the driver returns NULL and adds no node; leave it to the driver. */
     if (dptr == NULL || size == 0 || gm_shim_mode() != GM_MODE_ACTIVE ||
         !capturing(stream, ptsz, &point))
+        return forward(forward_arg);
+    /* A capture into the graph of a child-graph node (cuStreamBeginCaptureToGraph): memory nodes
+     * are refused there (§A3.6), and the driver answers the captured call exactly. */
+    if (gm_nested_is_child(point.graph))
         return forward(forward_arg);
     gm_engine_t *engine = gm_glue_engine();
     if (engine == NULL)
@@ -216,7 +221,10 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     capture_point_t point;
     CUresult result;
     if (capturing(stream, ptsz, &point)) {
-        result = captured_free(engine, &point, stream, ptsz, dptr);
+        /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit one. */
+        result = gm_nested_is_child(point.graph)
+                     ? CUDA_ERROR_NOT_SUPPORTED
+                     : captured_free(engine, &point, stream, ptsz, dptr);
     } else {
         gm_status_t status = gm_engine_free_outside(engine, dptr, gm_stream_key(stream, ptsz));
         result = gm_cuda_result(status);

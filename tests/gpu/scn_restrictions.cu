@@ -164,6 +164,14 @@ static void children(cudaStream_t s) {
     cudaGraph_t inner = nullptr;
     cudaGraphChildGraphNodeGetGraph(child, &inner);
     obs_rc("child_graph_add_alloc", add_alloc(&na, inner, nullptr, 0, bytes, &extra));
+    // The same by capture into that graph: graphmem must not serve the captured allocation.
+    obs_rc("child_capture_begin", cudaStreamBeginCaptureToGraph(s, inner, nullptr, nullptr, 0,
+                                                                cudaStreamCaptureModeGlobal));
+    void *captured = nullptr;
+    obs_rc("child_capture_malloc", cudaMallocAsync(&captured, bytes, s));
+    cudaGraph_t ended = nullptr;
+    obs_rc("child_capture_end", cudaStreamEndCapture(s, &ended));
+    (void)cudaGetLastError();
     cudaGraphDestroy(holder);
     cudaGraphDestroy(plain);
 }
