@@ -4,7 +4,10 @@
 // is graphmem's launch of the graph with memory within 1.05x of the driver's launch without.
 //
 // Metrics: launch_nomem_{1,10,100,800}_us, launch_mem_{1MiB,64MiB,1GiB}_us, launch_mem_10xmixed_us,
-// launch_mem_100x4MiB_us, launch_mem_100xmixed_us, launch_mem_800xmixed_us.
+// launch_mem_100x4MiB_us, launch_mem_100xmixed_us, launch_mem_800xmixed_us, and
+// launch_extra_1MiB_us: what a launch of the 1 MiB graph costs more than one of the same graph
+// without memory nodes, in the same process with batches of the two alternating (the rows above
+// compare two processes, whose launch costs differ by up to 0.6 us between runs).
 #include "bench_common.cuh"
 
 static cudaStream_t s;
@@ -62,6 +65,39 @@ static void measure(const char *name, const std::vector<size_t> &sizes, bool mem
     CK(cudaDeviceGraphMemTrim(0));
 }
 
+// Median over 30 rounds of (host us per launch of `with` - of `without`), the two measured in
+// alternating batches of 20 launches after the same warm-up as launch_us.
+static double extra_us(cudaGraphExec_t with, cudaGraphExec_t without) {
+    for (int i = 0; i < 50; i++) {
+        launch(with, s);
+        launch(without, s);
+    }
+    CK(cudaStreamSynchronize(s));
+    std::vector<double> samples;
+    for (int rep = 0; rep < 30; rep++) {
+        double per[2];
+        cudaGraphExec_t order[2] = {with, without};
+        for (int k = 0; k < 2; k++) {
+            double t0 = now_us();
+            for (int i = 0; i < 20; i++)
+                launch(order[k], s);
+            per[k] = (now_us() - t0) / 20;
+            CK(cudaStreamSynchronize(s));
+        }
+        samples.push_back(per[0] - per[1]);
+    }
+    return median(samples);
+}
+
+static void measure_extra(void) {
+    cudaGraphExec_t with = chain(same(1, MiB), true), without = chain(same(1, 0), false);
+    metric("launch_extra_1MiB_us", extra_us(with, without));
+    CK(cudaGraphExecDestroy(with));
+    CK(cudaGraphExecDestroy(without));
+    CK(cudaDeviceSynchronize());
+    CK(cudaDeviceGraphMemTrim(0));
+}
+
 int main(int, char **argv) {
     bench_init(argv[0]);
     s = new_stream();
@@ -69,6 +105,7 @@ int main(int, char **argv) {
     measure("launch_mem_1MiB_us", same(1, MiB), true);
     measure("launch_mem_64MiB_us", same(1, 64 * MiB), true);
     measure("launch_mem_1GiB_us", same(1, GiB), true);
+    measure_extra();
     measure("launch_nomem_10_us", same(10, 0), false);
     measure("launch_mem_10xmixed_us", mixed(10), true);
     measure("launch_nomem_100_us", same(100, 0), false);
