@@ -1,7 +1,8 @@
 // What a launch fence costs the host, per cudaGraphLaunch of a one-kernel graph (median of 30
 // batches of 20 launches, as bench/gpu_launch.cu measures): nothing after the launch, an event
 // record (one event, or a ring of 64), a stream memory write of a counter to pinned host memory, a
-// second kernel node in the graph, and a stream memory write into device memory. The launch
+// second kernel node in the graph, and a stream memory write into device memory; and the same
+// graph between two empty nodes (the shape graphmem's markers give a served graph). The launch
 // protocol records one fence per served launch; this says which kind is cheapest.
 #include <algorithm>
 #include <chrono>
@@ -89,6 +90,27 @@ static cudaGraphExec_t chain(int kernels, int *buf) {
     return e;
 }
 
+// empty -> kernel -> empty: the shape of a served graph of one allocation (graphmem's markers
+// are empty nodes).
+static cudaGraphExec_t marked(int *buf) {
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    cudaGraphCreate(&g, 0);
+    cudaGraphNode_t a, k, f;
+    cudaGraphAddEmptyNode(&a, g, nullptr, 0);
+    cudaKernelNodeParams p = {};
+    void *args[] = {&buf};
+    p.func = (void *)touch;
+    p.gridDim = dim3(1);
+    p.blockDim = dim3(32);
+    p.kernelParams = args;
+    cudaGraphAddKernelNode(&k, g, &a, 1, &p);
+    cudaGraphAddEmptyNode(&f, g, &k, 1);
+    cudaGraphInstantiate(&e, g, 0);
+    cudaGraphDestroy(g);
+    return e;
+}
+
 int main() {
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (auto &ev : ring)
@@ -97,12 +119,17 @@ int main() {
     CK(cudaMalloc(&dev_counter, 64));
     int *buf;
     CK(cudaMalloc(&buf, 4096));
-    cudaGraphExec_t one = chain(1, buf), two = chain(2, buf);
+    cudaGraphExec_t one = chain(1, buf), two = chain(2, buf), mark = marked(buf);
     for (int round = 0; round < 3; round++) {
         for (int k = NONE; k <= WRITE_DEVICE; k++)
             printf("fence_cost round %d %-24s %.3f us\n", round, names[k], measure(one, (kind)k));
         printf("fence_cost round %d %-24s %.3f us\n", round, "second_kernel_node",
                measure(two, NONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "marked_none", measure(mark, NONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "marked_event_one",
+               measure(mark, EVENT_ONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "marked_event_ring64",
+               measure(mark, EVENT_RING));
     }
     CK(cudaStreamSynchronize(s));
     printf("fence_cost host counter %llu of %llu\n", *(volatile unsigned long long *)host_counter,
