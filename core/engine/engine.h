@@ -209,7 +209,7 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
 
 /* ---- Reporting ------------------------------------------------------------------------------ */
 
-/* gm_exec_report_t: its fields are the GM_EXEC_STAT list of core/stats.def. */
+/* gm_exec_report_t: its fields are the GM_EXEC_STAT list of core/common/stats.def. */
 
 /* Calls `fn` for every exec alive or destroyed since the engine started (destroyed ones last). */
 void gm_engine_report(gm_engine_t *engine, void (*fn)(const gm_exec_report_t *, void *), void *arg);

@@ -1,4 +1,4 @@
-/* The engine's objects and the functions its files share. Private to core/engine*.c.
+/* The engine's objects and the functions its files share. Private to core/engine/.
  *
  * Ownership:
  * - record: one graph allocation. Kept while its node lives (owner graph), while an exec plans
@@ -18,7 +18,7 @@
 #include <pthread.h>
 
 #include "engine.h"
-#include "engine_map.h"
+#include "keymap.h"
 #include "keyset.h"
 #include "pack.h"
 #include "plan.h"
