@@ -63,7 +63,7 @@ typedef struct gm_marker {
 /* A padded window of small allocations of one packer. */
 typedef struct gm_chunk {
     uint64_t base, bytes, va; /* va = base + pad: where the packer's offsets start */
-    uint32_t refs;            /* records placed in it, +1 while its packer lives */
+    uint32_t refs;            /* records packed in it, +1 while its packer lives */
 } gm_chunk_t;
 
 typedef struct gm_packer {

@@ -202,7 +202,7 @@ static bool reusable(uint32_t id, void *arg) {
 }
 
 /* Gives `r` its address: a byte range of a packer chunk or a padded window of its own. */
-static gm_status_t place(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
+static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
     uint64_t size = r->params.size;
     if (size >= e->config.small_limit || e->config.no_alias) {
         uint64_t pages = size / e->page + (size % e->page != 0);
@@ -219,7 +219,7 @@ static gm_status_t place(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
     reuse_query_t q = {pk, &r->alloc.before};
     uint32_t id, chunk;
     uint64_t offset;
-    gm_status_t st = gm_pack_place(pk->pack, size, reusable, &q, &id, &chunk, &offset);
+    gm_status_t st = gm_pack_alloc(pk->pack, size, reusable, &q, &id, &chunk, &offset);
     if (st != GM_OK)
         return st;
     if (chunk >= pk->chunk_count) {
@@ -265,7 +265,7 @@ gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_param
     r->params.access_mask &= ~(1ull << params->device);
     r->owner = g;
     r->alloc = (gm_marker_t){.kind = GM_MARKER_ALLOC, .record = r, .graph = g, .before = before};
-    gm_status_t st = place(e, g, r);
+    gm_status_t st = assign_address(e, g, r);
     if (st != GM_OK) {
         gm_idset_release(&r->alloc.before);
         free(r);
