@@ -31,7 +31,11 @@ typedef struct gm_option_value {
 static gm_option_value_t option_values[GM_OPT_COUNT];
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
-static const char *const policy_names[] = {"serialize", "remap"};
+static const char *const policy_names[] = {
+#define GM_CROSS_STREAM(id, name, doc) name,
+#include "cross_stream.def"
+#undef GM_CROSS_STREAM
+};
 
 static bool parse_name(const char *text, const char *const *names, size_t count, uint64_t *out) {
     for (size_t i = 0; i < count; i++) {
@@ -119,7 +123,7 @@ static bool parse_value(const gm_option_desc_t *desc, const char *text, uint64_t
     case GM_OPTTYPE_LEVEL:
         return parse_name(text, level_names, 5, out);
     case GM_OPTTYPE_POLICY:
-        return parse_name(text, policy_names, 2, out);
+        return parse_name(text, policy_names, sizeof policy_names / sizeof policy_names[0], out);
     case GM_OPTTYPE_PATH:
         *out = 0;
         return strlen(text) < GM_OPTION_TEXT_MAX;
