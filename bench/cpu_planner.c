@@ -235,7 +235,7 @@ static void make_items(graph_t *g, const uint64_t *before) {
         query_t q = {before + (size_t)i * words, pack_to_alloc};
         uint32_t id, chunk;
         uint64_t off;
-        if (gm_pack_place(pack, a->size, reusable, &q, &id, &chunk, &off) != GM_OK)
+        if (gm_pack_alloc(pack, a->size, reusable, &q, &id, &chunk, &off) != GM_OK)
             abort();
         pack_to_alloc[id] = i;
         alloc_to_pack[i] = id;

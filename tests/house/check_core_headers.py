@@ -18,13 +18,20 @@ def main():
     ap.add_argument("--cuda-include", required=True)
     args = ap.parse_args()
     cuda_root = os.path.realpath(args.cuda_include)
-    sources = sorted(f for f in os.listdir(args.core) if f.endswith((".c", ".h")))
+    # core/ keeps its files in one folder per layer, each on the include path (core/CMakeLists.txt).
+    sources, folders = [], []
+    for folder, _dirs, files in sorted(os.walk(args.core)):
+        names = sorted(f for f in files if f.endswith((".c", ".h")))
+        if names:
+            folders.append(folder)
+        sources += [os.path.relpath(os.path.join(folder, f), args.core) for f in names]
+    includes = [arg for folder in folders for arg in ("-I", folder)]
     bad = []
     for name in sources:
         path = os.path.join(args.core, name)
         lang = ["-x", "c"]
         p = subprocess.run([args.cc, *lang, "-std=c11", "-D_GNU_SOURCE", "-E", "-H", "-o",
-                            os.devnull, "-I", args.core, "-I", args.cuda_include, path],
+                            os.devnull, *includes, "-I", args.cuda_include, path],
                            capture_output=True, text=True)
         if p.returncode != 0:
             bad.append(f"{name}: does not preprocess:\n{p.stderr}")

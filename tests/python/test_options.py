@@ -33,7 +33,8 @@ def run_preloaded(env_extra: dict) -> subprocess.CompletedProcess:
 def test_readme_lists_every_option():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "options-table"), "--check",
                              str(ROOT / "README.md")])
-    assert result.returncode == 0, "README's options table differs from core/options.def"
+    assert result.returncode == 0, ("README's options table differs from core/common/options.def "
+                                    "and tool_options.def")
 
 
 def test_malformed_value_is_reported_by_name_and_default_kept():
@@ -55,6 +56,13 @@ def test_unknown_option_is_warned_about():
     proc = run_preloaded({"GRAPHMEM_NO_SUCH_THING": "1"})
     assert proc.returncode == 0
     assert "unknown option GRAPHMEM_NO_SUCH_THING" in proc.stderr
+
+
+def test_tool_option_is_not_unknown():
+    """Knobs of scripts and tests (core/common/tool_options.def) are known names to the library."""
+    proc = run_preloaded({"GRAPHMEM_TEST_SEED": "7", "GRAPHMEM_PRINT_CONFIG": "1"})
+    assert proc.returncode == 0
+    assert "unknown option" not in proc.stderr and "GRAPHMEM_TEST_SEED" not in proc.stderr
 
 
 def test_print_config_lists_every_library_option():

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "engine.h"
 #include "options.h"
 
 static void test_every_default_parses(void) {
@@ -37,7 +38,7 @@ static void test_bad_value_keeps_default(void) {
     CHECK_EQ_U64(gm_option_u64(GM_OPT_MAX_HANDLE), 32ull << 20);
     CHECK(!gm_option_from_env(GM_OPT_MAX_HANDLE));
     CHECK(gm_option_bool(GM_OPT_NO_ALIAS));
-    CHECK_EQ_U64(gm_option_u64(GM_OPT_CROSS_STREAM), 1);
+    CHECK_EQ_U64(gm_option_u64(GM_OPT_CROSS_STREAM), GM_CROSS_STREAM_REMAP);
 }
 
 static void test_bounds_are_errors_not_clamps(void) {

@@ -37,18 +37,18 @@ static void test_basic(void) {
     REQUIRE(p);
     uint32_t id, chunk;
     uint64_t off;
-    CHECK_EQ_INT(gm_pack_place(p, MIB + 1, never, NULL, &id, &chunk, &off), GM_ERR_INVALID_VALUE);
-    CHECK_EQ_INT(gm_pack_place(p, 100, never, NULL, &id, &chunk, &off), GM_OK);
+    CHECK_EQ_INT(gm_pack_alloc(p, MIB + 1, never, NULL, &id, &chunk, &off), GM_ERR_INVALID_VALUE);
+    CHECK_EQ_INT(gm_pack_alloc(p, 100, never, NULL, &id, &chunk, &off), GM_OK);
     CHECK_EQ_U64(id, 0);
     CHECK_EQ_U64(off, 0);
-    CHECK_EQ_INT(gm_pack_place(p, 0, never, NULL, &id, &chunk, &off), GM_OK);
+    CHECK_EQ_INT(gm_pack_alloc(p, 0, never, NULL, &id, &chunk, &off), GM_OK);
     CHECK_EQ_U64(off, 512); /* size 0 still gets an address of its own */
-    CHECK_EQ_INT(gm_pack_place(p, 513, never, NULL, &id, &chunk, &off), GM_OK);
+    CHECK_EQ_INT(gm_pack_alloc(p, 513, never, NULL, &id, &chunk, &off), GM_OK);
     CHECK_EQ_U64(off, 1024);
     CHECK_EQ_U64(gm_pack_chunk_extent(p, 0), 2048);
-    CHECK_EQ_INT(gm_pack_place(p, MIB - 2048, never, NULL, &id, &chunk, &off), GM_OK);
+    CHECK_EQ_INT(gm_pack_alloc(p, MIB - 2048, never, NULL, &id, &chunk, &off), GM_OK);
     CHECK_EQ_U64(chunk, 0);
-    CHECK_EQ_INT(gm_pack_place(p, 1, never, NULL, &id, &chunk, &off), GM_OK);
+    CHECK_EQ_INT(gm_pack_alloc(p, 1, never, NULL, &id, &chunk, &off), GM_OK);
     CHECK_EQ_U64(chunk, 1);
     CHECK_EQ_U64(off, 0);
     CHECK_EQ_U64(gm_pack_chunk_count(p), 2);
@@ -61,15 +61,15 @@ static void test_reuse_needs_proof(void) {
     REQUIRE(p);
     uint32_t a, b, c, chunk;
     uint64_t oa, ob, oc;
-    REQUIRE(gm_pack_place(p, 4096, never, NULL, &a, &chunk, &oa) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 4096, never, NULL, &a, &chunk, &oa) == GM_OK);
     /* Not freed: never asked, never reused. */
-    REQUIRE(gm_pack_place(p, 4096, always, NULL, &b, &chunk, &ob) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 4096, always, NULL, &b, &chunk, &ob) == GM_OK);
     CHECK(ob >= oa + 4096);
     gm_pack_mark_freed(p, a);
-    REQUIRE(gm_pack_place(p, 4096, never, NULL, &c, &chunk, &oc) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 4096, never, NULL, &c, &chunk, &oc) == GM_OK);
     CHECK(oc >= ob + 4096);
     uint64_t set[1] = {1ull << a};
-    REQUIRE(gm_pack_place(p, 4096, in_set, set, &c, &chunk, &oc) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 4096, in_set, set, &c, &chunk, &oc) == GM_OK);
     CHECK_EQ_U64(oc, oa);
     gm_pack_destroy(p);
 }
@@ -83,7 +83,7 @@ static void test_best_fit(void) {
     uint32_t id[6], chunk;
     uint64_t off[6];
     for (int i = 0; i < 6; i++)
-        REQUIRE(gm_pack_place(p, sizes[i], never, NULL, &id[i], &chunk, &off[i]) == GM_OK);
+        REQUIRE(gm_pack_alloc(p, sizes[i], never, NULL, &id[i], &chunk, &off[i]) == GM_OK);
     uint64_t set[1] = {0};
     for (int i = 0; i < 6; i += 2) {
         gm_pack_mark_freed(p, id[i]);
@@ -91,36 +91,36 @@ static void test_best_fit(void) {
     }
     uint32_t x;
     uint64_t ox;
-    REQUIRE(gm_pack_place(p, 2 * KIB, in_set, set, &x, &chunk, &ox) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 2 * KIB, in_set, set, &x, &chunk, &ox) == GM_OK);
     CHECK_EQ_U64(ox, off[2]);
-    REQUIRE(gm_pack_place(p, 3 * KIB, in_set, set, &x, &chunk, &ox) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 3 * KIB, in_set, set, &x, &chunk, &ox) == GM_OK);
     CHECK_EQ_U64(ox, off[4]);
-    REQUIRE(gm_pack_place(p, 8 * KIB, in_set, set, &x, &chunk, &ox) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 8 * KIB, in_set, set, &x, &chunk, &ox) == GM_OK);
     CHECK_EQ_U64(ox, off[0]);
     gm_pack_destroy(p);
 }
 
-/* Forgetting an allocation placed over a freed one gives the bytes back to the freed one, which
- * still needs its own proof; forgetting one placed on fresh bytes frees them. */
+/* Forgetting an allocation packed over a freed one gives the bytes back to the freed one, which
+ * still needs its own proof; forgetting one packed on fresh bytes frees them. */
 static void test_forget(void) {
     gm_pack_t *p = gm_pack_create(MIB, 512);
     REQUIRE(p);
     uint32_t a, b, c, chunk;
     uint64_t oa, ob, oc;
-    REQUIRE(gm_pack_place(p, 8 * KIB, never, NULL, &a, &chunk, &oa) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 8 * KIB, never, NULL, &a, &chunk, &oa) == GM_OK);
     gm_pack_mark_freed(p, a);
     uint64_t set[1] = {1ull << a};
-    REQUIRE(gm_pack_place(p, 4 * KIB, in_set, set, &b, &chunk, &ob) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 4 * KIB, in_set, set, &b, &chunk, &ob) == GM_OK);
     CHECK_EQ_U64(ob, oa);
     gm_pack_forget(p, b);
-    REQUIRE(gm_pack_place(p, 8 * KIB, never, NULL, &c, &chunk, &oc) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 8 * KIB, never, NULL, &c, &chunk, &oc) == GM_OK);
     CHECK(oc >= oa + 8 * KIB);
     gm_pack_forget(p, c);
     uint32_t d;
     uint64_t od;
-    REQUIRE(gm_pack_place(p, 8 * KIB, never, NULL, &d, &chunk, &od) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 8 * KIB, never, NULL, &d, &chunk, &od) == GM_OK);
     CHECK_EQ_U64(od, oc);
-    REQUIRE(gm_pack_place(p, 8 * KIB, in_set, set, &d, &chunk, &od) == GM_OK);
+    REQUIRE(gm_pack_alloc(p, 8 * KIB, in_set, set, &d, &chunk, &od) == GM_OK);
     CHECK_EQ_U64(od, oa);
     gm_pack_destroy(p);
 }
@@ -194,7 +194,7 @@ static void test_random_streams(void) {
             query_t q = {sims, v};
             uint32_t id;
             sim_t *x = &sims[count];
-            REQUIRE(gm_pack_place(p, size, reachable, &q, &id, &x->chunk, &x->offset) == GM_OK);
+            REQUIRE(gm_pack_alloc(p, size, reachable, &q, &id, &x->chunk, &x->offset) == GM_OK);
             CHECK_EQ_U64(id, count);
             CHECK_EQ_U64(x->offset % 512, 0);
             CHECK(x->offset + size <= chunk_bytes);
@@ -211,7 +211,7 @@ static void test_random_streams(void) {
                 if (a->forgotten || b->forgotten || a->chunk != b->chunk ||
                     a->offset + a->size <= b->offset || b->offset + b->size <= a->offset)
                     continue;
-                /* j was placed on i's bytes: i's free must come before j's alloc. */
+                /* j was packed on i's bytes: i's free must come before j's alloc. */
                 bool ordered =
                     a->free_node != UINT32_MAX && gm_bits_test(anc[b->alloc_node], a->free_node);
                 CHECK(ordered);

@@ -151,7 +151,7 @@ static void generate(graph_t *g, uint32_t target_allocs, uint32_t streams, uint6
             query_t q = {g, pack_to_alloc, v};
             uint32_t id, chunk;
             uint64_t off;
-            if (gm_pack_place(pack, a->size, reusable, &q, &id, &chunk, &off) != GM_OK)
+            if (gm_pack_alloc(pack, a->size, reusable, &q, &id, &chunk, &off) != GM_OK)
                 abort();
             pack_to_alloc[id] = g->n;
             a->pack_id = id;

@@ -1,7 +1,7 @@
 /* Maximum s-t flow value (highest-label push-relabel with global relabelling). Capacities are
  * non-negative 64-bit integers; GM_FLOW_INF stands for "never cut". The planner's lower bound used
- * it on the node-level network until the bipartite solver in core/lowerbound.c replaced it; the
- * tests keep it as an independent oracle for that bound on graphs too large for brute force. */
+ * it on the node-level network until the bipartite solver in core/plan/lowerbound.c replaced it;
+ * the tests keep it as an independent oracle for that bound on graphs too large for brute force. */
 #ifndef GRAPHMEM_MAXFLOW_H
 #define GRAPHMEM_MAXFLOW_H
 

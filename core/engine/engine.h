@@ -35,9 +35,11 @@
 
 typedef struct gm_engine gm_engine_t;
 
+/* GRAPHMEM_CROSS_STREAM: GM_CROSS_STREAM_SERIALIZE, GM_CROSS_STREAM_REMAP (cross_stream.def). */
 typedef enum gm_cross_stream_policy {
-    GM_CROSS_STREAM_SERIALIZE = 0, /* wait in stream order for the group's previous user */
-    GM_CROSS_STREAM_REMAP = 1,     /* leave the group once the last run finished, map anew */
+#define GM_CROSS_STREAM(id, name, doc) GM_CROSS_STREAM_##id,
+#include "cross_stream.def"
+#undef GM_CROSS_STREAM
 } gm_cross_stream_policy_t;
 
 typedef struct gm_engine_config {
@@ -209,7 +211,7 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
 
 /* ---- Reporting ------------------------------------------------------------------------------ */
 
-/* gm_exec_report_t: its fields are the GM_EXEC_STAT list of core/stats.def. */
+/* gm_exec_report_t: its fields are the GM_EXEC_STAT list of core/common/stats.def. */
 
 /* Calls `fn` for every exec alive or destroyed since the engine started (destroyed ones last). */
 void gm_engine_report(gm_engine_t *engine, void (*fn)(const gm_exec_report_t *, void *), void *arg);

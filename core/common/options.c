@@ -13,6 +13,13 @@ const gm_option_desc_t gm_option_table[GM_OPT_COUNT] = {
 #undef GM_OPTION
 };
 
+/* Names the library knows without reading them (tool_options.def). */
+static const char *const tool_names[] = {
+#define GM_TOOL_OPTION(id, doc) "GRAPHMEM_" #id,
+#include "tool_options.def"
+#undef GM_TOOL_OPTION
+};
+
 #define GM_OPTION_TEXT_MAX 512
 
 typedef struct gm_option_value {
@@ -24,7 +31,11 @@ typedef struct gm_option_value {
 static gm_option_value_t option_values[GM_OPT_COUNT];
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
-static const char *const policy_names[] = {"serialize", "remap"};
+static const char *const policy_names[] = {
+#define GM_CROSS_STREAM(id, name, doc) name,
+#include "cross_stream.def"
+#undef GM_CROSS_STREAM
+};
 
 static bool parse_name(const char *text, const char *const *names, size_t count, uint64_t *out) {
     for (size_t i = 0; i < count; i++) {
@@ -112,9 +123,8 @@ static bool parse_value(const gm_option_desc_t *desc, const char *text, uint64_t
     case GM_OPTTYPE_LEVEL:
         return parse_name(text, level_names, 5, out);
     case GM_OPTTYPE_POLICY:
-        return parse_name(text, policy_names, 2, out);
+        return parse_name(text, policy_names, sizeof policy_names / sizeof policy_names[0], out);
     case GM_OPTTYPE_PATH:
-    case GM_OPTTYPE_TOOL:
         *out = 0;
         return strlen(text) < GM_OPTION_TEXT_MAX;
     }
@@ -140,12 +150,18 @@ static const char *env_lookup(char *const *env, const char *name, bool *found) {
     return NULL;
 }
 
+static bool is_name_of(const char *entry, const char *name) {
+    size_t len = strlen(name);
+    return strncmp(entry, name, len) == 0 && entry[len] == '=';
+}
+
 static bool is_known_name(const char *entry) {
-    for (int i = 0; i < GM_OPT_COUNT; i++) {
-        size_t len = strlen(gm_option_table[i].name);
-        if (strncmp(entry, gm_option_table[i].name, len) == 0 && entry[len] == '=')
+    for (int i = 0; i < GM_OPT_COUNT; i++)
+        if (is_name_of(entry, gm_option_table[i].name))
             return true;
-    }
+    for (size_t i = 0; i < sizeof tool_names / sizeof tool_names[0]; i++)
+        if (is_name_of(entry, tool_names[i]))
+            return true;
     return false;
 }
 
@@ -200,8 +216,6 @@ void gm_options_print(void) {
     gm_log_plain("graphmem: configuration:\n");
     for (int i = 0; i < GM_OPT_COUNT; i++) {
         const gm_option_desc_t *desc = &gm_option_table[i];
-        if (desc->type == GM_OPTTYPE_TOOL)
-            continue;
         gm_log_plain("graphmem:   %-28s = %-10s (%s)\n", desc->name, option_values[i].text,
                      option_values[i].from_env ? "environment" : "default");
     }

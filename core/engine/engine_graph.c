@@ -1,9 +1,13 @@
-/* Graphs and their markers: frees validated as the driver does, introspection, and the end of
- * a graph (destroyed, or moved into a parent). */
+/* Graphs and their markers: every marker is made, attached to its node, aborted and ended here
+ * (an alloc marker lives in its record, engine_record.c, which gives it its address); frees
+ * validated as the driver does, introspection, and the end of a graph (destroyed, or moved into a
+ * parent). */
+#include "engine_graph.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine_record.h"
 
 gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
     gm_graph_t *g = gm_map_get(&e->graphs, key);
@@ -20,6 +24,70 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
     }
     return g;
 }
+
+/* ---- alloc markers ------------------------------------------------------------------------- */
+
+gm_status_t gm_engine_alloc_create(gm_engine_t *e, uint64_t graph, const gm_alloc_params_t *params,
+                                   const gm_ancestors_t *ancestors, uint64_t *va_out) {
+    if (!params || !va_out || params->device < 0 || params->device >= e->config.device_count ||
+        (e->config.device_count < 64 && params->access_mask >> e->config.device_count))
+        return GM_ERR_INVALID_VALUE;
+    uint64_t limit = e->config.max_allocation[params->device];
+    if (limit && params->size > limit)
+        return GM_ERR_OUT_OF_MEMORY; /* more than the device can ever back (§A1.6) */
+    pthread_mutex_lock(&e->lock);
+    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
+    gm_graph_t *g = gm_graph_get(e, graph, true);
+    gm_idset_t before;
+    gm_record_t *r;
+    if (!g ||
+        gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
+        gm_map_reserve(&e->addresses, 1) || gm_map_reserve(&e->nodes, 1) ||
+        (st = gm_proven_before(e, g, ancestors, &before)) != GM_OK ||
+        (st = gm_record_create(e, g, params, before, &r)) != GM_OK)
+        goto out;
+    g->records[g->record_count++] = r;
+    *va_out = r->va;
+out:
+    pthread_mutex_unlock(&e->lock);
+    return st;
+}
+
+/* The record at `va` whose alloc marker waits for its node. */
+static gm_record_t *pending_alloc(gm_engine_t *e, uint64_t va) {
+    for (gm_record_t *r = gm_map_get(&e->addresses, va); r; r = r->va_next)
+        if (r->owner && !r->alloc.node)
+            return r;
+    return NULL;
+}
+
+void gm_engine_alloc_attach(gm_engine_t *e, uint64_t va, uint64_t node) {
+    pthread_mutex_lock(&e->lock);
+    gm_record_t *r = pending_alloc(e, va);
+    if (r && gm_map_put(&e->nodes, node, &r->alloc) == GM_OK)
+        r->alloc.node = node;
+    pthread_mutex_unlock(&e->lock);
+}
+
+void gm_engine_alloc_abort(gm_engine_t *e, uint64_t va) {
+    pthread_mutex_lock(&e->lock);
+    gm_record_t *r = pending_alloc(e, va);
+    if (r) {
+        gm_graph_t *g = r->owner;
+        for (uint32_t i = 0; i < g->record_count; i++) {
+            if (g->records[i] == r) {
+                memmove(&g->records[i], &g->records[i + 1],
+                        (g->record_count - i - 1) * sizeof *g->records);
+                g->record_count--;
+                break;
+            }
+        }
+        gm_record_abort(e, r);
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- free markers -------------------------------------------------------------------------- */
 
 /* The allocation a free of `va` refers to, or NULL when the driver would refuse the
  * free (§A2.1, §A2.4). Several records share an address only inside one graph, and
@@ -105,6 +173,8 @@ void gm_engine_free_abort(gm_engine_t *e, uint64_t graph, uint64_t va) {
         free_undo(e, g->pending_free);
     pthread_mutex_unlock(&e->lock);
 }
+
+/* ---- introspection and the end of graphs -------------------------------------------------- */
 
 gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_t *info_out) {
     pthread_mutex_lock(&e->lock);

@@ -1,10 +1,14 @@
 /* Engine lifetime, attributes and reports. The other concerns live in engine_record.c (records and
  * their addresses), engine_graph.c (graphs and markers), engine_exec.c (instantiation),
- * engine_group.c (sharing and mapping), engine_launch.c (the launch protocol and outside frees),
- * engine_fence.c (GPU order) and engine_trim.c (what may be given back). */
+ * engine_part.c (a part's life: plan, mapping, trim, reclaim), engine_group.c (sharing),
+ * engine_launch.c (the launch protocol and outside frees), engine_update.c (cuGraphExecUpdate),
+ * engine_fence.c (GPU order) and engine_trim.c (trim outside a launch). */
 #include <stdlib.h>
 
-#include "engine_internal.h"
+#include "engine_exec.h"
+#include "engine_graph.h"
+#include "engine_group.h"
+#include "engine_trim.h"
 
 /* Address space is reserved this many pages at a time: 64 GiB at 2 MiB pages, so one
  * reservation serves most processes, and small test granularities stay small. */

@@ -18,7 +18,6 @@ typedef enum gm_option_type {
     GM_OPTTYPE_LEVEL,
     GM_OPTTYPE_POLICY,
     GM_OPTTYPE_PATH,
-    GM_OPTTYPE_TOOL,
 } gm_option_type_t;
 
 typedef struct gm_option_desc {

@@ -5,7 +5,9 @@
  * happen outside graphs, and streams going away. */
 #include <stdlib.h>
 
-#include "engine_internal.h"
+#include "engine_fence.h"
+#include "engine_part.h"
+#include "engine_trim.h"
 
 bool gm_engine_serves(gm_engine_t *e, uint64_t exec) {
     return gm_keyset_contains(&e->served, exec);
@@ -42,17 +44,11 @@ static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait
         if (q == p || q->graph_serial != p->graph_serial || q->device != p->device ||
             !q->exec->destroyed || (!q->shared_maps.count && !q->escape_maps.count))
             continue;
-        if (!gm_part_idle(e, q)) {
-            *wait = q->run_fence;
+        gm_fence_t *f = gm_part_trim(e, q, false);
+        if (f) {
+            *wait = f;
             return GM_ERR_NOT_READY;
         }
-        gm_part_unmap_shared(e, q);
-        if (!q->unfreed && !gm_part_points_done(e, q)) {
-            *wait = q->points[0].fence;
-            return GM_ERR_NOT_READY;
-        }
-        if (!q->unfreed)
-            gm_part_unmap_escape(e, q);
         if (q->shared_maps.count || (!q->unfreed && q->escape_maps.count))
             return GM_ERR_BACKEND; /* the backend refused an unmap: mapping would fail */
         gm_part_try_reclaim(e, q);

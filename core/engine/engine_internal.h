@@ -1,10 +1,13 @@
-/* The engine's objects and the functions its files share. Private to core/engine*.c.
+/* The engine's objects. Private to core/engine/; the functions its files share are declared in
+ * the header of the file that defines them (engine_record.h, engine_part.h, ...), so the includes
+ * show which file uses which, and they form no circle (tests/house/check_layers.py).
  *
  * Ownership:
  * - record: one graph allocation. Kept while its node lives (owner graph), while an exec plans
  *   it (exec_refs), or while it is live (made by a launch, not freed). Holds its VA window: its
  *   own (large) or a reference on a shared chunk window (small).
- * - marker: an alloc marker is embedded in its record; free markers belong to their graph.
+ * - marker: an alloc marker is embedded in its record; free markers belong to their graph. All
+ *   are made, attached and ended by engine_graph.c.
  * - part: what one exec needs on one device: plan, items (VA windows to map), escape arena,
  *   current mappings. Outlives its exec while its memory is mapped or its allocations are live.
  * - group: the sharing unit of a device: one arena of handles mapped by all member parts.
@@ -18,7 +21,7 @@
 #include <pthread.h>
 
 #include "engine.h"
-#include "engine_map.h"
+#include "keymap.h"
 #include "keyset.h"
 #include "pack.h"
 #include "plan.h"
@@ -49,8 +52,6 @@ typedef struct gm_idset {
     uint32_t count;
 } gm_idset_t;
 
-void gm_idset_release(gm_idset_t *set);
-
 typedef struct gm_marker {
     gm_marker_kind_t kind;
     gm_record_t *record;
@@ -62,7 +63,7 @@ typedef struct gm_marker {
 /* A padded window of small allocations of one packer. */
 typedef struct gm_chunk {
     uint64_t base, bytes, va; /* va = base + pad: where the packer's offsets start */
-    uint32_t refs;            /* records placed in it, +1 while its packer lives */
+    uint32_t refs;            /* records packed in it, +1 while its packer lives */
 } gm_chunk_t;
 
 typedef struct gm_packer {
@@ -213,60 +214,5 @@ struct gm_engine {
     gm_exec_report_t *dead_reports;
     uint32_t dead_count, dead_cap;
 };
-
-/* engine_record.c */
-void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */
-/* The frees proven to precede a new marker of `g` with these ancestors. */
-gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
-                             gm_idset_t *out);
-void gm_packer_destroy(gm_engine_t *e, gm_packer_t *pk);
-
-/* engine_graph.c */
-gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create);
-void gm_graphs_destroy_all(gm_engine_t *e);
-
-/* engine_fence.c */
-/* Records a fence on `stream` (handed over by the caller of the current engine call). */
-gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out);
-void gm_fence_unref(gm_engine_t *e, gm_fence_t *f); /* NULL is fine */
-/* Points *slot at f (a new reference), releasing what it held. */
-void gm_fence_set(gm_engine_t *e, gm_fence_t **slot, gm_fence_t *f);
-/* Whether the work before f has finished (NULL: nothing to wait for). Never blocks. */
-bool gm_fence_done(gm_engine_t *e, gm_fence_t *f);
-
-/* engine_exec.c */
-void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p);
-gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t *out);
-gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
-                          unsigned flags, gm_exec_t **out);
-void gm_exec_discard(gm_engine_t *e, gm_exec_t *x);
-void gm_exec_register(gm_engine_t *e, gm_exec_t *x);
-void gm_exec_retire(gm_engine_t *e, gm_exec_t *x); /* destroyed: its parts go when reclaimed */
-void gm_execs_destroy_all(gm_engine_t *e);
-
-/* engine_group.c: sharing groups, and mapping parts into them and their escape arenas */
-/* What a gm_part_map call created, so that a launch that fails afterwards can take it back. */
-typedef struct gm_map_undo {
-    bool shared_before, escape_before;
-    gm_arena_t *arena[2];
-    uint32_t *slots[2];
-    uint32_t count[2], cap[2];
-} gm_map_undo_t;
-gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo);
-void gm_part_map_undo(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo);
-void gm_map_undo_fini(gm_map_undo_t *undo);
-/* The group a launch of `p` on `stream` runs in: joins the stream's group (first launch, or the
- * remap policy once p is idle); GM_ERR_NOT_READY with *wait set when p must first finish. */
-gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait);
-void gm_part_unmap_shared(gm_engine_t *e, gm_part_t *p);
-void gm_part_unmap_escape(gm_engine_t *e, gm_part_t *p);
-void gm_groups_destroy_all(gm_engine_t *e);
-void gm_group_leave(gm_engine_t *e, gm_part_t *p);
-
-/* engine_trim.c */
-bool gm_part_idle(gm_engine_t *e, gm_part_t *p);
-bool gm_part_points_done(gm_engine_t *e, gm_part_t *p);
-void gm_trim_device(gm_engine_t *e, int device);
-void gm_uaf_poll(gm_engine_t *e);
 
 #endif

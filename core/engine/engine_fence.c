@@ -2,9 +2,9 @@
  * follows, on the stream that call was handed: recording later, or on another stream, could land
  * in a capture that began in between (an event record captured into someone's graph, or an error
  * that invalidates it). Queries never block; the engine never waits on the host under its lock. */
-#include <stdlib.h>
+#include "engine_fence.h"
 
-#include "engine_internal.h"
+#include <stdlib.h>
 
 gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out) {
     gm_fence_t *f = calloc(1, sizeof *f);

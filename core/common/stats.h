@@ -1,4 +1,4 @@
-/* Statistics: counters from core/stats.def, per-hook call counts registered by the shim, and
+/* Statistics: counters from core/common/stats.def, per-hook call counts registered by the shim, and
  * per-exec reports pulled from the engine; printed as a table and written as versioned JSON. */
 #ifndef GRAPHMEM_STATS_H
 #define GRAPHMEM_STATS_H

@@ -1,9 +1,8 @@
 /* Allocation records: their fixed addresses (a padded window of their own, or bytes of a
  * packer chunk) and the online proof of order that lets small allocations reuse bytes. */
-#include <stdlib.h>
-#include <string.h>
+#include "engine_record.h"
 
-#include "engine_internal.h"
+#include <stdlib.h>
 
 /* ---- sets of record ids -------------------------------------------------------------------- */
 
@@ -89,7 +88,6 @@ static gm_status_t idset_extend(const gm_idset_t *s, uint64_t extra, gm_idset_t 
     return idset_union(s, &none, extra, out);
 }
 
-/* The frees proven to precede a new marker of graph `g` with these ancestors. */
 gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
                              gm_idset_t *out) {
     *out = (gm_idset_t){0};
@@ -204,7 +202,7 @@ static bool reusable(uint32_t id, void *arg) {
 }
 
 /* Gives `r` its address: a byte range of a packer chunk or a padded window of its own. */
-static gm_status_t place(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
+static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
     uint64_t size = r->params.size;
     if (size >= e->config.small_limit || e->config.no_alias) {
         uint64_t pages = size / e->page + (size % e->page != 0);
@@ -221,7 +219,7 @@ static gm_status_t place(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
     reuse_query_t q = {pk, &r->alloc.before};
     uint32_t id, chunk;
     uint64_t offset;
-    gm_status_t st = gm_pack_place(pk->pack, size, reusable, &q, &id, &chunk, &offset);
+    gm_status_t st = gm_pack_alloc(pk->pack, size, reusable, &q, &id, &chunk, &offset);
     if (st != GM_OK)
         return st;
     if (chunk >= pk->chunk_count) {
@@ -255,81 +253,35 @@ static gm_status_t place(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
     return GM_OK;
 }
 
-gm_status_t gm_engine_alloc_create(gm_engine_t *e, uint64_t graph, const gm_alloc_params_t *params,
-                                   const gm_ancestors_t *ancestors, uint64_t *va_out) {
-    if (!params || !va_out || params->device < 0 || params->device >= e->config.device_count ||
-        (e->config.device_count < 64 && params->access_mask >> e->config.device_count))
-        return GM_ERR_INVALID_VALUE;
-    uint64_t limit = e->config.max_allocation[params->device];
-    if (limit && params->size > limit)
-        return GM_ERR_OUT_OF_MEMORY; /* more than the device can ever back (§A1.6) */
-    pthread_mutex_lock(&e->lock);
-    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    gm_graph_t *g = gm_graph_get(e, graph, true);
-    gm_record_t *r = g ? calloc(1, sizeof *r) : NULL;
-    if (!r ||
-        gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
-        gm_map_reserve(&e->addresses, 1) || gm_map_reserve(&e->nodes, 1))
-        goto fail;
+gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_params_t *params,
+                             gm_idset_t before, gm_record_t **out) {
+    gm_record_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        gm_idset_release(&before);
+        return GM_ERR_OUT_OF_MEMORY;
+    }
     r->id = ++e->next_record_id;
     r->params = *params;
     r->params.access_mask &= ~(1ull << params->device);
     r->owner = g;
-    r->alloc = (gm_marker_t){.kind = GM_MARKER_ALLOC, .record = r, .graph = g};
-    st = gm_proven_before(e, g, ancestors, &r->alloc.before);
-    if (st != GM_OK)
-        goto fail;
-    st = place(e, g, r);
+    r->alloc = (gm_marker_t){.kind = GM_MARKER_ALLOC, .record = r, .graph = g, .before = before};
+    gm_status_t st = assign_address(e, g, r);
     if (st != GM_OK) {
         gm_idset_release(&r->alloc.before);
-        goto fail;
+        free(r);
+        return st;
     }
     r->va_next = gm_map_get(&e->addresses, r->va);
-    gm_map_put(&e->addresses, r->va, r); /* reserved above */
-    g->records[g->record_count++] = r;
-    *va_out = r->va;
-    pthread_mutex_unlock(&e->lock);
+    gm_map_put(&e->addresses, r->va, r); /* reserved by the caller */
+    *out = r;
     return GM_OK;
-fail:
-    free(r);
-    pthread_mutex_unlock(&e->lock);
-    return st;
 }
 
-static gm_record_t *pending_record(gm_engine_t *e, uint64_t va) {
-    for (gm_record_t *r = gm_map_get(&e->addresses, va); r; r = r->va_next)
-        if (r->owner && !r->alloc.node)
-            return r;
-    return NULL;
-}
-
-void gm_engine_alloc_attach(gm_engine_t *e, uint64_t va, uint64_t node) {
-    pthread_mutex_lock(&e->lock);
-    gm_record_t *r = pending_record(e, va);
-    if (r && gm_map_put(&e->nodes, node, &r->alloc) == GM_OK)
-        r->alloc.node = node;
-    pthread_mutex_unlock(&e->lock);
-}
-
-void gm_engine_alloc_abort(gm_engine_t *e, uint64_t va) {
-    pthread_mutex_lock(&e->lock);
-    gm_record_t *r = pending_record(e, va);
-    if (r) {
-        gm_graph_t *g = r->owner;
-        for (uint32_t i = 0; i < g->record_count; i++) {
-            if (g->records[i] == r) {
-                memmove(&g->records[i], &g->records[i + 1],
-                        (g->record_count - i - 1) * sizeof *g->records);
-                g->record_count--;
-                break;
-            }
-        }
-        if (r->packer)
-            gm_pack_forget(r->packer->pack, r->pack_id);
-        r->owner = NULL;
-        gm_record_unref_check(e, r);
-    }
-    pthread_mutex_unlock(&e->lock);
+void gm_record_abort(gm_engine_t *e, gm_record_t *r) {
+    if (r->packer)
+        gm_pack_forget(r->packer->pack, r->pack_id);
+    r->owner = NULL;
+    gm_record_unref_check(e, r);
 }
 
 bool gm_engine_owns(gm_engine_t *e, uint64_t va) {

@@ -1,7 +1,7 @@
 /* A hash map from 64-bit keys (graph, node, exec, stream handles, addresses) to pointers: open
  * addressing with linear probing, so a lookup on the launch path is a few loads and no call. */
-#ifndef GRAPHMEM_ENGINE_MAP_H
-#define GRAPHMEM_ENGINE_MAP_H
+#ifndef GRAPHMEM_KEYMAP_H
+#define GRAPHMEM_KEYMAP_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -3,7 +3,8 @@
  * exec would use addresses planned for no exec. The engine pairs the nodes as the driver does
  * (shape.h), refuses what the driver refuses for memory nodes, and where the driver takes the
  * update plans the exec anew for the update's graph: in one step with the driver's call. */
-#include "engine_internal.h"
+#include "engine_exec.h"
+#include "engine_graph.h"
 
 gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
                                   const gm_topology_t *topo, gm_driver_call_t call,

@@ -1,4 +1,4 @@
-#include "engine_map.h"
+#include "keymap.h"
 
 #include <stdlib.h>
 

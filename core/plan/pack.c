@@ -5,7 +5,7 @@
 
 #include "util.h"
 
-/* Chunks searched per placement, newest first. Older chunks are left to the planner: once their
+/* Chunks searched per packing, newest first. Older chunks are left to the planner: once their
  * residents end, their pages serve other items anyway, and filling them would stretch their
  * lifetime and the conflicts of the whole chunk. */
 #define GM_PACK_SCAN_CHUNKS 8
@@ -28,7 +28,7 @@ typedef struct record {
     uint64_t owned;        /* bytes of fragments it still owns */
     bool freed, forgotten;
     uint32_t undo_start, undo_count; /* fragments of others it superseded */
-    uint32_t asked;                  /* placement stamp of the cached answer */
+    uint32_t asked;                  /* packing stamp of the cached answer */
     bool answer;
 } record_t;
 
@@ -164,7 +164,7 @@ static gm_status_t occupy(gm_pack_t *pack, chunk_t *c, uint32_t id, uint64_t lo,
     return GM_OK;
 }
 
-gm_status_t gm_pack_place(gm_pack_t *pack, uint64_t size, bool (*reusable)(uint32_t id, void *arg),
+gm_status_t gm_pack_alloc(gm_pack_t *pack, uint64_t size, bool (*reusable)(uint32_t id, void *arg),
                           void *arg, uint32_t *id_out, uint32_t *chunk_out, uint64_t *offset_out) {
     uint64_t need = size ? size : 1;
     if (need > pack->chunk_bytes)

@@ -1,0 +1,375 @@
+/* A part's life, in one place: built at instantiation (what one exec needs on one device), mapped
+ * into its group's arena and its escape arena at a launch, unmapped when idle, trimmed, reclaimed
+ * once its exec is destroyed and nothing of it is mapped, held or live.
+ *
+ * Mapping: a group's arena is mapped by every member part through persistent alias mappings:
+ * members never run at the same time (one stream, or stream waits inserted between them), so the
+ * bytes a plan frees inside its graph are free for the next member. Each item maps whole the arena
+ * handles overlapping its pages; its VA window is padded by max_handle - page on both sides so the
+ * overhang of any handle fits.
+ *
+ * Trim: what may be unmapped and given back is decided with fences already recorded: memory is
+ * kept while it is mapped for a scheduled or running launch or holds an unfreed allocation
+ * (semantics §A11.1). Nothing here records a fence or waits: a part whose fence has not completed
+ * is simply kept, so trim, release and trim-for-room can never unmap memory a launch still uses. */
+#include "engine_part.h"
+
+#include <stdlib.h>
+
+#include "engine_fence.h"
+#include "engine_group.h"
+#include "engine_record.h"
+
+/* ---- build and end ------------------------------------------------------------------------- */
+
+static void part_free(gm_engine_t *e, gm_part_t *p) {
+    for (uint32_t i = 0; i < p->record_count; i++) {
+        gm_record_t *r = p->records[i];
+        if (r->live_part == p)
+            r->live_part = NULL;
+        r->exec_refs--;
+        gm_record_unref_check(e, r);
+    }
+    for (uint32_t i = 0; i < p->point_count; i++)
+        gm_fence_unref(e, p->points[i].fence);
+    gm_fence_unref(e, p->run_fence);
+    gm_arena_fini(&p->escape);
+    gm_plan_free(&p->plan);
+    free(p->items);
+    free(p->records);
+    free(p->escaping);
+    free(p->points);
+    free(p->shared_maps.maps);
+    free(p->escape_maps.maps);
+    free(p);
+}
+
+/* Items in the order records come, one per large record and one per chunk used. */
+gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, int device, const gm_topology_t *topo,
+                          const gm_map_t *index, gm_part_t **out) {
+    gm_part_t *p = calloc(1, sizeof *p);
+    gm_plan_alloc_t *allocs = NULL;
+    gm_map_t item_of_chunk = {0}; /* chunk -> its item + 1: records of one chunk share an item */
+    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->record_count; i++)
+        n += g->records[i]->params.device == device;
+    if (!p || !(p->records = calloc(n, sizeof *p->records)) ||
+        !(p->items = calloc(n, sizeof *p->items)) ||
+        !(p->escaping = calloc(n, sizeof *p->escaping)) || !(allocs = calloc(n, sizeof *allocs)) ||
+        gm_map_reserve(&item_of_chunk, n) != GM_OK)
+        goto fail;
+    p->device = device;
+    for (uint32_t i = 0; i < g->record_count; i++) {
+        gm_record_t *r = g->records[i];
+        uint32_t node = gm_node_index(index, r->alloc.node);
+        if (r->params.device != device || node == GM_NO_NODE)
+            continue;
+        uint32_t item = p->item_count;
+        uintptr_t known = r->chunk ? (uintptr_t)gm_map_get(&item_of_chunk, (uintptr_t)r->chunk) : 0;
+        if (known)
+            item = (uint32_t)(known - 1);
+        if (item == p->item_count) {
+            if (r->chunk) /* reserved above: cannot fail */
+                gm_map_put(&item_of_chunk, (uintptr_t)r->chunk, (void *)(uintptr_t)(item + 1));
+            p->items[item].va = r->chunk ? r->chunk->va : r->va;
+            p->item_count++;
+        }
+        p->items[item].access_mask |= r->params.access_mask;
+        gm_marker_t *fm = r->free_marker;
+        uint32_t free_node = fm && fm->node ? gm_node_index(index, fm->node) : GM_NO_NODE;
+        allocs[p->record_count] = (gm_plan_alloc_t){
+            .size = r->params.size,
+            .alloc_node = node,
+            .free_node = free_node,
+            .item = item,
+            .item_offset = r->chunk ? r->chunk_offset : 0,
+        };
+        if (free_node == GM_NO_NODE)
+            p->escaping[p->escaping_count++] = r;
+        p->records[p->record_count++] = r;
+    }
+    gm_plan_input_t in = {
+        .node_count = topo->node_count,
+        .edge_count = topo->edge_count,
+        .edge_from = topo->edge_from,
+        .edge_to = topo->edge_to,
+        .alloc_count = p->record_count,
+        .allocs = allocs,
+        .item_count = p->item_count,
+        .page = e->page,
+        .max_handle = e->config.max_handle,
+        .no_alias = e->config.no_alias,
+    };
+    uint64_t t0 = gm_now_ns();
+    st = gm_plan_build(&in, &p->plan);
+    if (st != GM_OK)
+        goto fail;
+    p->plan_ns = gm_now_ns() - t0;
+    for (uint32_t k = 0; k < p->item_count; k++) {
+        const gm_plan_item_t *pi = &p->plan.items[k];
+        p->items[k].pages = pi->pages;
+        p->items[k].arena_page = pi->arena_page;
+        p->items[k].escaping = pi->escaping;
+    }
+    for (uint32_t k = 0; k < p->plan.escape.handle_count; k++)
+        if ((st = gm_arena_append(&p->escape, p->plan.escape.handle_pages[k])) != GM_OK)
+            goto fail;
+    for (uint32_t i = 0; i < p->record_count; i++)
+        p->records[i]->exec_refs++;
+    p->graph_serial = g->serial;
+    free(allocs);
+    gm_map_fini(&item_of_chunk);
+    *out = p;
+    return GM_OK;
+fail:
+    free(allocs);
+    gm_map_fini(&item_of_chunk);
+    if (p) {
+        p->record_count = 0; /* no references taken yet */
+        part_free(e, p);
+    }
+    return st;
+}
+
+void gm_part_discard(gm_engine_t *e, gm_part_t *p) {
+    part_free(e, p);
+}
+
+void gm_part_link(gm_engine_t *e, gm_part_t *p) {
+    p->all_next = e->parts;
+    if (e->parts)
+        e->parts->all_prev = p;
+    e->parts = p;
+}
+
+/* A destroyed exec lives on in its parts (their reports, its flag): the last part reclaimed takes
+ * it along, which is why the exec's end is here and not with the exec. */
+void gm_exec_free(gm_engine_t *e, gm_exec_t *x) {
+    for (uint32_t i = 0; i < x->foreign_count; i++) {
+        x->foreign[i]->exec_refs--;
+        gm_record_unref_check(e, x->foreign[i]);
+    }
+    free(x->foreign);
+    free(x->parts);
+    gm_shape_free(&x->shape);
+    free(x);
+}
+
+/* Frees a part of a destroyed exec once nothing of it is mapped, held or live. */
+void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p) {
+    if (!p->exec->destroyed || p->shared_maps.count || p->escape_maps.count || p->unfreed ||
+        p->busy)
+        return;
+    for (uint32_t i = 0; i < p->escape.count; i++)
+        if (p->escape.handles[i] && gm_pool_empty(e->pools[p->device], &p->escape, i) != GM_OK)
+            return;
+    gm_exec_t *x = p->exec;
+    if (p->group)
+        gm_group_leave(e, p);
+    if (p->all_prev)
+        p->all_prev->all_next = p->all_next;
+    else
+        e->parts = p->all_next;
+    if (p->all_next)
+        p->all_next->all_prev = p->all_prev;
+    for (uint32_t i = 0; i < x->part_count; i++)
+        if (x->parts[i] == p)
+            x->parts[i] = x->parts[--x->part_count];
+    part_free(e, p);
+    if (x->part_count == 0)
+        gm_exec_free(e, x);
+}
+
+/* ---- its group ----------------------------------------------------------------------------- */
+
+gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait) {
+    gm_group_t *g = p->group;
+    if (g && g->stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP) {
+        /* Leave only once the previous run is over: unmapping does not wait for the GPU. The
+         * caller waits for the fence on the host, without the lock, and tries again. */
+        if (!gm_part_idle(e, p)) {
+            *wait = p->run_fence;
+            return GM_ERR_NOT_READY;
+        }
+        gm_part_unmap_shared(e, p);
+        if (p->shared_maps.count)
+            return GM_ERR_BACKEND;
+        gm_group_leave(e, p);
+        g = NULL;
+    }
+    return g ? GM_OK : gm_group_join(e, p, stream);
+}
+
+/* ---- mapping ------------------------------------------------------------------------------- */
+
+static void maplist_unmap(gm_engine_t *e, gm_part_t *p, gm_maplist_t *ml, uint32_t down_to) {
+    gm_pool_t *pool = e->pools[p->device];
+    while (ml->count > down_to) {
+        gm_mapping_t *m = &ml->maps[ml->count - 1];
+        if (gm_pool_unmap(pool, m->handle, m->va) != GM_OK)
+            break;
+        ml->count--;
+    }
+    ml->mapped = false;
+}
+
+void gm_part_unmap_shared(gm_engine_t *e, gm_part_t *p) {
+    maplist_unmap(e, p, &p->shared_maps, 0);
+}
+
+void gm_part_unmap_escape(gm_engine_t *e, gm_part_t *p) {
+    maplist_unmap(e, p, &p->escape_maps, 0);
+}
+
+/* Fills a slot, making room under the cap by trimming idle memory first when needed. */
+static gm_status_t fill(gm_engine_t *e, gm_part_t *p, gm_arena_t *arena, uint32_t k) {
+    gm_status_t st = gm_pool_fill(e->pools[p->device], arena, k);
+    if (st == GM_ERR_OUT_OF_MEMORY) {
+        gm_trim_device(e, p->device);
+        st = gm_pool_fill(e->pools[p->device], arena, k);
+    }
+    return st;
+}
+
+static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, gm_arena_t *arena,
+                            gm_maplist_t *ml, gm_map_undo_t *log, int which) {
+    int devs[GM_MAX_DEVICES], n = 0;
+    devs[n++] = p->device;
+    for (int d = 0; d < e->config.device_count; d++)
+        if (d != p->device && (it->access_mask >> d & 1))
+            devs[n++] = d;
+    uint64_t end = it->arena_page + it->pages;
+    for (uint32_t k = gm_arena_slot_at(arena, it->arena_page);
+         k < arena->count && arena->start[k] < end; k++) {
+        gm_status_t st;
+        if ((st = gm_grow((void **)&ml->maps, &ml->cap, ml->count + 1, sizeof *ml->maps)) ||
+            (st = gm_grow((void **)&log->slots[which], &log->cap[which], log->count[which] + 1,
+                          sizeof *log->slots[which])))
+            return st;
+        if (!arena->handles[k]) {
+            if ((st = fill(e, p, arena, k)) != GM_OK)
+                return st;
+            log->slots[which][log->count[which]++] = k;
+        }
+        uint64_t va = it->va + arena->start[k] * e->page - it->arena_page * e->page;
+        if ((st = gm_pool_map(e->pools[p->device], arena->handles[k], va, devs, n)) != GM_OK)
+            return st;
+        ml->maps[ml->count++] = (gm_mapping_t){arena->handles[k], va};
+    }
+    return GM_OK;
+}
+
+static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *log) {
+    gm_status_t st = GM_OK;
+    if (!p->shared_maps.mapped) {
+        maplist_unmap(e, p, &p->shared_maps, 0); /* leftovers of a refused unmap */
+        if (p->shared_maps.count)
+            return GM_ERR_BACKEND;
+        st = gm_group_grow_arena(p->group, &p->plan.shared);
+        log->arena[0] = &p->group->arena;
+        for (uint32_t i = 0; st == GM_OK && i < p->item_count; i++)
+            if (!p->items[i].escaping)
+                st = map_item(e, p, &p->items[i], &p->group->arena, &p->shared_maps, log, 0);
+    }
+    if (st == GM_OK && !p->escape_maps.mapped) {
+        maplist_unmap(e, p, &p->escape_maps, 0);
+        if (p->escape_maps.count)
+            return GM_ERR_BACKEND;
+        log->arena[1] = &p->escape;
+        for (uint32_t i = 0; st == GM_OK && i < p->item_count; i++)
+            if (p->items[i].escaping)
+                st = map_item(e, p, &p->items[i], &p->escape, &p->escape_maps, log, 1);
+    }
+    return st;
+}
+
+/* Back to where `undo` was taken: the mappings made since go, the handles made since go. */
+void gm_part_map_undo(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo) {
+    if (!undo->shared_before)
+        maplist_unmap(e, p, &p->shared_maps, 0);
+    if (!undo->escape_before)
+        maplist_unmap(e, p, &p->escape_maps, 0);
+    for (int w = 0; w < 2; w++)
+        for (uint32_t i = 0; i < undo->count[w]; i++) {
+            gm_arena_t *arena = undo->arena[w];
+            gm_handle_t *h = arena->handles[undo->slots[w][i]];
+            if (h && !gm_handle_map_count(h))
+                gm_pool_empty(e->pools[p->device], arena, undo->slots[w][i]);
+        }
+    gm_map_undo_fini(undo);
+}
+
+void gm_map_undo_fini(gm_map_undo_t *undo) {
+    free(undo->slots[0]);
+    free(undo->slots[1]);
+    *undo = (gm_map_undo_t){.shared_before = true, .escape_before = true};
+}
+
+gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo) {
+    *undo = (gm_map_undo_t){.shared_before = p->shared_maps.mapped,
+                            .escape_before = p->escape_maps.mapped};
+    if (undo->shared_before && undo->escape_before)
+        return GM_OK;
+    uint64_t t0 = gm_now_ns();
+    p->busy = true;
+    gm_status_t st = map_all(e, p, undo);
+    p->busy = false;
+    if (st != GM_OK) {
+        gm_part_map_undo(e, p, undo);
+        return st;
+    }
+    p->shared_maps.mapped = p->escape_maps.mapped = true;
+    p->exec->report.map_ns += gm_now_ns() - t0;
+    return GM_OK;
+}
+
+/* ---- idle and trim ------------------------------------------------------------------------- */
+
+bool gm_part_idle(gm_engine_t *e, gm_part_t *p) {
+    if (!gm_fence_done(e, p->run_fence))
+        return false;
+    gm_fence_set(e, &p->run_fence, NULL);
+    return true;
+}
+
+/* Drops the free points whose fence completed; true when none is left. */
+static bool points_done(gm_engine_t *e, gm_part_t *p) {
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < p->point_count; i++) {
+        if (gm_fence_done(e, p->points[i].fence))
+            gm_fence_unref(e, p->points[i].fence);
+        else
+            p->points[kept++] = p->points[i];
+    }
+    p->point_count = kept;
+    return kept == 0;
+}
+
+gm_fence_t *gm_part_trim(gm_engine_t *e, gm_part_t *p, bool release) {
+    if (p->busy)
+        return NULL;
+    if (!gm_part_idle(e, p))
+        return p->run_fence;
+    gm_part_unmap_shared(e, p);
+    if (p->unfreed)
+        return NULL;
+    if (!points_done(e, p))
+        return p->points[0].fence;
+    gm_part_unmap_escape(e, p);
+    for (uint32_t i = 0; release && !p->escape_maps.count && i < p->escape.count; i++)
+        if (p->escape.handles[i])
+            gm_pool_empty(e->pools[p->device], &p->escape, i);
+    return NULL;
+}
+
+void gm_trim_device(gm_engine_t *e, int device) {
+    for (gm_part_t *p = e->parts, *next; p; p = next) {
+        next = p->all_next;
+        if (p->device != device)
+            continue;
+        gm_part_trim(e, p, true);
+        gm_part_try_reclaim(e, p);
+    }
+    gm_pool_release_idle(e->pools[device], 0);
+}

@@ -1,0 +1,50 @@
+/* A part's life: build, group, mapping, idleness, trim, reclaim (engine_part.c). */
+#ifndef GRAPHMEM_ENGINE_PART_H
+#define GRAPHMEM_ENGINE_PART_H
+
+#include "engine_internal.h"
+
+/* The index of a node of the instantiated topology; `index` maps node key -> index + 1. */
+static inline uint32_t gm_node_index(const gm_map_t *index, uint64_t node) {
+    uintptr_t v = (uintptr_t)gm_map_get(index, node);
+    return v ? (uint32_t)(v - 1) : GM_NO_NODE;
+}
+
+/* The part of `g` on `device`, planned from `topo`; its exec is set by the caller. */
+gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, int device, const gm_topology_t *topo,
+                          const gm_map_t *index, gm_part_t **out);
+void gm_part_discard(gm_engine_t *e, gm_part_t *p); /* built, never linked */
+void gm_part_link(gm_engine_t *e, gm_part_t *p);    /* into e->parts */
+/* Frees a part of a destroyed exec once nothing of it is mapped, held or live; the exec goes
+ * with its last part. */
+void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p);
+void gm_exec_free(gm_engine_t *e, gm_exec_t *x); /* its parts are gone */
+
+/* The group a launch of `p` on `stream` runs in: joins the stream's group (first launch, or the
+ * remap policy once p is idle); GM_ERR_NOT_READY with *wait set when p must first finish. */
+gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait);
+
+/* What a gm_part_map call created, so that a launch that fails afterwards can take it back. */
+typedef struct gm_map_undo {
+    bool shared_before, escape_before;
+    gm_arena_t *arena[2];
+    uint32_t *slots[2];
+    uint32_t count[2], cap[2];
+} gm_map_undo_t;
+gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo);
+void gm_part_map_undo(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo);
+void gm_map_undo_fini(gm_map_undo_t *undo);
+void gm_part_unmap_shared(gm_engine_t *e, gm_part_t *p);
+void gm_part_unmap_escape(gm_engine_t *e, gm_part_t *p);
+
+/* Whether its latest run finished (then its fence is dropped). Never blocks. */
+bool gm_part_idle(gm_engine_t *e, gm_part_t *p);
+/* Unmaps what of `p` no launch or allocation needs; with `release`, gives its escape arena back
+ * too. Returns the fence whose completion would let it go further (its run, or a pending free of
+ * its allocations), NULL when nothing recorded holds it (done, busy, or unfreed allocations). */
+gm_fence_t *gm_part_trim(gm_engine_t *e, gm_part_t *p, bool release);
+/* Trims and reclaims every part of the device, then releases its idle handles: also how a
+ * mapping makes room under the cap. */
+void gm_trim_device(gm_engine_t *e, int device);
+
+#endif

@@ -1,0 +1,21 @@
+/* Records of graph allocations and their addresses (engine_record.c). */
+#ifndef GRAPHMEM_ENGINE_RECORD_H
+#define GRAPHMEM_ENGINE_RECORD_H
+
+#include "engine_internal.h"
+
+void gm_idset_release(gm_idset_t *set);
+/* The frees proven to precede a new marker of `g` with these ancestors. */
+gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
+                             gm_idset_t *out);
+/* A new record of `g` with its alloc marker (not attached to a node yet) and its fixed address,
+ * found by that address; `before` (the frees proven to precede it) becomes its marker's. The
+ * caller has reserved room in e->addresses. On error nothing is left and `before` is released. */
+gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_params_t *params,
+                             gm_idset_t before, gm_record_t **out);
+/* Its node was never made: its bytes go back as they were, and the record goes unless held. */
+void gm_record_abort(gm_engine_t *e, gm_record_t *r);
+void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */
+void gm_packer_destroy(gm_engine_t *e, gm_packer_t *pk);
+
+#endif

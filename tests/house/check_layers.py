@@ -1,0 +1,122 @@
+"""Fails when a layer of core/ includes a layer it may not, or when files of core/ include each
+other in a circle.
+
+core/ keeps one folder per layer (core/README.md). common/ includes nothing of the others; mem/ and
+plan/ include common/ only; engine/ may include all. Every `#include "..."` of a core file is
+resolved as the compiler resolves it (next to the file, then by name in any layer folder: header
+names are unique across core/) and mapped to its folder.
+
+For circles a file and its header count as one unit (x.c with x.h): a circle between units means
+each of them uses the other, which is what the layering of the engine's files must avoid. A
+quoted include that is no file of core/ is reported too: core/ has no other quoted includes."""
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+ALLOWED = {
+    "common": {"common"},
+    "mem": {"common", "mem"},
+    "plan": {"common", "plan"},
+    "engine": {"common", "mem", "plan", "engine"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+SUFFIXES = (".c", ".h", ".def")
+
+
+def unit(rel: Path) -> str:
+    """x.c and x.h of one folder are one unit; a .def table is its own."""
+    return str(rel.with_suffix("")) if rel.suffix in (".c", ".h") else str(rel)
+
+
+def circles(edges):
+    """Strongly connected components of more than one unit (Tarjan, iterative)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--core", required=True)
+    args = ap.parse_args()
+    core = Path(args.core).resolve()
+    files = sorted(p.relative_to(core) for p in core.rglob("*") if p.suffix in SUFFIXES)
+    bad, by_name = [], {}
+    for rel in files:
+        if len(rel.parts) != 2 or rel.parts[0] not in ALLOWED:
+            bad.append(f"{rel}: not in a layer folder ({', '.join(sorted(ALLOWED))})")
+            continue
+        if rel.suffix != ".c":
+            if rel.name in by_name:
+                bad.append(f"{rel}: same name as {by_name[rel.name]} (headers are included by name)")
+            by_name.setdefault(rel.name, rel)
+    edges, includes = {}, 0
+    for rel in files:
+        if len(rel.parts) != 2 or rel.parts[0] not in ALLOWED:
+            continue
+        layer = rel.parts[0]
+        edges.setdefault(unit(rel), set())
+        for number, line in enumerate((core / rel).read_text().splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            includes += 1
+            name = m.group(1)
+            beside = rel.parent / name
+            target = beside if (core / beside).is_file() else by_name.get(os.path.basename(name))
+            if target is None:
+                bad.append(f"{rel}:{number}: includes \"{name}\", no file of core/")
+                continue
+            target = Path(os.path.normpath(target))
+            if target.parts[0] not in ALLOWED[layer]:
+                bad.append(f"{rel}:{number}: {layer}/ includes {target} ({layer}/ may include "
+                           f"{', '.join(sorted(ALLOWED[layer]))})")
+            if unit(target) != unit(rel):
+                edges[unit(rel)].add(unit(target))
+    for component in circles(edges):
+        bad.append("include circle between " + ", ".join(component))
+    print(f"{len(files)} files of core/, {includes} includes, {len(bad)} violations")
+    for line in bad:
+        print("  " + line)
+    return 1 if bad or not files else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
