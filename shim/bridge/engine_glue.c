@@ -4,7 +4,7 @@
 #include <pthread.h>
 
 #include "backend_cuda.h"
-#include "driver.h"
+#include "interpose/driver.h"
 #include "log.h"
 #include "options.h"
 #include "pools.h"

@@ -4,7 +4,7 @@
 #ifndef GRAPHMEM_POOLS_H
 #define GRAPHMEM_POOLS_H
 
-#include "shim.h"
+#include "interpose/shim.h"
 
 /* Queries each device's default pool and who may access it now; call outside any capture, in
  * RELAXED mode (engine start-up): a pool query can invalidate a GLOBAL capture. */

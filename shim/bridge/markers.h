@@ -3,7 +3,7 @@
 #define GRAPHMEM_MARKERS_H
 
 #include "engine.h"
-#include "shim.h"
+#include "interpose/shim.h"
 
 /* Adds an empty node after `deps` (keeping their edge data when there is any). */
 CUresult gm_marker_add(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,

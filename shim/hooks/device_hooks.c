@@ -1,9 +1,9 @@
 /* Per-device graph memory: trim and the four attributes. The driver answers first (it validates
  * the device, the attribute and the value exactly as it always does, and it owns whatever graph
  * memory graphmem leaves to it); graphmem then adds its own. */
-#include "driver.h"
-#include "engine_glue.h"
-#include "pools.h"
+#include "interpose/driver.h"
+#include "bridge/engine_glue.h"
+#include "bridge/pools.h"
 #include "stats.h"
 
 CUresult gm_hook_cuDeviceGraphMemTrim(CUdevice device) {

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_glue.h"
-#include "markers.h"
+#include "bridge/engine_glue.h"
+#include "bridge/markers.h"
 
 static gm_marker_kind_t marker_of(CUgraphNode node, gm_marker_info_t *info) {
     gm_engine_t *engine = gm_glue_engine_if_started();

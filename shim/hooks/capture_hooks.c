@@ -1,9 +1,9 @@
 /* Capture begin/end: keeps the process-wide count of captures in flight that gates the capture
  * path of every allocation hook (outside captures, a hook costs one relaxed load). */
-#include "engine_glue.h"
-#include "joins.h"
-#include "topology.h"
-#include "shim.h"
+#include "bridge/engine_glue.h"
+#include "bridge/joins.h"
+#include "bridge/topology.h"
+#include "interpose/shim.h"
 #include "stats.h"
 
 _Atomic long gm_captures_in_flight;

@@ -1,16 +1,16 @@
 /* Stream-ordered allocation and free. Outside captures these pass straight through after one
  * relaxed load; on a capturing stream a graph allocation becomes a marker at the stream's frontier
  * and the address comes from graphmem's reservation. */
-#include "driver.h"
-#include "engine_glue.h"
-#include "joins.h"
+#include "interpose/driver.h"
+#include "bridge/engine_glue.h"
+#include "bridge/joins.h"
 #include "log.h"
-#include "markers.h"
+#include "bridge/markers.h"
 #include "options.h"
-#include "pools.h"
+#include "bridge/pools.h"
 #include "stats.h"
-#include "streams.h"
-#include "topology.h"
+#include "bridge/streams.h"
+#include "bridge/topology.h"
 
 typedef struct capture_point {
     cuuint64_t id;

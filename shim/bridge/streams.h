@@ -5,7 +5,7 @@
 #ifndef GRAPHMEM_STREAMS_H
 #define GRAPHMEM_STREAMS_H
 
-#include "shim.h"
+#include "interpose/shim.h"
 
 uint64_t gm_stream_key(CUstream stream, bool ptsz);
 /* The handle of a stream identity, usable from this thread once `*context` (when not NULL) is

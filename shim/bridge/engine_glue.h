@@ -5,8 +5,8 @@
 #define GRAPHMEM_ENGINE_GLUE_H
 
 #include "engine.h"
-#include "driver.h"
-#include "shim.h"
+#include "interpose/driver.h"
+#include "interpose/shim.h"
 
 /* The engine, or NULL when graphmem passes through (disabled, unsupported, failed). */
 gm_engine_t *gm_glue_engine(void);

@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "driver.h"
+#include "interpose/driver.h"
 #include "log.h"
 
 /* Default-stream keys: low byte a tag that no stream handle has (handles are aligned pointers),

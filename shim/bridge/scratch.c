@@ -2,7 +2,7 @@
 
 #include <pthread.h>
 
-#include "driver.h"
+#include "interpose/driver.h"
 
 static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUmemGenericAllocationHandle scratch_handle[GM_MAX_DEVICES];

@@ -1,7 +1,7 @@
 #ifndef GRAPHMEM_JOINS_H
 #define GRAPHMEM_JOINS_H
 
-#include "shim.h"
+#include "interpose/shim.h"
 
 /* A marker was added to `stream`'s frontier in capture `capture`, into `graph`. */
 void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph);

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine_glue.h"
+#include "bridge/engine_glue.h"
 
 #define DOT_VERBOSE 0x1u
 #define DOT_HANDLES 0x400u

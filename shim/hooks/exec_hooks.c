@@ -3,15 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "interpose/driver.h"
 #include "log.h"
-#include "engine_glue.h"
-#include "joins.h"
+#include "bridge/engine_glue.h"
+#include "bridge/joins.h"
 #include "options.h"
 #include "stats.h"
-#include "streams.h"
-#include "scratch.h"
-#include "topology.h"
+#include "bridge/streams.h"
+#include "bridge/scratch.h"
+#include "bridge/topology.h"
 #include "util.h"
 
 #define GM_INSTANTIATE_FLAG_AUTO_FREE 1ull

@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
-#include "engine_glue.h"
-#include "markers.h"
+#include "interpose/driver.h"
+#include "bridge/engine_glue.h"
+#include "bridge/markers.h"
 #include "options.h"
-#include "scratch.h"
+#include "bridge/scratch.h"
 #include "stats.h"
-#include "topology.h"
+#include "bridge/topology.h"
 
 /* Beyond any device's memory and any VA reservation: the driver reports it (out of memory). */
 #define GM_SERVABLE_SIZE_MAX (1ull << 46)

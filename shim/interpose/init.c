@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "driver.h"
-#include "engine_glue.h"
+#include "bridge/engine_glue.h"
 #include "log.h"
 #include "options.h"
 #include "shim.h"

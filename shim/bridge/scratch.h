@@ -8,7 +8,7 @@
 #define GRAPHMEM_SCRATCH_H
 
 #include "engine.h"
-#include "shim.h"
+#include "interpose/shim.h"
 #include "topology.h"
 
 #define GM_SCRATCH_MAX 1024 /* pages: 2 GiB of 2 MiB pages; kept small, it lives on the stack */

@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "driver.h"
+#include "interpose/driver.h"
 #include "engine.h"
 #include "util.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "interpose/driver.h"
 #include "log.h"
 #include "streams.h"
 

@@ -3,7 +3,7 @@
 #define GRAPHMEM_TOPOLOGY_H
 
 #include "engine.h"
-#include "shim.h"
+#include "interpose/shim.h"
 
 /* Child and body graphs nested deeper than this are refused (a bound on the recursion only: the
  * driver itself was seen to crash building chains of 100 on an H100, tests/gpu/scn_many_graphs). */

@@ -2,10 +2,10 @@
  * driver sees graphmem's markers as empty nodes and would take updates it refuses for memory
  * nodes; the engine pairs the nodes as the driver does and re-plans an exec it updates
  * (core/engine_update.c). */
-#include "driver.h"
-#include "engine_glue.h"
+#include "interpose/driver.h"
+#include "bridge/engine_glue.h"
 #include "log.h"
-#include "topology.h"
+#include "bridge/topology.h"
 
 typedef struct update_call {
     CUgraphExec exec;

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "driver.h"
+#include "interpose/driver.h"
 
 CUresult gm_marker_add(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
                        const CUgraphEdgeData *edge_data, size_t count) {

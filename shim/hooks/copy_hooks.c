@@ -1,8 +1,8 @@
 /* Memset and memcpy nodes: made or changed with graphmem's addresses covered by scratch pages,
  * so the driver's check that they touch mapped memory passes as it does for its own graph
  * allocations (shim/scratch.h). */
-#include "engine_glue.h"
-#include "scratch.h"
+#include "bridge/engine_glue.h"
+#include "bridge/scratch.h"
 
 static gm_scratch_t *begin_memset(gm_scratch_t *s, const CUDA_MEMSET_NODE_PARAMS *p) {
     gm_scratch_begin(s, gm_glue_engine_if_started());

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "interpose/driver.h"
 #include "util.h"
 
 typedef struct noted_stream {
