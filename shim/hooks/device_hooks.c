@@ -1,9 +1,8 @@
-/* Per-device graph memory: trim and the four attributes. The driver answers first (it validates
- * the device, the attribute and the value exactly as it always does, and it owns whatever graph
- * memory graphmem leaves to it); graphmem then adds its own. */
+/* Per-device graph memory: trim and the graph-memory attributes. The driver answers first (it
+ * validates the device, the attribute and the value exactly as it always does, and it owns whatever
+ * graph memory graphmem leaves to it); graphmem then adds its own. */
 #include "interpose/driver.h"
 #include "bridge/engine_glue.h"
-#include "bridge/pools.h"
 #include "stats.h"
 
 CUresult gm_hook_cuDeviceGraphMemTrim(CUdevice device) {
@@ -41,32 +40,4 @@ CUresult gm_hook_cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attrib
     if (result != CUDA_SUCCESS || engine == NULL)
         return result;
     return gm_cuda_result(gm_engine_attr_set(engine, device, (int)attr, *(cuuint64_t *)value));
-}
-
-CUresult gm_hook_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
-    CUresult result = gm_real.cuMemPoolCreate(pool, poolProps);
-    if (result == CUDA_SUCCESS && pool != NULL && poolProps != NULL)
-        gm_pool_created(*pool, poolProps);
-    return result;
-}
-
-CUresult gm_hook_cuMemPoolDestroy(CUmemoryPool pool) {
-    CUresult result = gm_real.cuMemPoolDestroy(pool);
-    if (result == CUDA_SUCCESS)
-        gm_pool_destroyed(pool);
-    return result;
-}
-
-CUresult gm_hook_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
-    CUresult result = gm_real.cuMemPoolSetAccess(pool, map, count);
-    if (result == CUDA_SUCCESS)
-        gm_pool_access_set(pool, map, count);
-    return result;
-}
-
-CUresult gm_hook_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
-    CUresult result = gm_real.cuDeviceSetMemPool(dev, pool);
-    if (result == CUDA_SUCCESS)
-        gm_pool_current_set(dev, pool);
-    return result;
 }

@@ -6,7 +6,6 @@
 #include "interpose/driver.h"
 #include "log.h"
 #include "bridge/engine_glue.h"
-#include "bridge/joins.h"
 #include "options.h"
 #include "stats.h"
 #include "bridge/streams.h"
@@ -275,9 +274,8 @@ CUresult gm_hook_cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
 
 /* ---- destruction ---------------------------------------------------------------------------- */
 
-/* The engine forgets an exec, graph or stream in the same step as the driver destroys it: the
- * driver may hand the handle out again at once, to another thread, and that must not meet the
- * old records. */
+/* The engine forgets an exec or graph in the same step as the driver destroys it: the driver may
+ * hand the handle out again at once, to another thread, and that must not meet the old records. */
 
 static CUresult call_exec_destroy(void *arg) {
     return gm_real.cuGraphExecDestroy((CUgraphExec)arg);
@@ -305,37 +303,4 @@ CUresult gm_hook_cuGraphDestroy(CUgraph hGraph) {
     gm_app_call_end(&call);
     (void)st; /* GM_OK or GM_ERR_DRIVER: the driver's own code either way */
     return call.result;
-}
-
-typedef struct stream_destroy_args {
-    CUresult (*real)(CUstream);
-    CUstream stream;
-} stream_destroy_args_t;
-
-static CUresult call_stream_destroy(void *arg) {
-    stream_destroy_args_t *a = arg;
-    return a->real(a->stream);
-}
-
-static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine == NULL || stream == NULL || stream == CU_STREAM_LEGACY ||
-        stream == CU_STREAM_PER_THREAD)
-        return real(stream);
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed))
-        gm_joins_stream_destroyed(stream);
-    stream_destroy_args_t args = {real, stream};
-    gm_app_call_t call;
-    gm_engine_stream_destroy(engine, gm_stream_key(stream, false),
-                             gm_app_call_begin(&call, call_stream_destroy, &args));
-    gm_app_call_end(&call);
-    return call.result;
-}
-
-CUresult gm_hook_cuStreamDestroy(CUstream hStream) {
-    return stream_destroy(gm_real.cuStreamDestroy, hStream);
-}
-
-CUresult gm_hook_cuStreamDestroy_v2(CUstream hStream) {
-    return stream_destroy(gm_real.cuStreamDestroy_v2, hStream);
 }
