@@ -7,7 +7,7 @@
 #include "interpose/driver.h"
 #include "log.h"
 #include "options.h"
-#include "pools.h"
+#include "mempools.h"
 #include "stats.h"
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -96,7 +96,7 @@ static gm_engine_t *start_engine(void) {
         gm_shim_fall_back(missing);
         return NULL;
     }
-    gm_pools_learn_defaults(device_count);
+    gm_mempools_learn_defaults(device_count);
     gm_backend_cuda_init(&backend, granularity);
     gm_engine_config_t config = {
         .device_count = device_count,

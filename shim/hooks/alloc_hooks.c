@@ -7,7 +7,7 @@
 #include "log.h"
 #include "bridge/markers.h"
 #include "options.h"
-#include "bridge/pools.h"
+#include "bridge/mempools.h"
 #include "stats.h"
 #include "bridge/streams.h"
 #include "bridge/topology.h"
@@ -67,9 +67,9 @@ static bool capture_pool(CUmemoryPool pool, CUstream stream, gm_alloc_params_t *
         CUdevice device = 0;
         if (!stream_device(stream, &device))
             return false;
-        pool = gm_pool_current(device);
+        pool = gm_mempool_current(device);
     }
-    if (!gm_pool_servable(pool, &params->device, &params->access_mask))
+    if (!gm_mempool_servable(pool, &params->device, &params->access_mask))
         return false;
     /* A captured node lists the pool's peers (its resident device is implicit). */
     params->listed_mask = params->access_mask & ~(1ull << params->device);

@@ -1,4 +1,4 @@
-#include "pools.h"
+#include "mempools.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -53,7 +53,7 @@ static uint64_t access_now(CUmemoryPool pool, int resident, int device_count) {
     return access;
 }
 
-void gm_pools_learn_defaults(int device_count) {
+void gm_mempools_learn_defaults(int device_count) {
     for (int d = 0; d < device_count && d < GM_MAX_DEVICES; d++) {
         CUmemoryPool pool = NULL;
         if (gm_drv.cuDeviceGetDefaultMemPool(&pool, d) != CUDA_SUCCESS)
@@ -70,7 +70,7 @@ void gm_pools_learn_defaults(int device_count) {
     }
 }
 
-void gm_pool_created(CUmemoryPool pool, const CUmemPoolProps *props) {
+void gm_mempool_created(CUmemoryPool pool, const CUmemPoolProps *props) {
     static const unsigned char zero[sizeof props->reserved];
     bool device_memory = props->allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
                          props->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
@@ -82,7 +82,7 @@ void gm_pool_created(CUmemoryPool pool, const CUmemPoolProps *props) {
     pthread_mutex_unlock(&lock);
 }
 
-void gm_pool_destroyed(CUmemoryPool pool) {
+void gm_mempool_destroyed(CUmemoryPool pool) {
     pthread_mutex_lock(&lock);
     known_pool_t *known = find_locked(pool);
     if (known != NULL)
@@ -93,7 +93,7 @@ void gm_pool_destroyed(CUmemoryPool pool) {
     pthread_mutex_unlock(&lock);
 }
 
-void gm_pool_access_set(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
+void gm_mempool_access_set(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
     pthread_mutex_lock(&lock);
     known_pool_t *known = find_locked(pool);
     for (size_t i = 0; known != NULL && map != NULL && i < count; i++) {
@@ -109,7 +109,7 @@ void gm_pool_access_set(CUmemoryPool pool, const CUmemAccessDesc *map, size_t co
     pthread_mutex_unlock(&lock);
 }
 
-void gm_pool_current_set(CUdevice device, CUmemoryPool pool) {
+void gm_mempool_current_set(CUdevice device, CUmemoryPool pool) {
     if (device < 0 || device >= GM_MAX_DEVICES)
         return;
     pthread_mutex_lock(&lock);
@@ -117,7 +117,7 @@ void gm_pool_current_set(CUdevice device, CUmemoryPool pool) {
     pthread_mutex_unlock(&lock);
 }
 
-CUmemoryPool gm_pool_current(int device) {
+CUmemoryPool gm_mempool_current(int device) {
     if (device < 0 || device >= GM_MAX_DEVICES)
         return NULL;
     pthread_mutex_lock(&lock);
@@ -126,7 +126,7 @@ CUmemoryPool gm_pool_current(int device) {
     return pool;
 }
 
-bool gm_pool_servable(CUmemoryPool pool, int *device_out, uint64_t *access_out) {
+bool gm_mempool_servable(CUmemoryPool pool, int *device_out, uint64_t *access_out) {
     pthread_mutex_lock(&lock);
     const known_pool_t *known = pool ? find_locked(pool) : NULL;
     bool servable = known != NULL && known->servable && known->device >= 0;
