@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "streams.h"
 #include "interpose/driver.h"
 #include "log.h"
-#include "streams.h"
 
 static gm_status_t status_of(CUresult result, const char *what) {
     if (result == CUDA_SUCCESS)

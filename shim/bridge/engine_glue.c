@@ -1,13 +1,13 @@
 #include "engine_glue.h"
-#include "streams.h"
 
 #include <pthread.h>
 
 #include "backend_cuda.h"
+#include "mempools.h"
+#include "streams.h"
 #include "interpose/driver.h"
 #include "log.h"
 #include "options.h"
-#include "mempools.h"
 #include "stats.h"
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,12 +130,39 @@ static gm_engine_t *start_engine(void) {
     return created;
 }
 
+static void report_execs(gm_exec_report_fn fn, void *arg) {
+    gm_engine_t *current = atomic_load(&engine);
+    if (current != NULL)
+        gm_engine_report(current, fn, arg);
+}
+
+/* After fork the child inherits the parent's engine, whose device memory and events belong to the
+ * parent's CUDA context: the child abandons it untouched and starts from a clean slate. */
+static void forget_after_fork(void) {
+    atomic_store(&engine, NULL);
+    atomic_store(&start_failed, false);
+    pthread_mutex_init(&start_lock, NULL);
+    gm_backend_cuda_forget_after_fork();
+    gm_streams_forget_after_fork();
+}
+
+/* Registered by the first start attempt, before anything they cover exists: the engine's
+ * statistics and the fork handler are the engine's business, so start-up (interpose/init.c) needs
+ * to know nothing of the engine. Child handlers run in registration order, after init.c's. */
+static pthread_once_t process_hooks_once = PTHREAD_ONCE_INIT;
+
+static void register_process_hooks(void) {
+    gm_stats_register_execs(report_execs);
+    pthread_atfork(NULL, NULL, forget_after_fork);
+}
+
 gm_engine_t *gm_glue_engine(void) {
     gm_engine_t *current = atomic_load_explicit(&engine, memory_order_acquire);
     if (current != NULL || gm_shim_mode() != GM_MODE_ACTIVE)
         return gm_shim_mode() == GM_MODE_ACTIVE ? current : NULL;
     if (atomic_load(&start_failed))
         return NULL;
+    pthread_once(&process_hooks_once, register_process_hooks);
     pthread_mutex_lock(&start_lock);
     current = atomic_load(&engine);
     if (current == NULL && !atomic_load(&start_failed)) {
@@ -160,23 +187,4 @@ gm_engine_t *gm_glue_engine_if_started(void) {
 
 int gm_glue_device_count(void) {
     return device_count;
-}
-
-static void report_execs(gm_exec_report_fn fn, void *arg) {
-    gm_engine_t *current = atomic_load(&engine);
-    if (current != NULL)
-        gm_engine_report(current, fn, arg);
-}
-
-void gm_engine_glue_register_stats(void) {
-    gm_stats_register_execs(report_execs);
-}
-
-void gm_engine_glue_forget_after_fork(void) {
-    /* The parent's engine holds the parent's device memory and events: abandon it untouched. */
-    atomic_store(&engine, NULL);
-    atomic_store(&start_failed, false);
-    pthread_mutex_init(&start_lock, NULL);
-    gm_backend_cuda_forget_after_fork();
-    gm_streams_forget_after_fork();
 }

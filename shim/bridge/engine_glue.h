@@ -4,8 +4,8 @@
 #ifndef GRAPHMEM_ENGINE_GLUE_H
 #define GRAPHMEM_ENGINE_GLUE_H
 
+#include "captures.h"
 #include "engine.h"
-#include "interpose/driver.h"
 #include "interpose/shim.h"
 
 /* The engine, or NULL when graphmem passes through (disabled, unsupported, failed). */
@@ -29,8 +29,5 @@ typedef struct gm_app_call {
 } gm_app_call_t;
 gm_driver_call_t gm_app_call_begin(gm_app_call_t *call, CUresult (*fn)(void *), void *args);
 void gm_app_call_end(gm_app_call_t *call);
-
-void gm_engine_glue_register_stats(void);
-void gm_engine_glue_forget_after_fork(void);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "engine_glue.h"
 #include "interpose/driver.h"
 
 CUresult gm_marker_add(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
@@ -16,6 +17,13 @@ CUresult gm_marker_add(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *
     memset(&params, 0, sizeof params);
     params.type = CU_GRAPH_NODE_TYPE_EMPTY;
     return gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, &params);
+}
+
+gm_marker_kind_t gm_marker_of(CUgraphNode node, gm_marker_info_t *info) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || node == NULL)
+        return GM_MARKER_NONE;
+    return gm_engine_marker(engine, (uint64_t)(uintptr_t)node, info);
 }
 
 /* Breadth-first from the dependencies, at most this many driver nodes visited: between two

@@ -9,6 +9,10 @@
 CUresult gm_marker_add(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
                        const CUgraphEdgeData *edge_data, size_t count);
 
+/* What `node` is to the engine: GM_MARKER_NONE for any node that is not a marker, and before the
+ * engine started. */
+gm_marker_kind_t gm_marker_of(CUgraphNode node, gm_marker_info_t *info);
+
 /* Markers among the ancestors of `deps`, found by a bounded backward search that stops at
  * markers. Proves, online, that earlier frees come before a new allocation (engine.h). */
 #define GM_ANCESTOR_MAX 32

@@ -222,6 +222,29 @@ bool gm_nested_is_child(CUgraph graph) {
     return found;
 }
 
+/* Whether any node of `graph`, child graphs included, is a marker. */
+static bool holds_markers(gm_engine_t *engine, CUgraph graph, CUresult *error) {
+    gm_topology_buf_t topo = {0};
+    *error = gm_topology_read(graph, &topo);
+    bool found = false;
+    for (uint32_t i = 0; *error == CUDA_SUCCESS && i < topo.view.node_count && !found; i++)
+        found = gm_engine_marker(engine, topo.view.nodes[i], NULL) != GM_MARKER_NONE;
+    gm_topology_free(&topo);
+    return found;
+}
+
+/* A child graph holding memory nodes is refused on either side: measured on driver 580 for a
+ * moved child with a captured allocation replaced by another such graph
+ * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE), and a swap between a child with and one without memory
+ * nodes changes a node's type. */
+bool gm_child_swap_refused(gm_engine_t *engine, CUgraphNode node, CUgraph child) {
+    CUgraph current = NULL;
+    CUresult error;
+    return engine != NULL && child != NULL && node != NULL &&
+           gm_real.cuGraphChildGraphNodeGetGraph(node, &current) == CUDA_SUCCESS &&
+           (holds_markers(engine, child, &error) || holds_markers(engine, current, &error));
+}
+
 /* The graphs a destroyed graph owned die with it: their handles may come back for new graphs, so
  * nothing of them may stay, in this registry or in the engine. The registry's lock is held from
  * before the driver's destroy until both have forgotten them (lock order: registry, then engine),

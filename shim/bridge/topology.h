@@ -38,8 +38,8 @@ bool gm_nested_is_child(CUgraph graph);
  * GM_ERR_DRIVER when the call failed (nothing is forgotten). */
 gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call);
 
-/* Whether replacing the child graph of `node` in an exec by `child` is refused
- * (shim/update_hooks.c): either holds a memory node. */
-bool gm_child_swap_refused(CUgraphNode node, CUgraph child);
+/* Whether replacing the child graph of `node` in an exec by `child` is refused: either holds a
+ * memory node (engine NULL: not started, nothing is refused). */
+bool gm_child_swap_refused(gm_engine_t *engine, CUgraphNode node, CUgraph child);
 
 #endif

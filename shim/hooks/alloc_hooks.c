@@ -2,15 +2,16 @@
  * relaxed load; on a capturing stream a graph allocation becomes a marker at the stream's frontier
  * and the address comes from graphmem's reservation. */
 #include "interpose/driver.h"
+#include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
-#include "log.h"
 #include "bridge/markers.h"
-#include "options.h"
 #include "bridge/mempools.h"
-#include "stats.h"
 #include "bridge/streams.h"
 #include "bridge/topology.h"
+#include "log.h"
+#include "options.h"
+#include "stats.h"
 
 typedef struct capture_point {
     cuuint64_t id;

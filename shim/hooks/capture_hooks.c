@@ -1,22 +1,11 @@
-/* Capture begin/end: keeps the process-wide count of captures in flight that gates the capture
- * path of every allocation hook (outside captures, a hook costs one relaxed load). */
+/* Capture begin/end: keeps the process-wide count of captures in flight (bridge/captures.h) that
+ * gates the capture path of every allocation hook (outside captures, a hook costs one relaxed
+ * load). */
+#include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
 #include "bridge/topology.h"
-#include "interpose/shim.h"
 #include "stats.h"
-
-_Atomic long gm_captures_in_flight;
-
-bool gm_stream_capturing(CUstream stream, bool ptsz) {
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0)
-        return false;
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r =
-        (ptsz ? gm_real.cuStreamIsCapturing_ptsz : gm_real.cuStreamIsCapturing)(stream, &status);
-    /* An error (the legacy stream while a blocking stream captures, say): the driver answers. */
-    return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
 
 /* The engine starts (device queries, default pools) before the first capture begins: the same
  * queries made on a capturing thread could invalidate the capture. */

@@ -1,6 +1,7 @@
 /* Memset and memcpy nodes: made or changed with graphmem's addresses covered by scratch pages,
  * so the driver's check that they touch mapped memory passes as it does for its own graph
  * allocations (shim/scratch.h). */
+#include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/scratch.h"
 

@@ -2,6 +2,7 @@
  * validates the device, the attribute and the value exactly as it always does, and it owns whatever
  * graph memory graphmem leaves to it); graphmem then adds its own. */
 #include "interpose/driver.h"
+#include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "stats.h"
 

@@ -4,13 +4,14 @@
 #include <string.h>
 
 #include "interpose/driver.h"
-#include "log.h"
+#include "bridge/captures.h"
 #include "bridge/engine_glue.h"
+#include "bridge/scratch.h"
+#include "bridge/streams.h"
+#include "bridge/topology.h"
+#include "log.h"
 #include "options.h"
 #include "stats.h"
-#include "bridge/streams.h"
-#include "bridge/scratch.h"
-#include "bridge/topology.h"
 #include "util.h"
 
 #define GM_INSTANTIATE_FLAG_AUTO_FREE 1ull

@@ -6,15 +6,8 @@
 #include "bridge/engine_glue.h"
 #include "bridge/markers.h"
 
-static gm_marker_kind_t marker_of(CUgraphNode node, gm_marker_info_t *info) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine == NULL || node == NULL)
-        return GM_MARKER_NONE;
-    return gm_engine_marker(engine, (uint64_t)(uintptr_t)node, info);
-}
-
 CUresult gm_hook_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
-    gm_marker_kind_t kind = marker_of(hNode, NULL);
+    gm_marker_kind_t kind = gm_marker_of(hNode, NULL);
     if (kind == GM_MARKER_NONE || type == NULL)
         return gm_real.cuGraphNodeGetType(hNode, type);
     *type = kind == GM_MARKER_ALLOC ? CU_GRAPH_NODE_TYPE_MEM_ALLOC : CU_GRAPH_NODE_TYPE_MEM_FREE;
@@ -63,7 +56,7 @@ static const access_list_t *access_list_for(uint64_t mask, int resident) {
 CUresult gm_hook_cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
                                               CUDA_MEM_ALLOC_NODE_PARAMS *params_out) {
     gm_marker_info_t info;
-    gm_marker_kind_t kind = marker_of(hNode, &info);
+    gm_marker_kind_t kind = gm_marker_of(hNode, &info);
     if (kind == GM_MARKER_NONE)
         return gm_real.cuGraphMemAllocNodeGetParams(hNode, params_out);
     if (kind != GM_MARKER_ALLOC || params_out == NULL)
@@ -83,7 +76,7 @@ CUresult gm_hook_cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
 
 CUresult gm_hook_cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out) {
     gm_marker_info_t info;
-    gm_marker_kind_t kind = marker_of(hNode, &info);
+    gm_marker_kind_t kind = gm_marker_of(hNode, &info);
     if (kind == GM_MARKER_NONE)
         return gm_real.cuGraphMemFreeNodeGetParams(hNode, dptr_out);
     if (kind != GM_MARKER_FREE || dptr_out == NULL)

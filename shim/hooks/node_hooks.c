@@ -8,10 +8,10 @@
 #include "interpose/driver.h"
 #include "bridge/engine_glue.h"
 #include "bridge/markers.h"
-#include "options.h"
 #include "bridge/scratch.h"
-#include "stats.h"
 #include "bridge/topology.h"
+#include "options.h"
+#include "stats.h"
 
 /* Beyond any device's memory and any VA reservation: the driver reports it (out of memory). */
 #define GM_SERVABLE_SIZE_MAX (1ull << 46)
@@ -114,13 +114,6 @@ static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNod
 static bool graph_has_markers(CUgraph graph) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     return engine != NULL && gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph);
-}
-
-static gm_marker_kind_t marker_of(CUgraphNode node, gm_marker_info_t *info) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine == NULL || node == NULL)
-        return GM_MARKER_NONE;
-    return gm_engine_marker(engine, (uint64_t)(uintptr_t)node, info);
 }
 
 CUresult gm_hook_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -307,17 +300,17 @@ CUresult gm_hook_cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode 
 }
 
 CUresult gm_hook_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {
-    if (marker_of(hNode, NULL) != GM_MARKER_NONE)
+    if (gm_marker_of(hNode, NULL) != GM_MARKER_NONE)
         return CUDA_ERROR_NOT_SUPPORTED; /* memory node parameters cannot be modified */
     return gm_real.cuGraphNodeSetParams(hNode, nodeParams);
 }
 
 CUresult gm_hook_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                           CUgraphNodeParams *nodeParams) {
-    if (marker_of(hNode, NULL) != GM_MARKER_NONE)
+    if (gm_marker_of(hNode, NULL) != GM_MARKER_NONE)
         return CUDA_ERROR_NOT_SUPPORTED;
     if (nodeParams != NULL && nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH &&
-        gm_child_swap_refused(hNode, nodeParams->graph.graph))
+        gm_child_swap_refused(gm_glue_engine_if_started(), hNode, nodeParams->graph.graph))
         return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     return gm_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams);
 }

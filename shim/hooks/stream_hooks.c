@@ -3,6 +3,7 @@
  * handle must not meet the fences recorded on the old one. A stream that received markers in a
  * capture still open leaves its last captured nodes to the unjoined check first
  * (bridge/joins.h). */
+#include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
 #include "bridge/streams.h"

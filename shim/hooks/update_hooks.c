@@ -4,8 +4,8 @@
  * (core/engine_update.c). */
 #include "interpose/driver.h"
 #include "bridge/engine_glue.h"
-#include "log.h"
 #include "bridge/topology.h"
+#include "log.h"
 
 typedef struct update_call {
     CUgraphExec exec;
@@ -16,17 +16,6 @@ typedef struct update_call {
 static CUresult call_update(void *arg) {
     update_call_t *c = arg;
     return gm_real.cuGraphExecUpdate_v2(c->exec, c->graph, c->info);
-}
-
-/* Whether any node of `graph`, child graphs included, is a marker. */
-static bool holds_markers(gm_engine_t *engine, CUgraph graph, CUresult *error) {
-    gm_topology_buf_t topo = {0};
-    *error = gm_topology_read(graph, &topo);
-    bool found = false;
-    for (uint32_t i = 0; *error == CUDA_SUCCESS && i < topo.view.node_count && !found; i++)
-        found = gm_engine_marker(engine, topo.view.nodes[i], NULL) != GM_MARKER_NONE;
-    gm_topology_free(&topo);
-    return found;
 }
 
 static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info) {
@@ -83,22 +72,9 @@ CUresult gm_hook_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
     return r;
 }
 
-/* A child graph holding memory nodes is refused on either side: measured on driver 580 for a
- * moved child with a captured allocation replaced by another such graph
- * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE), and a swap between a child with and one without memory
- * nodes changes a node's type. */
-bool gm_child_swap_refused(CUgraphNode node, CUgraph child) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    CUgraph current = NULL;
-    CUresult error;
-    return engine != NULL && child != NULL && node != NULL &&
-           gm_real.cuGraphChildGraphNodeGetGraph(node, &current) == CUDA_SUCCESS &&
-           (holds_markers(engine, child, &error) || holds_markers(engine, current, &error));
-}
-
 CUresult gm_hook_cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                                     CUgraph childGraph) {
-    if (gm_child_swap_refused(hNode, childGraph))
+    if (gm_child_swap_refused(gm_glue_engine_if_started(), hNode, childGraph))
         return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     return gm_real.cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph);
 }

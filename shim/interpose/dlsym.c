@@ -8,36 +8,12 @@
  * everything with GRAPHMEM_DISABLE=1. */
 #include <dlfcn.h>
 #include <link.h>
-#include <stdatomic.h>
 #include <stddef.h>
 
-#include "shim.h"
+#include "doors.h"
 
-typedef void *(*dlsym_fn)(void *, const char *);
-
-/* Read by the entry stub without a barrier: an aligned pointer load on x86-64. */
-_Atomic(dlsym_fn) gm_real_dlsym_fn;
-
-dlsym_fn gm_dlsym_bootstrap(void);
+/* Called by the entry stub (dlsym_entry.S) for driver names. */
 void *gm_dlsym_driver_name(void *handle, const char *name, const void *caller);
-
-/* dlvsym is not overridden, so it reaches glibc's dlsym without recursion. GLIBC_2.34 is the
- * current version; 2.2.5 (x86-64) and 2.17 (aarch64) are the older ones. */
-dlsym_fn gm_dlsym_bootstrap(void) {
-    dlsym_fn fn = atomic_load_explicit(&gm_real_dlsym_fn, memory_order_acquire);
-    if (fn)
-        return fn;
-    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
-    for (size_t i = 0; i < sizeof versions / sizeof versions[0] && !fn; i++)
-        fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
-    atomic_store_explicit(&gm_real_dlsym_fn, fn, memory_order_release);
-    return fn;
-}
-
-void *gm_real_dlsym(void *handle, const char *name) {
-    dlsym_fn fn = gm_dlsym_bootstrap();
-    return fn ? fn(handle, name) : NULL;
-}
 
 /* The object `address` lies in, or NULL. */
 static struct link_map *object_of(const void *address) {

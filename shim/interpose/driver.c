@@ -1,6 +1,10 @@
+/* The driver entries graphmem calls for its own work, resolved once from driver.def. Needs only the
+ * real dlsym. */
 #include "driver.h"
 
 #include <stddef.h>
+
+#include "doors.h"
 
 gm_driver_table_t gm_drv;
 
@@ -24,19 +28,4 @@ const char *gm_driver_resolve(void *driver) {
             missing = driver_entries[i].name;
     }
     return missing;
-}
-
-gm_relaxed_t gm_relaxed_begin(void) {
-    gm_relaxed_t relaxed = {CU_STREAM_CAPTURE_MODE_RELAXED, false};
-    /* Outside any capture the exchange is pure overhead: skip it. */
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0 ||
-        gm_drv.cuThreadExchangeStreamCaptureMode == NULL)
-        return relaxed;
-    relaxed.active = gm_drv.cuThreadExchangeStreamCaptureMode(&relaxed.saved) == CUDA_SUCCESS;
-    return relaxed;
-}
-
-void gm_relaxed_end(gm_relaxed_t relaxed) {
-    if (relaxed.active)
-        gm_drv.cuThreadExchangeStreamCaptureMode(&relaxed.saved);
 }

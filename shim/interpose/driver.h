@@ -17,14 +17,4 @@ extern gm_driver_table_t gm_drv;
 /* Resolves gm_drv; returns the name of the first missing entry that is not optional, or NULL. */
 const char *gm_driver_resolve(void *driver);
 
-/* Runs internal driver work that the capture mode of the calling thread could refuse (GLOBAL and
- * THREAD_LOCAL captures make "unsafe" calls fail and invalidate the capture): RELAXED for the
- * duration, then the caller's mode back. */
-typedef struct gm_relaxed {
-    CUstreamCaptureMode saved;
-    bool active;
-} gm_relaxed_t;
-gm_relaxed_t gm_relaxed_begin(void);
-void gm_relaxed_end(gm_relaxed_t relaxed);
-
 #endif

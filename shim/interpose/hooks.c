@@ -1,10 +1,12 @@
-/* The plumbing generated from hooks.def: exported functions, names, counters, the real-pointer
- * table, and the two lookups the doors use (by name, by driver pointer). */
+/* The tables generated from hooks.def: names, counters, the real-pointer table, the exported
+ * functions' addresses, and the two lookups the doors use (by name, by driver pointer). The
+ * exported functions themselves are in exports.c. Below everything but the real dlsym: start-up
+ * fills these tables, the doors and hooks read them. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim.h"
+#include "doors.h"
 
 gm_real_table_t gm_real;
 _Atomic uint64_t gm_hook_calls[GM_HOOK_COUNT];
@@ -17,32 +19,8 @@ const char *const gm_hook_names[GM_HOOK_COUNT] = {
 #undef GM_HOOK
 };
 
-static inline void count_call(gm_hook_id_t id) {
-    atomic_fetch_add_explicit(&gm_hook_calls[id], 1, memory_order_relaxed);
-}
-
-/* A driver without the entry (older than the name) gets what a missing symbol would give the
- * caller of that driver: the call cannot be made. */
-#define GM_FORWARD(name, params, args)                                                             \
-    GM_EXPORT CUresult CUDAAPI name params {                                                       \
-        gm_shim_init();                                                                            \
-        count_call(GM_HOOK_ID_##name);                                                             \
-        if (gm_real.name == NULL)                                                                  \
-            return CUDA_ERROR_NOT_FOUND;                                                           \
-        return gm_real.name args;                                                                  \
-    }
-#define GM_HOOK(name, params, args)                                                                \
-    GM_EXPORT CUresult CUDAAPI name params {                                                       \
-        gm_shim_init();                                                                            \
-        count_call(GM_HOOK_ID_##name);                                                             \
-        if (gm_real.name == NULL)                                                                  \
-            return CUDA_ERROR_NOT_FOUND;                                                           \
-        return gm_hook_##name args;                                                                \
-    }
-#include "hooks.def"
-#undef GM_FORWARD
-#undef GM_HOOK
-
+/* The exported functions (exports.c), by id. Taken from their cuda.h prototypes: graphmem only
+ * hands these addresses out (dlsym, cuGetProcAddress) and never calls them itself. */
 static void *const hook_functions[GM_HOOK_COUNT] = {
 #define GM_FORWARD(name, params, args) [GM_HOOK_ID_##name] = (void *)name,
 #define GM_HOOK(name, params, args) [GM_HOOK_ID_##name] = (void *)name,

@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "doors.h"
 #include "driver.h"
-#include "bridge/engine_glue.h"
 #include "log.h"
 #include "options.h"
-#include "shim.h"
 #include "stats.h"
 
 extern char **environ;
@@ -49,13 +48,12 @@ static void at_exit(void) {
         gm_stats_write_json(path);
 }
 
-/* After fork the child inherits the parent's engine, whose device memory and events belong to the
- * parent's CUDA context: the child must never touch them. It starts from a clean slate and counts
- * only its own calls. */
+/* After fork the child counts only its own calls. (The engine, whose device memory and events
+ * belong to the parent's CUDA context, is dropped by a handler of its own: bridge/engine_glue.c.)
+ */
 static void at_fork_child(void) {
     forked_child = true;
     gm_stats_reset();
-    gm_engine_glue_forget_after_fork();
 }
 
 static void *open_driver(void) {
@@ -81,7 +79,6 @@ static void init_once_body(void) {
      */
     gm_driver_resolve(driver);
     gm_stats_register_calls(gm_hook_names, gm_hook_calls, GM_HOOK_COUNT);
-    gm_engine_glue_register_stats();
 
     if (gm_option_bool(GM_OPT_DISABLE)) {
         atomic_store(&mode, GM_MODE_PASSTHROUGH);

@@ -4,7 +4,7 @@
  * code, NULL pointer, symbol status, versions newer than the driver); only a pointer that is one
  * of the driver's hooked entries is replaced, by the hook of that exact entry. The self-lookups
  * ("cuGetProcAddress" at 11030 and 12000) come back as graphmem's own resolvers the same way. */
-#include "shim.h"
+#include "doors.h"
 
 static void route(CUresult result, void **pfn) {
     if (result != CUDA_SUCCESS || pfn == NULL || *pfn == NULL)

@@ -1,6 +1,9 @@
-/* Internal interface of the shim. Every file here includes cuda.h with the driver's internal view
+/* What every file of the shim includes first: cuda.h with the driver's internal view
  * (__CUDA_API_VERSION_INTERNAL), so each exact ABI name, legacy ones included, has its own
- * prototype and our definitions are checked against it. */
+ * prototype and our definitions are checked against it; the hook ids, the driver's own pointers
+ * (gm_real) and the hook declarations generated from hooks.def; and what start-up (init.c) offers
+ * the rest of the shim. It lives in interpose/ because everything it declares is made there, and
+ * bridge/ and hooks/ sit on top of it. What only the doors need is in doors.h. */
 #ifndef GRAPHMEM_SHIM_H
 #define GRAPHMEM_SHIM_H
 
@@ -11,8 +14,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define GM_EXPORT __attribute__((visibility("default")))
 
 /* Hook ids, one per exact name of shim/hooks.def. */
 typedef enum gm_hook_id {
@@ -34,7 +35,6 @@ typedef struct gm_real_table {
 } gm_real_table_t;
 
 extern gm_real_table_t gm_real;
-extern _Atomic uint64_t gm_hook_calls[GM_HOOK_COUNT];
 
 /* Hand-written hooks (GM_HOOK entries). */
 #define GM_FORWARD(name, params, args)
@@ -50,9 +50,6 @@ typedef enum gm_mode {
     GM_MODE_PASSTHROUGH, /* GRAPHMEM_DISABLE=1, or something graphmem needs is missing */
 } gm_mode_t;
 
-/* Runs start-up once (pthread_once): options, the driver library, the real table, the pointer
- * index, the exit handler. Cheap after the first call. */
-void gm_shim_init(void);
 gm_mode_t gm_shim_mode(void);
 /* The driver library handle (dlopen of libcuda.so.1), NULL if it could not be loaded. */
 void *gm_driver_handle(void);
@@ -62,32 +59,5 @@ void gm_shim_fall_back(const char *reason);
 /* Per-thread depth of graphmem's own work: while non-zero, the dlsym override passes lookups
  * straight through (the driver's own start-up may call dlsym while graphmem loads it). */
 extern _Thread_local int gm_shim_busy;
-
-/* ---- hooks.c: the tables generated from hooks.def -------------------------------------------- */
-
-/* Index of an exact hooked name, or -1. */
-int gm_hook_find(const char *name);
-/* Our exported function for hook id. */
-void *gm_hook_function(int id);
-/* Fills gm_real from the driver library and builds the pointer index. */
-void gm_hooks_resolve(void *driver);
-/* The hook replacing a driver entry point, found by the pointer the driver returned; NULL when
- * that pointer is not one of the hooked entries. */
-void *gm_hook_for_driver_pointer(void *driver_fn);
-extern const char *const gm_hook_names[GM_HOOK_COUNT];
-
-/* ---- dlsym.c -------------------------------------------------------------------------------- */
-
-/* The real dlsym, bootstrapped with dlvsym (never call the public dlsym internally). */
-void *gm_real_dlsym(void *handle, const char *name);
-
-/* ---- capture.c ------------------------------------------------------------------------------ */
-
-/* Captures begun and not yet ended in this process: the hot path asks the driver whether a stream
- * is capturing only while this is non-zero. */
-extern _Atomic long gm_captures_in_flight;
-/* Whether `stream` is capturing (or a capture on it was invalidated, or the driver cannot say);
- * false at the cost of one load while no capture is in flight. */
-bool gm_stream_capturing(CUstream stream, bool ptsz);
 
 #endif
