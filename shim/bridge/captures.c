@@ -8,8 +8,7 @@ bool gm_stream_capturing(CUstream stream, bool ptsz) {
     if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0)
         return false;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r =
-        (ptsz ? gm_real.cuStreamIsCapturing_ptsz : gm_real.cuStreamIsCapturing)(stream, &status);
+    CUresult r = GM_REAL_PT(cuStreamIsCapturing, ptsz)(stream, &status);
     /* An error (the legacy stream while a blocking stream captures, say): the driver answers. */
     return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }

@@ -156,8 +156,7 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *gr
 /* Whether a noted stream's last nodes are not all ancestors of the origin's frontier. */
 static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture, const noted_stream_t *mine,
                          uint32_t mine_count) {
-    capture_info_fn info =
-        ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
+    capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     CUstreamCaptureStatus status;
     const CUgraphNode *roots = NULL;
     size_t root_count = 0;
@@ -173,8 +172,7 @@ static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture, const n
             unjoined = !all_reached(roots, root_count, mine[i].tails, mine[i].tail_count);
             continue;
         }
-        capture_info_fn side_info = mine[i].ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz
-                                                 : gm_real.cuStreamGetCaptureInfo_v3;
+        capture_info_fn side_info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, mine[i].ptsz);
         cuuint64_t side_capture = 0;
         const CUgraphNode *tails = NULL;
         size_t tail_count = 0;

@@ -28,7 +28,7 @@ static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
                      const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
-        ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
+        GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     if (info == NULL || info(stream, &status, &point->id, &point->graph, &point->deps,
                              &point->edge_data, &point->count) != CUDA_SUCCESS)
         return false; /* the driver will report whatever is wrong with the stream */
@@ -37,10 +37,8 @@ static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
 
 /* Makes `node` the stream's only capture dependency, as a driver memory node would be. */
 static CUresult set_frontier(CUstream stream, bool ptsz, CUgraphNode node) {
-    CUresult (*update)(CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int) =
-        ptsz ? gm_real.cuStreamUpdateCaptureDependencies_v2_ptsz
-             : gm_real.cuStreamUpdateCaptureDependencies_v2;
-    return update(stream, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+    return GM_REAL_PT(cuStreamUpdateCaptureDependencies_v2,
+                      ptsz)(stream, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
 }
 
 /* The device of a capturing stream. A default stream belongs to the current context; any other
@@ -141,14 +139,12 @@ typedef struct alloc_call {
 
 static CUresult forward_alloc(void *arg) {
     alloc_call_t *c = arg;
-    return c->ptsz ? gm_real.cuMemAllocAsync_ptsz(c->dptr, c->size, c->stream)
-                   : gm_real.cuMemAllocAsync(c->dptr, c->size, c->stream);
+    return GM_REAL_PT(cuMemAllocAsync, c->ptsz)(c->dptr, c->size, c->stream);
 }
 
 static CUresult forward_alloc_from_pool(void *arg) {
     alloc_call_t *c = arg;
-    return c->ptsz ? gm_real.cuMemAllocFromPoolAsync_ptsz(c->dptr, c->size, c->pool, c->stream)
-                   : gm_real.cuMemAllocFromPoolAsync(c->dptr, c->size, c->pool, c->stream);
+    return GM_REAL_PT(cuMemAllocFromPoolAsync, c->ptsz)(c->dptr, c->size, c->pool, c->stream);
 }
 
 CUresult gm_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
@@ -208,7 +204,7 @@ static void unmap_freed_now(gm_engine_t *engine, CUstream stream, bool ptsz) {
     if (!gm_option_bool(GM_OPT_UAF_CHECK))
         return;
     if (stream != NULL || ptsz)
-        (ptsz ? gm_drv.cuStreamSynchronize_ptsz : gm_drv.cuStreamSynchronize)(stream);
+        GM_DRV_PT(cuStreamSynchronize, ptsz)(stream);
     for (int d = 0; d < gm_glue_device_count(); d++)
         gm_engine_trim(engine, d);
 }
@@ -216,8 +212,7 @@ static void unmap_freed_now(gm_engine_t *engine, CUstream stream, bool ptsz) {
 static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || !gm_engine_owns(engine, dptr))
-        return ptsz ? gm_real.cuMemFreeAsync_ptsz(dptr, stream)
-                    : gm_real.cuMemFreeAsync(dptr, stream);
+        return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
     gm_relaxed_t relaxed = gm_relaxed_begin();
     capture_point_t point;
     CUresult result;

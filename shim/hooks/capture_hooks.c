@@ -70,11 +70,10 @@ CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
  * out when the stream was capturing before the call. A capture that fails leaves no graph, so the
  * allocations made in it are forgotten (their addresses return to graphmem). */
 static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
-    CUresult (*end)(CUstream, CUgraph *) =
-        ptsz ? gm_real.cuStreamEndCapture_ptsz : gm_real.cuStreamEndCapture;
+    CUresult (*end)(CUstream, CUgraph *) = GM_REAL_PT(cuStreamEndCapture, ptsz);
     CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
                      const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
-        ptsz ? gm_real.cuStreamGetCaptureInfo_v3_ptsz : gm_real.cuStreamGetCaptureInfo_v3;
+        GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     cuuint64_t capture = 0;
     bool was_capturing = info != NULL &&

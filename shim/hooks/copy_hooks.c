@@ -71,8 +71,7 @@ static bool capturing(CUstream stream, bool ptsz) {
         gm_glue_engine_if_started() == NULL)
         return false;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = ptsz ? gm_real.cuStreamIsCapturing_ptsz(stream, &status)
-                      : gm_real.cuStreamIsCapturing(stream, &status);
+    CUresult r = GM_REAL_PT(cuStreamIsCapturing, ptsz)(stream, &status);
     return r == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 

@@ -174,7 +174,7 @@ CUresult gm_hook_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
 static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,
                                         CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
     CUresult (*real)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *) =
-        ptsz ? gm_real.cuGraphInstantiateWithParams_ptsz : gm_real.cuGraphInstantiateWithParams;
+        GM_REAL_PT(cuGraphInstantiateWithParams, ptsz);
     if (params == NULL || phGraphExec == NULL)
         return real(phGraphExec, hGraph, params);
     instantiation_t inst;
@@ -201,7 +201,7 @@ gm_hook_cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGra
 /* UAF_CHECK: after each launch, wait for it and unmap everything not unfreed, so any later access
  * to a freed allocation faults. */
 static void uaf_after_launch(gm_engine_t *engine, CUstream stream, bool ptsz) {
-    (ptsz ? gm_drv.cuStreamSynchronize_ptsz : gm_drv.cuStreamSynchronize)(stream);
+    GM_DRV_PT(cuStreamSynchronize, ptsz)(stream);
     for (int d = 0; d < gm_glue_device_count(); d++)
         gm_engine_trim(engine, d);
 }
@@ -231,8 +231,7 @@ static CUresult launch_into_capture(CUresult (*real)(CUgraphExec, CUstream), CUg
  * on the engine's lock. */
 static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload) {
     CUresult (*real)(CUgraphExec, CUstream) =
-        upload ? (ptsz ? gm_real.cuGraphUpload_ptsz : gm_real.cuGraphUpload)
-               : (ptsz ? gm_real.cuGraphLaunch_ptsz : gm_real.cuGraphLaunch);
+        upload ? GM_REAL_PT(cuGraphUpload, ptsz) : GM_REAL_PT(cuGraphLaunch, ptsz);
     gm_engine_t *engine = gm_glue_engine_if_started();
     uint64_t key = (uint64_t)(uintptr_t)exec;
     if (engine == NULL || !gm_engine_serves(engine, key))

@@ -14,6 +14,9 @@ typedef struct gm_driver_table {
 
 extern gm_driver_table_t gm_drv;
 
+/* As GM_REAL_PT (shim.h), for the twins of driver.def. */
+#define GM_DRV_PT(name, ptsz) ((ptsz) ? gm_drv.name##_ptsz : gm_drv.name)
+
 /* Resolves gm_drv; returns the name of the first missing entry that is not optional, or NULL. */
 const char *gm_driver_resolve(void *driver);
 

@@ -36,6 +36,13 @@ typedef struct gm_real_table {
 
 extern gm_real_table_t gm_real;
 
+/* The driver's entry for `name` as called through a plain entry or through its per-thread default
+ * stream twin `name_ptsz` (ptsz true), the two side by side in hooks.def and so in gm_real. Hooks
+ * serve both twins with one body and a `ptsz` flag; this is the one place that turns the flag back
+ * into the entry. A name without a twin in the list, or a twin of another signature, does not
+ * compile. */
+#define GM_REAL_PT(name, ptsz) ((ptsz) ? gm_real.name##_ptsz : gm_real.name)
+
 /* Hand-written hooks (GM_HOOK entries). */
 #define GM_FORWARD(name, params, args)
 #define GM_HOOK(name, params, args) CUresult gm_hook_##name params;
