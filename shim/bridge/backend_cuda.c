@@ -1,6 +1,6 @@
 /* The engine's backend over the CUDA driver: VMM for addresses and physical memory, events for
  * GPU order. Engine calls that may reach it while a capture is in flight run in RELAXED capture
- * mode (gm_relaxed_begin): a query or host wait of an event from a thread in GLOBAL mode would
+ * mode (GM_RELAXED, captures.h): an event query or host wait from a thread in GLOBAL mode would
  * invalidate another thread's GLOBAL capture (tests/probe/launch_in_capture.cu, part d). */
 #include "backend_cuda.h"
 

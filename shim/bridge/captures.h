@@ -13,9 +13,21 @@ extern _Atomic long gm_captures_in_flight;
  * false at the cost of one load while no capture is in flight. */
 bool gm_stream_capturing(CUstream stream, bool ptsz);
 
-/* Runs internal driver work that the capture mode of the calling thread could refuse (GLOBAL and
- * THREAD_LOCAL captures make "unsafe" calls fail and invalidate the capture): RELAXED for the
- * duration, then the caller's mode back. */
+/* GM_RELAXED(statements): runs graphmem's own work that may reach the driver while a capture is in
+ * flight (an engine call, the captured-allocation path) in RELAXED capture mode, then gives the
+ * calling thread its mode back. GLOBAL and THREAD_LOCAL captures make "unsafe" calls fail and
+ * invalidate the capture, also another thread's; graphmem's work must never do that. Outside any
+ * capture it costs one load. The statements must not leave by return, break or goto: the mode
+ * would not come back. This is the one way hooks enter RELAXED mode; gm_app_call_begin
+ * (engine_glue.h) is the other user of the pair below, for the application's own call inside an
+ * engine call. */
+#define GM_RELAXED(...)                                                                            \
+    do {                                                                                           \
+        gm_relaxed_t gm_relaxed_scope = gm_relaxed_begin();                                        \
+        __VA_ARGS__;                                                                               \
+        gm_relaxed_end(gm_relaxed_scope);                                                          \
+    } while (0)
+
 typedef struct gm_relaxed {
     CUstreamCaptureMode saved;
     bool active;

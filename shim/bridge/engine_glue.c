@@ -166,11 +166,8 @@ gm_engine_t *gm_glue_engine(void) {
     pthread_mutex_lock(&start_lock);
     current = atomic_load(&engine);
     if (current == NULL && !atomic_load(&start_failed)) {
-        gm_relaxed_t relaxed = gm_relaxed_begin();
-        gm_shim_busy++;
-        current = start_engine();
-        gm_shim_busy--;
-        gm_relaxed_end(relaxed);
+        /* Busy: a door the driver reaches meanwhile (its dlsym, say) passes through. */
+        GM_RELAXED(gm_shim_busy++; current = start_engine(); gm_shim_busy--);
         if (current == NULL)
             atomic_store(&start_failed, true);
         atomic_store_explicit(&engine, current, memory_order_release);

@@ -102,75 +102,77 @@ static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point
     return result;
 }
 
-static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream,
-                            bool ptsz, CUresult (*forward)(void *), void *forward_arg) {
-    capture_point_t point;
-    /* Zero bytes: the driver returns NULL and adds no node; leave it to the driver. */
-    if (dptr == NULL || size == 0 || gm_shim_mode() != GM_MODE_ACTIVE ||
-        !capturing(stream, ptsz, &point))
-        return forward(forward_arg);
-    /* A capture into the graph of a child-graph node (cuStreamBeginCaptureToGraph): memory nodes
-     * are refused there (§A3.6), and the driver answers the captured call exactly. */
-    if (gm_nested_is_child(point.graph))
-        return forward(forward_arg);
-    gm_engine_t *engine = gm_glue_engine();
-    if (engine == NULL)
-        return forward(forward_arg);
-    gm_relaxed_t relaxed = gm_relaxed_begin();
-    gm_alloc_params_t params = {.device = 0, .size = size, .access_mask = 0, .listed_mask = 0};
-    CUresult result;
-    if (!capture_pool(pool, stream, &params)) {
-        gm_stat_add(GM_STAT_passthrough_allocations, 1);
-        result = forward(forward_arg);
-    } else {
-        result = captured_alloc(engine, &point, stream, ptsz, &params, dptr);
-    }
-    gm_relaxed_end(relaxed);
-    return result;
-}
-
+/* One captured-allocation call as the application made it: the hook's arguments. */
 typedef struct alloc_call {
     CUdeviceptr *dptr;
     size_t size;
-    CUmemoryPool pool;
+    CUmemoryPool pool; /* NULL: cuMemAllocAsync, the current pool of the stream's device */
     CUstream stream;
     bool ptsz;
+    CUresult (*forward)(const struct alloc_call *call); /* the driver's own entry */
 } alloc_call_t;
 
-static CUresult forward_alloc(void *arg) {
-    alloc_call_t *c = arg;
+/* On a capturing stream: a marker for a pool graphmem serves; the driver's own node for any
+ * other pool. */
+static CUresult alloc_in_capture(gm_engine_t *engine, const capture_point_t *point,
+                                 const alloc_call_t *call) {
+    gm_alloc_params_t params = {
+        .device = 0, .size = call->size, .access_mask = 0, .listed_mask = 0};
+    if (!capture_pool(call->pool, call->stream, &params)) {
+        gm_stat_add(GM_STAT_passthrough_allocations, 1);
+        return call->forward(call);
+    }
+    return captured_alloc(engine, point, call->stream, call->ptsz, &params, call->dptr);
+}
+
+static CUresult alloc_async(const alloc_call_t *call) {
+    capture_point_t point;
+    /* Zero bytes: the driver returns NULL and adds no node; leave it to the driver. */
+    if (call->dptr == NULL || call->size == 0 || gm_shim_mode() != GM_MODE_ACTIVE ||
+        !capturing(call->stream, call->ptsz, &point))
+        return call->forward(call);
+    /* A capture into the graph of a child-graph node (cuStreamBeginCaptureToGraph): memory nodes
+     * are refused there (§A3.6), and the driver answers the captured call exactly. */
+    if (gm_nested_is_child(point.graph))
+        return call->forward(call);
+    gm_engine_t *engine = gm_glue_engine();
+    if (engine == NULL)
+        return call->forward(call);
+    CUresult result;
+    GM_RELAXED(result = alloc_in_capture(engine, &point, call));
+    return result;
+}
+
+static CUresult forward_alloc(const alloc_call_t *c) {
     return GM_REAL_PT(cuMemAllocAsync, c->ptsz)(c->dptr, c->size, c->stream);
 }
 
-static CUresult forward_alloc_from_pool(void *arg) {
-    alloc_call_t *c = arg;
+static CUresult forward_alloc_from_pool(const alloc_call_t *c) {
     return GM_REAL_PT(cuMemAllocFromPoolAsync, c->ptsz)(c->dptr, c->size, c->pool, c->stream);
 }
 
 CUresult gm_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-    alloc_call_t call = {dptr, bytesize, NULL, hStream, false};
-    return alloc_async(dptr, bytesize, NULL, hStream, false, forward_alloc, &call);
+    return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, false, forward_alloc});
 }
 
 CUresult gm_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-    alloc_call_t call = {dptr, bytesize, NULL, hStream, true};
-    return alloc_async(dptr, bytesize, NULL, hStream, true, forward_alloc, &call);
+    return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, true, forward_alloc});
 }
 
 CUresult gm_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                          CUstream hStream) {
-    alloc_call_t call = {dptr, bytesize, pool, hStream, false};
+    alloc_call_t call = {dptr, bytesize, pool, hStream, false, forward_alloc_from_pool};
     if (pool == NULL)
         return forward_alloc_from_pool(&call); /* the driver's error for a NULL pool */
-    return alloc_async(dptr, bytesize, pool, hStream, false, forward_alloc_from_pool, &call);
+    return alloc_async(&call);
 }
 
 CUresult gm_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream) {
-    alloc_call_t call = {dptr, bytesize, pool, hStream, true};
+    alloc_call_t call = {dptr, bytesize, pool, hStream, true, forward_alloc_from_pool};
     if (pool == NULL)
         return forward_alloc_from_pool(&call);
-    return alloc_async(dptr, bytesize, pool, hStream, true, forward_alloc_from_pool, &call);
+    return alloc_async(&call);
 }
 
 /* ---- frees ---------------------------------------------------------------------------------- */
@@ -209,30 +211,39 @@ static void unmap_freed_now(gm_engine_t *engine, CUstream stream, bool ptsz) {
         gm_engine_trim(engine, d);
 }
 
+/* A free outside any graph: the allocation's lifetime ends now, after the stream's work for an
+ * async free (`async`), at once for cuMemFree. */
+static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, CUstream stream,
+                             bool ptsz) {
+    uint64_t key = async ? gm_stream_key(stream, ptsz) : GM_NO_STREAM;
+    gm_status_t status = gm_engine_free_outside(engine, dptr, key);
+    if (status != GM_OK) {
+        gm_log(GM_LOG_DEBUG, "free of %#llx outside graphs refused: %s", (unsigned long long)dptr,
+               gm_status_name(status));
+        return gm_cuda_result(status);
+    }
+    gm_stat_add(GM_STAT_outside_frees, 1);
+    unmap_freed_now(engine, async ? stream : NULL, async && ptsz);
+    return CUDA_SUCCESS;
+}
+
+/* A free of a graphmem address: a marker on a capturing stream, else the end of its lifetime. */
+static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stream, bool ptsz) {
+    capture_point_t point;
+    if (!capturing(stream, ptsz, &point))
+        return free_outside(engine, dptr, true, stream, ptsz);
+    /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit one. */
+    if (gm_nested_is_child(point.graph))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return captured_free(engine, &point, stream, ptsz, dptr);
+}
+
 static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || !gm_engine_owns(engine, dptr))
         return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
-    gm_relaxed_t relaxed = gm_relaxed_begin();
-    capture_point_t point;
     CUresult result;
-    if (capturing(stream, ptsz, &point)) {
-        /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit one. */
-        result = gm_nested_is_child(point.graph)
-                     ? CUDA_ERROR_NOT_SUPPORTED
-                     : captured_free(engine, &point, stream, ptsz, dptr);
-    } else {
-        gm_status_t status = gm_engine_free_outside(engine, dptr, gm_stream_key(stream, ptsz));
-        result = gm_cuda_result(status);
-        if (status != GM_OK)
-            gm_log(GM_LOG_DEBUG, "free of %#llx outside graphs refused: %s",
-                   (unsigned long long)dptr, gm_status_name(status));
-        if (result == CUDA_SUCCESS) {
-            gm_stat_add(GM_STAT_outside_frees, 1);
-            unmap_freed_now(engine, stream, ptsz);
-        }
-    }
-    gm_relaxed_end(relaxed);
+    GM_RELAXED(result = free_served(engine, dptr, stream, ptsz));
     return result;
 }
 
@@ -249,12 +260,7 @@ CUresult gm_hook_cuMemFree_v2(CUdeviceptr dptr) {
     if (engine == NULL || !gm_engine_owns(engine, dptr))
         return gm_real.cuMemFree_v2(dptr);
     /* cuMemFree ends the lifetime at once and does not synchronize (the caller must have). */
-    gm_relaxed_t relaxed = gm_relaxed_begin();
-    CUresult result = gm_cuda_result(gm_engine_free_outside(engine, dptr, GM_NO_STREAM));
-    if (result == CUDA_SUCCESS) {
-        gm_stat_add(GM_STAT_outside_frees, 1);
-        unmap_freed_now(engine, NULL, false);
-    }
-    gm_relaxed_end(relaxed);
+    CUresult result;
+    GM_RELAXED(result = free_outside(engine, dptr, false, NULL, false));
     return result;
 }

@@ -15,7 +15,7 @@ static void start_before_capture(void) {
 }
 
 /* The count goes up before the driver's call: from the moment a capture may exist, every other
- * thread's internal driver calls run in RELAXED mode (gm_relaxed_begin skips the exchange only
+ * thread's internal driver calls run in RELAXED mode (GM_RELAXED skips the exchange only
  * while the count is zero). Down again when the capture did not begin. */
 static void beginning(void) {
     start_before_capture();

@@ -11,9 +11,8 @@ CUresult gm_hook_cuDeviceGraphMemTrim(CUdevice device) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (result != CUDA_SUCCESS || engine == NULL)
         return result;
-    gm_relaxed_t relaxed = gm_relaxed_begin();
-    gm_status_t status = gm_engine_trim(engine, device);
-    gm_relaxed_end(relaxed);
+    gm_status_t status;
+    GM_RELAXED(status = gm_engine_trim(engine, device));
     gm_stat_add(GM_STAT_trims, 1);
     return gm_cuda_result(status);
 }
@@ -25,9 +24,8 @@ CUresult gm_hook_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attrib
     if (result != CUDA_SUCCESS || engine == NULL)
         return result;
     uint64_t ours = 0;
-    gm_relaxed_t relaxed = gm_relaxed_begin(); /* GRAPHMEM_UAF_CHECK queries fences here */
-    gm_status_t status = gm_engine_attr_get(engine, device, (int)attr, &ours);
-    gm_relaxed_end(relaxed);
+    gm_status_t status; /* GRAPHMEM_UAF_CHECK queries fences here */
+    GM_RELAXED(status = gm_engine_attr_get(engine, device, (int)attr, &ours));
     if (status != GM_OK)
         return gm_cuda_result(status);
     *(cuuint64_t *)value += ours;

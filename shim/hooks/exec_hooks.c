@@ -92,6 +92,24 @@ static bool driver_done(void *arg) {
     return true;
 }
 
+/* The engine's part of an instantiation the driver accepted: plan the exec, and for an
+ * instantiation with ..._FLAG_UPLOAD map it for its stream as an upload would. */
+static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
+                        unsigned long long flags, CUstream upload_stream) {
+    unsigned engine_flags = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
+    gm_status_t status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
+                                               &inst->topology.view, key, engine_flags);
+    if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
+        /* The driver uploaded already: map and tie the exec to the stream as an upload. */
+        uint64_t stream = gm_stream_key(upload_stream, false);
+        status = gm_engine_launch(inst->engine, key, stream, true,
+                                  (gm_driver_call_t){driver_done, NULL});
+        if (status != GM_OK)
+            gm_engine_exec_destroy(inst->engine, key, GM_NO_CALL);
+    }
+    return status;
+}
+
 /* After the driver made the exec: plan it; on failure the exec is destroyed again so the caller
  * sees one clean error. */
 static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CUgraphExec *exec,
@@ -102,20 +120,8 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
     gm_scratch_end(&inst->cover); /* before anything maps the real memory */
     if (result == CUDA_SUCCESS) {
         uint64_t engine_started_ns = gm_now_ns();
-        gm_relaxed_t relaxed = gm_relaxed_begin();
-        uint64_t key = (uint64_t)(uintptr_t)*exec;
-        unsigned engine_flags = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
-        gm_status_t status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
-                                                   &inst->topology.view, key, engine_flags);
-        if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
-            /* The driver uploaded already: map and tie the exec to the stream as an upload. */
-            uint64_t stream = gm_stream_key(upload_stream, false);
-            status = gm_engine_launch(inst->engine, key, stream, true,
-                                      (gm_driver_call_t){driver_done, NULL});
-            if (status != GM_OK)
-                gm_engine_exec_destroy(inst->engine, key, GM_NO_CALL);
-        }
-        gm_relaxed_end(relaxed);
+        gm_status_t status;
+        GM_RELAXED(status = plan(inst, graph, (uint64_t)(uintptr_t)*exec, flags, upload_stream));
         if (status != GM_OK) {
             gm_log(GM_LOG_DEBUG, "instantiate: graph %p (%u nodes, %u edges) refused: %s",
                    (void *)graph, inst->topology.view.node_count, inst->topology.view.edge_count,
