@@ -35,12 +35,26 @@ static gm_status_t va_release(void *ctx, uint64_t va, uint64_t size) {
     return status_of(gm_drv.cuMemAddressFree(va, size), "cuMemAddressFree");
 }
 
-static gm_status_t handle_create(void *ctx, int device, uint64_t size, uint64_t *handle_out) {
-    (void)ctx;
+CUmemAllocationProp gm_device_memory(int device) {
     CUmemAllocationProp prop = {0};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = device;
+    return prop;
+}
+
+size_t gm_device_page_size(void) {
+    CUmemAllocationProp prop = gm_device_memory(0);
+    size_t size = 0;
+    if (gm_drv.cuMemGetAllocationGranularity(&size, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+        CUDA_SUCCESS)
+        return 0;
+    return size;
+}
+
+static gm_status_t handle_create(void *ctx, int device, uint64_t size, uint64_t *handle_out) {
+    (void)ctx;
+    CUmemAllocationProp prop = gm_device_memory(device);
     CUmemGenericAllocationHandle handle = 0;
     CUresult r = gm_drv.cuMemCreate(&handle, size, &prop, 0);
     if (r == CUDA_SUCCESS)

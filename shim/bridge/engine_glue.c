@@ -77,15 +77,9 @@ static const char *check_support(uint64_t *granularity) {
         if (!pools)
             return "a device without memory pools";
     }
-    CUmemAllocationProp prop = {0};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    size_t size = 0;
-    if (gm_drv.cuMemGetAllocationGranularity(&size, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
-            CUDA_SUCCESS ||
-        size == 0)
+    *granularity = gm_device_page_size();
+    if (*granularity == 0)
         return "cuMemGetAllocationGranularity failed";
-    *granularity = size;
     return NULL;
 }
 
@@ -174,6 +168,15 @@ gm_engine_t *gm_glue_engine(void) {
     }
     pthread_mutex_unlock(&start_lock);
     return current;
+}
+
+void gm_uaf_unmap_freed(gm_engine_t *started, bool wait, CUstream stream, bool ptsz) {
+    if (!gm_option_bool(GM_OPT_UAF_CHECK))
+        return;
+    if (wait)
+        GM_DRV_PT(cuStreamSynchronize, ptsz)(stream);
+    for (int d = 0; d < device_count; d++)
+        gm_engine_trim(started, d);
 }
 
 gm_engine_t *gm_glue_engine_if_started(void) {

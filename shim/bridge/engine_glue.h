@@ -17,6 +17,11 @@ int gm_glue_device_count(void);
 
 CUresult gm_cuda_result(gm_status_t status);
 
+/* GRAPHMEM_UAF_CHECK (nothing else: a no-op without it): once a free is done or a launch has run,
+ * nothing freed may stay mapped, so a late access faults. Waits for `stream` first when `wait`
+ * (the work the free or the launch was ordered after), then trims every device. */
+void gm_uaf_unmap_freed(gm_engine_t *engine, bool wait, CUstream stream, bool ptsz);
+
 /* A driver call the engine makes inside its critical section (gm_driver_call_t): the engine's own
  * driver calls run in RELAXED capture mode while a capture is in flight, the application's call
  * in the application's mode, exactly as it would run without graphmem. Begin before the engine

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include "backend_cuda.h"
 #include "interpose/driver.h"
 
 static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -13,20 +14,10 @@ static bool scratch_for(int device, CUmemGenericAllocationHandle *handle) {
     if (device < 0 || device >= GM_MAX_DEVICES)
         return false;
     pthread_mutex_lock(&scratch_lock);
-    if (page_size == 0) {
-        CUmemAllocationProp prop = {0};
-        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        size_t size = 0;
-        if (gm_drv.cuMemGetAllocationGranularity(&size, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
-            CUDA_SUCCESS)
-            page_size = size;
-    }
+    if (page_size == 0)
+        page_size = gm_device_page_size();
     if (scratch_handle[device] == 0 && page_size != 0) {
-        CUmemAllocationProp prop = {0};
-        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        prop.location.id = device;
+        CUmemAllocationProp prop = gm_device_memory(device);
         if (gm_drv.cuMemCreate(&scratch_handle[device], page_size, &prop, 0) != CUDA_SUCCESS)
             scratch_handle[device] = 0;
     }

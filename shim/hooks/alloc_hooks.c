@@ -10,15 +10,11 @@
 #include "bridge/streams.h"
 #include "bridge/topology.h"
 #include "log.h"
-#include "options.h"
 #include "stats.h"
 
 typedef struct capture_point {
     cuuint64_t id;
-    CUgraph graph;
-    const CUgraphNode *deps;
-    const CUgraphEdgeData *edge_data;
-    size_t count;
+    gm_marker_site_t site; /* the capture's graph and the stream's frontier */
 } capture_point_t;
 
 /* Whether `stream` is capturing now, and where the next captured node goes. */
@@ -29,8 +25,9 @@ static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
     CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
                      const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
         GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
-    if (info == NULL || info(stream, &status, &point->id, &point->graph, &point->deps,
-                             &point->edge_data, &point->count) != CUDA_SUCCESS)
+    gm_marker_site_t *site = &point->site;
+    if (info == NULL || info(stream, &status, &point->id, &site->graph, &site->deps,
+                             &site->edge_data, &site->count) != CUDA_SUCCESS)
         return false; /* the driver will report whatever is wrong with the stream */
     return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
@@ -77,25 +74,13 @@ static bool capture_pool(CUmemoryPool pool, CUstream stream, gm_alloc_params_t *
 
 static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
                                bool ptsz, const gm_alloc_params_t *params, CUdeviceptr *dptr) {
-    gm_ancestor_set_t ancestors = {.view = {NULL, 0}};
-    if (params->size < gm_option_u64(GM_OPT_SMALL_LIMIT))
-        gm_find_ancestors(engine, point->deps, point->count, &ancestors);
-    uint64_t va = 0;
-    gm_status_t status = gm_engine_alloc_create(engine, (uint64_t)(uintptr_t)point->graph, params,
-                                                &ancestors.view, &va);
-    if (status != GM_OK)
-        return gm_cuda_result(status);
+    CUdeviceptr va = 0;
     CUgraphNode node = NULL;
-    CUresult result =
-        gm_marker_add(&node, point->graph, point->deps, point->edge_data, point->count);
-    if (result != CUDA_SUCCESS) {
-        gm_engine_alloc_abort(engine, va);
-        return result;
-    }
-    gm_engine_alloc_attach(engine, va, (uint64_t)(uintptr_t)node);
-    result = set_frontier(stream, ptsz, node);
+    CUresult result = gm_marker_alloc(engine, &point->site, params, &va, &node);
+    if (result == CUDA_SUCCESS)
+        result = set_frontier(stream, ptsz, node);
     if (result == CUDA_SUCCESS) {
-        gm_joins_note(point->id, stream, ptsz, point->graph);
+        gm_joins_note(point->id, stream, ptsz, point->site.graph);
         *dptr = va;
         gm_stat_add(GM_STAT_graph_allocations, 1);
     }
@@ -133,7 +118,7 @@ static CUresult alloc_async(const alloc_call_t *call) {
         return call->forward(call);
     /* A capture into the graph of a child-graph node (cuStreamBeginCaptureToGraph): memory nodes
      * are refused there (§A3.6), and the driver answers the captured call exactly. */
-    if (gm_nested_is_child(point.graph))
+    if (gm_nested_is_child(point.site.graph))
         return call->forward(call);
     gm_engine_t *engine = gm_glue_engine();
     if (engine == NULL)
@@ -179,36 +164,13 @@ CUresult gm_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
 
 static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
                               bool ptsz, CUdeviceptr dptr) {
-    gm_ancestor_set_t ancestors = {.view = {NULL, 0}};
-    gm_find_ancestors(engine, point->deps, point->count, &ancestors);
-    uint64_t graph = (uint64_t)(uintptr_t)point->graph;
-    gm_status_t status = gm_engine_free_create(engine, graph, dptr, &ancestors.view);
-    if (status != GM_OK) {
-        gm_log(GM_LOG_DEBUG, "captured free of %#llx in graph %p refused: %s",
-               (unsigned long long)dptr, (void *)point->graph, gm_status_name(status));
-        return gm_cuda_result(status);
-    }
     CUgraphNode node = NULL;
-    CUresult result =
-        gm_marker_add(&node, point->graph, point->deps, point->edge_data, point->count);
-    if (result != CUDA_SUCCESS) {
-        gm_engine_free_abort(engine, graph, dptr);
+    CUresult result = gm_marker_free(engine, &point->site, dptr, &node);
+    if (result != CUDA_SUCCESS)
         return result;
-    }
-    gm_engine_free_attach(engine, graph, dptr, (uint64_t)(uintptr_t)node);
     gm_stat_add(GM_STAT_graph_frees, 1);
-    gm_joins_note(point->id, stream, ptsz, point->graph);
+    gm_joins_note(point->id, stream, ptsz, point->site.graph);
     return set_frontier(stream, ptsz, node);
-}
-
-/* UAF_CHECK: once a free is done, nothing of the allocation may stay mapped. */
-static void unmap_freed_now(gm_engine_t *engine, CUstream stream, bool ptsz) {
-    if (!gm_option_bool(GM_OPT_UAF_CHECK))
-        return;
-    if (stream != NULL || ptsz)
-        GM_DRV_PT(cuStreamSynchronize, ptsz)(stream);
-    for (int d = 0; d < gm_glue_device_count(); d++)
-        gm_engine_trim(engine, d);
 }
 
 /* A free outside any graph: the allocation's lifetime ends now, after the stream's work for an
@@ -223,7 +185,8 @@ static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, 
         return gm_cuda_result(status);
     }
     gm_stat_add(GM_STAT_outside_frees, 1);
-    unmap_freed_now(engine, async ? stream : NULL, async && ptsz);
+    /* An async free on the legacy default stream, like cuMemFree, is not waited for. */
+    gm_uaf_unmap_freed(engine, async && (stream != NULL || ptsz), stream, ptsz);
     return CUDA_SUCCESS;
 }
 
@@ -233,7 +196,7 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
     if (!capturing(stream, ptsz, &point))
         return free_outside(engine, dptr, true, stream, ptsz);
     /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit one. */
-    if (gm_nested_is_child(point.graph))
+    if (gm_nested_is_child(point.site.graph))
         return CUDA_ERROR_NOT_SUPPORTED;
     return captured_free(engine, &point, stream, ptsz, dptr);
 }

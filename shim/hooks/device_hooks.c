@@ -1,7 +1,6 @@
 /* Per-device graph memory: trim and the graph-memory attributes. The driver answers first (it
  * validates the device, the attribute and the value exactly as it always does, and it owns whatever
  * graph memory graphmem leaves to it); graphmem then adds its own. */
-#include "interpose/driver.h"
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "stats.h"

@@ -1,16 +1,13 @@
 /* Instantiation, launch, upload and destruction of graphs holding graphmem allocations; graphs
  * without any pass straight through. */
 #include <stdlib.h>
-#include <string.h>
 
-#include "interpose/driver.h"
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/scratch.h"
 #include "bridge/streams.h"
 #include "bridge/topology.h"
 #include "log.h"
-#include "options.h"
 #include "stats.h"
 #include "util.h"
 
@@ -204,14 +201,6 @@ gm_hook_cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGra
 
 /* ---- launch and upload ---------------------------------------------------------------------- */
 
-/* UAF_CHECK: after each launch, wait for it and unmap everything not unfreed, so any later access
- * to a freed allocation faults. */
-static void uaf_after_launch(gm_engine_t *engine, CUstream stream, bool ptsz) {
-    GM_DRV_PT(cuStreamSynchronize, ptsz)(stream);
-    for (int d = 0; d < gm_glue_device_count(); d++)
-        gm_engine_trim(engine, d);
-}
-
 typedef struct launch_args {
     CUresult (*real)(CUgraphExec, CUstream);
     CUgraphExec exec;
@@ -257,8 +246,8 @@ static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload
         return gm_cuda_result(status);
     }
     gm_stat_add(upload ? GM_STAT_uploads : GM_STAT_launches, 1);
-    if (!upload && gm_option_bool(GM_OPT_UAF_CHECK))
-        uaf_after_launch(engine, stream, ptsz);
+    if (!upload)
+        gm_uaf_unmap_freed(engine, true, stream, ptsz);
     return CUDA_SUCCESS;
 }
 

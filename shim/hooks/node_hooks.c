@@ -5,12 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interpose/driver.h"
 #include "bridge/engine_glue.h"
 #include "bridge/markers.h"
 #include "bridge/scratch.h"
 #include "bridge/topology.h"
-#include "options.h"
 #include "stats.h"
 
 /* Beyond any device's memory and any VA reservation: the driver reports it (out of memory). */
@@ -56,26 +54,15 @@ static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNo
     gm_alloc_params_t params;
     if (engine == NULL || !servable_alloc(p, &params))
         return false;
-    gm_ancestor_set_t ancestors = {.view = {NULL, 0}};
-    if (params.size < gm_option_u64(GM_OPT_SMALL_LIMIT))
-        gm_find_ancestors(engine, deps, count, &ancestors);
-    uint64_t va = 0;
-    gm_status_t status =
-        gm_engine_alloc_create(engine, (uint64_t)(uintptr_t)graph, &params, &ancestors.view, &va);
-    if (status != GM_OK) {
-        *result = gm_cuda_result(status);
-        return true;
-    }
+    gm_marker_site_t site = {graph, deps, edge_data, count};
+    CUdeviceptr va = 0;
     CUgraphNode node = NULL;
-    *result = gm_marker_add(&node, graph, deps, edge_data, count);
-    if (*result != CUDA_SUCCESS) {
-        gm_engine_alloc_abort(engine, va);
-        return true;
+    *result = gm_marker_alloc(engine, &site, &params, &va, &node);
+    if (*result == CUDA_SUCCESS) {
+        p->dptr = va;
+        *node_out = node;
+        gm_stat_add(GM_STAT_graph_allocations, 1);
     }
-    gm_engine_alloc_attach(engine, va, (uint64_t)(uintptr_t)node);
-    p->dptr = va;
-    *node_out = node;
-    gm_stat_add(GM_STAT_graph_allocations, 1);
     return true;
 }
 
@@ -91,23 +78,13 @@ static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNod
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || !gm_engine_owns(engine, dptr))
         return false;
-    gm_ancestor_set_t ancestors = {.view = {NULL, 0}};
-    gm_find_ancestors(engine, deps, count, &ancestors);
-    uint64_t key = (uint64_t)(uintptr_t)graph;
-    gm_status_t status = gm_engine_free_create(engine, key, dptr, &ancestors.view);
-    if (status != GM_OK) {
-        *result = gm_cuda_result(status);
-        return true;
-    }
+    gm_marker_site_t site = {graph, deps, edge_data, count};
     CUgraphNode node = NULL;
-    *result = gm_marker_add(&node, graph, deps, edge_data, count);
-    if (*result != CUDA_SUCCESS) {
-        gm_engine_free_abort(engine, key, dptr);
-        return true;
+    *result = gm_marker_free(engine, &site, dptr, &node);
+    if (*result == CUDA_SUCCESS) {
+        *node_out = node;
+        gm_stat_add(GM_STAT_graph_frees, 1);
     }
-    gm_engine_free_attach(engine, key, dptr, (uint64_t)(uintptr_t)node);
-    *node_out = node;
-    gm_stat_add(GM_STAT_graph_frees, 1);
     return true;
 }
 

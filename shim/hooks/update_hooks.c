@@ -2,7 +2,6 @@
  * driver sees graphmem's markers as empty nodes and would take updates it refuses for memory
  * nodes; the engine pairs the nodes as the driver does and re-plans an exec it updates
  * (core/engine_update.c). */
-#include "interpose/driver.h"
 #include "bridge/engine_glue.h"
 #include "bridge/topology.h"
 #include "log.h"
