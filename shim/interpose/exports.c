@@ -10,22 +10,17 @@ static inline void count_call(gm_hook_id_t id) {
 
 /* A driver without the entry (older than the name) gets what a missing symbol would give the
  * caller of that driver: the call cannot be made. */
-#define GM_FORWARD(name, params, args)                                                             \
+#define GM_ENTRY(name, params, call)                                                               \
     GM_EXPORT CUresult CUDAAPI name params {                                                       \
         gm_shim_init();                                                                            \
         count_call(GM_HOOK_ID_##name);                                                             \
         if (gm_real.name == NULL)                                                                  \
             return CUDA_ERROR_NOT_FOUND;                                                           \
-        return gm_real.name args;                                                                  \
+        return call;                                                                               \
     }
-#define GM_HOOK(name, params, args)                                                                \
-    GM_EXPORT CUresult CUDAAPI name params {                                                       \
-        gm_shim_init();                                                                            \
-        count_call(GM_HOOK_ID_##name);                                                             \
-        if (gm_real.name == NULL)                                                                  \
-            return CUDA_ERROR_NOT_FOUND;                                                           \
-        return gm_hook_##name args;                                                                \
-    }
+#define GM_FORWARD(name, params, args) GM_ENTRY(name, params, gm_real.name args)
+#define GM_HOOK(name, params, args) GM_ENTRY(name, params, gm_hook_##name args)
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
+#undef GM_ENTRY
