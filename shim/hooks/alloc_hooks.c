@@ -34,8 +34,9 @@ static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
 
 /* Makes `node` the stream's only capture dependency, as a driver memory node would be. */
 static CUresult set_frontier(CUstream stream, bool ptsz, CUgraphNode node) {
-    return GM_REAL_PT(cuStreamUpdateCaptureDependencies_v2,
-                      ptsz)(stream, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+    CUresult (*update)(CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int) =
+        GM_REAL_PT(cuStreamUpdateCaptureDependencies_v2, ptsz);
+    return update(stream, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
 }
 
 /* The device of a capturing stream. A default stream belongs to the current context; any other
