@@ -13,7 +13,7 @@ import pytest
 
 import gpuharness as gh
 
-HOOKS_DEF = gh.REPO / "shim" / "hooks.def"
+HOOKS_DEF = gh.REPO / "shim" / "interpose" / "hooks.def"
 ENTRY = re.compile(r"^entry (\S+) flags=(\d+) -> (\S+) status=(\S+) object=(\S+) symbol=(\S+)$")
 
 

@@ -1,0 +1,345 @@
+/* The engine's backend over the CUDA driver: VMM for addresses and physical memory, events for
+ * GPU order. Engine calls that may reach it while a capture is in flight run in RELAXED capture
+ * mode (GM_RELAXED, captures.h): an event query or host wait from a thread in GLOBAL mode would
+ * invalidate another thread's GLOBAL capture (tests/probe/launch_in_capture.cu, part d). */
+#include "backend_cuda.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "streams.h"
+#include "interpose/driver.h"
+#include "log.h"
+
+static gm_status_t status_of(CUresult result, const char *what) {
+    if (result == CUDA_SUCCESS)
+        return GM_OK;
+    if (result == CUDA_ERROR_OUT_OF_MEMORY)
+        return GM_ERR_OUT_OF_MEMORY;
+    gm_log(GM_LOG_WARN, "%s failed with CUDA error %d", what, (int)result);
+    return GM_ERR_BACKEND;
+}
+
+static gm_status_t va_reserve(void *ctx, uint64_t size, uint64_t *va_out) {
+    (void)ctx;
+    CUdeviceptr va = 0;
+    CUresult r = gm_drv.cuMemAddressReserve(&va, size, 0, 0, 0);
+    if (r == CUDA_SUCCESS)
+        *va_out = va;
+    return status_of(r, "cuMemAddressReserve");
+}
+
+static gm_status_t va_release(void *ctx, uint64_t va, uint64_t size) {
+    (void)ctx;
+    return status_of(gm_drv.cuMemAddressFree(va, size), "cuMemAddressFree");
+}
+
+CUmemAllocationProp gm_device_memory(int device) {
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    return prop;
+}
+
+size_t gm_device_page_size(void) {
+    CUmemAllocationProp prop = gm_device_memory(0);
+    size_t size = 0;
+    if (gm_drv.cuMemGetAllocationGranularity(&size, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+        CUDA_SUCCESS)
+        return 0;
+    return size;
+}
+
+static gm_status_t handle_create(void *ctx, int device, uint64_t size, uint64_t *handle_out) {
+    (void)ctx;
+    CUmemAllocationProp prop = gm_device_memory(device);
+    CUmemGenericAllocationHandle handle = 0;
+    CUresult r = gm_drv.cuMemCreate(&handle, size, &prop, 0);
+    if (r == CUDA_SUCCESS)
+        *handle_out = handle;
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? GM_ERR_OUT_OF_MEMORY : status_of(r, "cuMemCreate");
+}
+
+static gm_status_t handle_release(void *ctx, uint64_t handle) {
+    (void)ctx;
+    return status_of(gm_drv.cuMemRelease(handle), "cuMemRelease");
+}
+
+static gm_status_t map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
+    (void)ctx;
+    CUresult r = gm_drv.cuMemMap(va, size, 0, handle, 0);
+    if (r != CUDA_SUCCESS)
+        gm_log(
+            GM_LOG_WARN, "cuMemMap(va %#llx, size %#llx, handle %#llx) failed with CUDA error %d",
+            (unsigned long long)va, (unsigned long long)size, (unsigned long long)handle, (int)r);
+    return r == CUDA_SUCCESS               ? GM_OK
+           : r == CUDA_ERROR_OUT_OF_MEMORY ? GM_ERR_OUT_OF_MEMORY
+                                           : GM_ERR_BACKEND;
+}
+
+static gm_status_t unmap(void *ctx, uint64_t va, uint64_t size) {
+    (void)ctx;
+    CUresult r = gm_drv.cuMemUnmap(va, size);
+    if (r != CUDA_SUCCESS)
+        gm_log(GM_LOG_WARN, "cuMemUnmap(va %#llx, size %#llx) failed with CUDA error %d",
+               (unsigned long long)va, (unsigned long long)size, (int)r);
+    return r == CUDA_SUCCESS ? GM_OK : GM_ERR_BACKEND;
+}
+
+static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *devices,
+                              int device_count) {
+    (void)ctx;
+    CUmemAccessDesc descs[GM_MAX_DEVICES];
+    for (int i = 0; i < device_count && i < GM_MAX_DEVICES; i++) {
+        descs[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        descs[i].location.id = devices[i];
+        descs[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    }
+    CUresult r = gm_drv.cuMemSetAccess(va, size, descs, (size_t)device_count);
+    if (r != CUDA_SUCCESS)
+        gm_log(GM_LOG_WARN,
+               "cuMemSetAccess(va %#llx, size %#llx, %d devices) failed with CUDA error %d",
+               (unsigned long long)va, (unsigned long long)size, device_count, (int)r);
+    return r == CUDA_SUCCESS ? GM_OK : GM_ERR_BACKEND;
+}
+
+/* A fence is an event of one context: an event records only on a stream of its own context.
+ * Events are recycled per context, since creating one costs more than recording it. */
+typedef struct fence {
+    CUevent event;
+    CUcontext context;
+    struct fence *next;
+} fence_t;
+
+#define RECYCLED_PER_CONTEXT 256
+
+static pthread_mutex_t fence_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    CUcontext context;
+    fence_t *head;
+    int count;
+} recycled[GM_MAX_DEVICES];
+
+static fence_t *fence_take(CUcontext context) {
+    fence_t *f = NULL;
+    pthread_mutex_lock(&fence_lock);
+    for (int i = 0; i < GM_MAX_DEVICES && !f; i++)
+        if (recycled[i].head && recycled[i].context == context) {
+            f = recycled[i].head;
+            recycled[i].head = f->next;
+            recycled[i].count--;
+        }
+    pthread_mutex_unlock(&fence_lock);
+    return f;
+}
+
+/* An event made in the calling thread's current context. */
+static fence_t *fence_new(CUresult *result) {
+    fence_t *f = malloc(sizeof *f);
+    if (!f) {
+        *result = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    f->next = NULL;
+    *result = gm_drv.cuCtxGetCurrent(&f->context);
+    if (*result == CUDA_SUCCESS)
+        *result = gm_drv.cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);
+    if (*result != CUDA_SUCCESS) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static void fence_drop(fence_t *f) {
+    gm_drv.cuEventDestroy_v2(f->event);
+    free(f);
+}
+
+static void fence_recycle(fence_t *f);
+
+/* Records a fence of the current context on `stream`. When a recycled event fails to record and a
+ * new one succeeds, the old one was stale (its context was destroyed and another took its
+ * address); when both fail, the stream was the trouble and the old one goes back. */
+static CUresult record_here(CUstream stream, fence_t **out) {
+    CUcontext current = NULL;
+    CUresult r = gm_drv.cuCtxGetCurrent(&current);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fence_t *old = fence_take(current);
+    if (old && (r = gm_drv.cuEventRecord(old->event, stream)) == CUDA_SUCCESS) {
+        *out = old;
+        return r;
+    }
+    fence_t *f = fence_new(&r);
+    if (f && (r = gm_drv.cuEventRecord(f->event, stream)) != CUDA_SUCCESS) {
+        fence_drop(f);
+        f = NULL;
+    }
+    if (old && f)
+        fence_drop(old);
+    else if (old)
+        fence_recycle(old);
+    if (!f)
+        return r;
+    *out = f;
+    return CUDA_SUCCESS;
+}
+
+/* Makes `context` (NULL: any) current for one call when it is not already; `*pushed` says
+ * whether leave_context must pop it again. */
+static CUresult enter_context(CUcontext context, bool *pushed) {
+    CUcontext current = NULL;
+    *pushed = false;
+    if (!context || (gm_drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context))
+        return CUDA_SUCCESS;
+    CUresult r = gm_drv.cuCtxPushCurrent_v2(context);
+    *pushed = r == CUDA_SUCCESS;
+    return r;
+}
+
+static void leave_context(bool pushed) {
+    CUcontext popped;
+    if (pushed)
+        gm_drv.cuCtxPopCurrent_v2(&popped);
+}
+
+/* Runs `record_here` with `context` current. */
+static CUresult record_in(CUcontext context, CUstream stream, fence_t **out) {
+    bool pushed;
+    CUresult r = enter_context(context, &pushed);
+    if (r == CUDA_SUCCESS)
+        r = record_here(stream, out);
+    leave_context(pushed);
+    return r;
+}
+
+static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_out) {
+    (void)ctx;
+    CUcontext context;
+    CUstream stream;
+    if (!gm_stream_handle(stream_key, &stream, &context))
+        return status_of(CUDA_ERROR_INVALID_HANDLE, "fence on another thread's stream");
+    fence_t *f = NULL;
+    CUresult r = record_in(context, stream, &f);
+    if (r == CUDA_ERROR_INVALID_HANDLE && !context) {
+        /* A stream of another context than the current one (a launch on another device's
+         * stream): record in the stream's context. */
+        CUcontext own = NULL;
+        if (gm_drv.cuStreamGetCtx(stream, &own) == CUDA_SUCCESS && own)
+            r = record_in(own, stream, &f);
+    }
+    if (r != CUDA_SUCCESS)
+        return status_of(r, "cuEventRecord");
+    *fence_out = (uint64_t)(uintptr_t)f;
+    return GM_OK;
+}
+
+static CUevent event_of(uint64_t fence) {
+    return ((fence_t *)(uintptr_t)fence)->event;
+}
+
+/* Queries and host waits need no current context: a trim from a thread that never used the
+ * runtime works (tests/probe/launch_in_capture.cu, part c). */
+static gm_status_t fence_query(void *ctx, uint64_t fence) {
+    (void)ctx;
+    CUresult r = gm_drv.cuEventQuery(event_of(fence));
+    if (r == CUDA_ERROR_NOT_READY)
+        return GM_ERR_NOT_READY;
+    return status_of(r, "cuEventQuery");
+}
+
+/* Runs `op` on the stream of `key` (one the current engine call was handed), with the context
+ * current that names it: a stream may wait for an event of any context, only a default stream
+ * needs its own context current to be named. */
+static CUresult on_stream(uint64_t key, CUresult (*op)(CUstream, CUevent), CUevent event) {
+    CUcontext context;
+    CUstream stream;
+    if (!gm_stream_handle(key, &stream, &context))
+        return CUDA_ERROR_INVALID_HANDLE; /* another thread's per-thread stream: never touched */
+    bool pushed;
+    CUresult r = enter_context(context, &pushed);
+    if (r == CUDA_SUCCESS)
+        r = op(stream, event);
+    leave_context(pushed);
+    return r;
+}
+
+static CUresult wait_event(CUstream stream, CUevent event) {
+    return gm_drv.cuStreamWaitEvent(stream, event, 0);
+}
+
+static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fence) {
+    (void)ctx;
+    return status_of(on_stream(stream_key, wait_event, event_of(fence)), "cuStreamWaitEvent");
+}
+
+static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
+    (void)ctx;
+    return status_of(gm_drv.cuEventSynchronize(event_of(fence)), "cuEventSynchronize");
+}
+
+static CUresult synchronize(CUstream stream, CUevent unused) {
+    (void)unused;
+    return gm_drv.cuStreamSynchronize(stream);
+}
+
+static gm_status_t stream_sync(void *ctx, uint64_t stream_key) {
+    (void)ctx;
+    return status_of(on_stream(stream_key, synchronize, NULL), "cuStreamSynchronize");
+}
+
+static void fence_recycle(fence_t *f) {
+    pthread_mutex_lock(&fence_lock);
+    int slot = -1;
+    for (int i = 0; i < GM_MAX_DEVICES && slot < 0; i++)
+        if (recycled[i].head && recycled[i].context == f->context)
+            slot = i;
+    for (int i = 0; i < GM_MAX_DEVICES && slot < 0; i++)
+        if (!recycled[i].head)
+            slot = i;
+    if (slot >= 0 && recycled[slot].count < RECYCLED_PER_CONTEXT) {
+        recycled[slot].context = f->context;
+        f->next = recycled[slot].head;
+        recycled[slot].head = f;
+        recycled[slot].count++;
+        f = NULL;
+    }
+    pthread_mutex_unlock(&fence_lock);
+    if (f)
+        fence_drop(f);
+}
+
+static void fence_destroy(void *ctx, uint64_t fence) {
+    (void)ctx;
+    fence_recycle((fence_t *)(uintptr_t)fence);
+}
+
+void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity) {
+    *backend = (gm_backend_t){
+        .ctx = NULL,
+        .granularity = granularity,
+        .va_reserve = va_reserve,
+        .va_release = va_release,
+        .handle_create = handle_create,
+        .handle_release = handle_release,
+        .map = map,
+        .unmap = unmap,
+        .set_access = set_access,
+        .fence_record = fence_record,
+        .fence_query = fence_query,
+        .fence_wait_stream = fence_wait_stream,
+        .fence_wait_host = fence_wait_host,
+        .fence_destroy = fence_destroy,
+        .stream_sync = stream_sync,
+    };
+}
+
+void gm_backend_cuda_forget_after_fork(void) {
+    /* The parent's events are not valid in the child: forget them without destroying (their
+     * memory stays: another thread may have held the lock at the fork). */
+    pthread_mutex_init(&fence_lock, NULL);
+    memset(recycled, 0, sizeof recycled);
+}

@@ -1,0 +1,38 @@
+/* The engine as the shim sees it: created on the first graph-memory operation, with the CUDA
+ * backend, once the driver has shown it has what graphmem needs (VMM, memory pools, the capture
+ * entries). Otherwise graphmem warns once and passes everything through. */
+#ifndef GRAPHMEM_ENGINE_GLUE_H
+#define GRAPHMEM_ENGINE_GLUE_H
+
+#include "captures.h"
+#include "engine.h"
+#include "interpose/shim.h"
+
+/* The engine, or NULL when graphmem passes through (disabled, unsupported, failed). */
+gm_engine_t *gm_glue_engine(void);
+/* The engine if it exists already; never creates it (for hooks that only matter once it does). */
+gm_engine_t *gm_glue_engine_if_started(void);
+/* The driver's number of devices (0 before the engine starts). */
+int gm_glue_device_count(void);
+
+CUresult gm_cuda_result(gm_status_t status);
+
+/* GRAPHMEM_UAF_CHECK (nothing else: a no-op without it): once a free is done or a launch has run,
+ * nothing freed may stay mapped, so a late access faults. Waits for `stream` first when `wait`
+ * (the work the free or the launch was ordered after), then trims every device. */
+void gm_uaf_unmap_freed(gm_engine_t *engine, bool wait, CUstream stream, bool ptsz);
+
+/* A driver call the engine makes inside its critical section (gm_driver_call_t): the engine's own
+ * driver calls run in RELAXED capture mode while a capture is in flight, the application's call
+ * in the application's mode, exactly as it would run without graphmem. Begin before the engine
+ * call, end after it; `result` is the driver's code. */
+typedef struct gm_app_call {
+    CUresult (*fn)(void *args);
+    void *args;
+    gm_relaxed_t relaxed;
+    CUresult result;
+} gm_app_call_t;
+gm_driver_call_t gm_app_call_begin(gm_app_call_t *call, CUresult (*fn)(void *), void *args);
+void gm_app_call_end(gm_app_call_t *call);
+
+#endif

@@ -1,0 +1,186 @@
+/* Unjoined forks. The driver ends a capture with CUDA_ERROR_STREAM_CAPTURE_UNJOINED when a forked
+ * stream's work never rejoined the origin stream, but it does not count graphmem's markers as
+ * work captured on the forked stream (they are added through the graph API). So graphmem notes
+ * each stream that received a marker, and when the capture ends checks that the stream's last
+ * nodes are ancestors of the origin stream's frontier, as the driver would have. A noted stream
+ * destroyed before the capture ends (NVIDIA's graph-memory sample does it after joining) is asked
+ * for its last nodes while it is handed over for destruction, never afterwards. */
+#include "joins.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interpose/driver.h"
+#include "util.h"
+
+typedef struct noted_stream {
+    cuuint64_t capture;
+    CUstream stream;
+    bool ptsz;
+    CUgraph graph;
+    bool destroyed;     /* the stream is gone: `tails` is what it had captured last */
+    CUgraphNode *tails; /* owned */
+    size_t tail_count;
+} noted_stream_t;
+
+static noted_stream_t *noted;
+static uint32_t noted_count, noted_cap;
+static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph) {
+    pthread_mutex_lock(&noted_lock);
+    bool seen = false;
+    for (uint32_t i = 0; i < noted_count && !seen; i++)
+        seen = noted[i].capture == capture && noted[i].stream == stream && noted[i].ptsz == ptsz &&
+               !noted[i].destroyed;
+    /* Without host memory for the note the check is skipped for this stream: never a refusal. */
+    if (!seen && gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK)
+        noted[noted_count++] = (noted_stream_t){capture, stream, ptsz, graph, false, NULL, 0};
+    pthread_mutex_unlock(&noted_lock);
+}
+
+void gm_joins_stream_destroyed(CUstream stream) {
+    pthread_mutex_lock(&noted_lock);
+    for (uint32_t i = 0; i < noted_count; i++) {
+        noted_stream_t *n = &noted[i];
+        if (n->stream != stream || n->ptsz || n->destroyed)
+            continue;
+        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+        cuuint64_t capture = 0;
+        const CUgraphNode *tails = NULL;
+        size_t count = 0;
+        n->destroyed = true;
+        if (gm_real.cuStreamGetCaptureInfo_v3(stream, &status, &capture, NULL, &tails, NULL,
+                                              &count) != CUDA_SUCCESS ||
+            status != CU_STREAM_CAPTURE_STATUS_ACTIVE || capture != n->capture)
+            continue; /* not in the capture any more: nothing to check */
+        n->tails = count ? malloc(count * sizeof *tails) : NULL;
+        if (n->tails) {
+            memcpy(n->tails, tails, count * sizeof *tails);
+            n->tail_count = count;
+        }
+    }
+    pthread_mutex_unlock(&noted_lock);
+}
+
+typedef CUresult (*capture_info_fn)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                                    const CUgraphNode **, const CUgraphEdgeData **, size_t *);
+
+/* Whether every node of `targets` is one of `roots` or an ancestor of one. */
+static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgraphNode *targets,
+                        size_t target_count) {
+    size_t cap = 256, count = 0, head = 0;
+    CUgraphNode *seen = malloc(cap * sizeof *seen);
+    if (seen == NULL)
+        return true; /* cannot tell: never refuse a capture for that */
+    for (size_t i = 0; i < root_count && count < cap; i++)
+        seen[count++] = roots[i];
+    size_t found = 0;
+    bool *hit = calloc(target_count ? target_count : 1, sizeof *hit);
+    while (hit && head < count && found < target_count) {
+        CUgraphNode node = seen[head++];
+        for (size_t t = 0; t < target_count; t++)
+            if (!hit[t] && targets[t] == node) {
+                hit[t] = true;
+                found++;
+            }
+        size_t n = 0;
+        if (gm_drv.cuGraphNodeGetDependencies_v2(node, NULL, NULL, &n) != CUDA_SUCCESS || n == 0)
+            continue;
+        if (count + n > cap) {
+            size_t grown_cap = (count + n) * 2;
+            CUgraphNode *grown = realloc(seen, grown_cap * sizeof *grown);
+            if (grown == NULL)
+                break;
+            seen = grown;
+            cap = grown_cap;
+        }
+        CUgraphEdgeData *data = calloc(n, sizeof *data);
+        if (data &&
+            gm_drv.cuGraphNodeGetDependencies_v2(node, seen + count, data, &n) == CUDA_SUCCESS) {
+            /* Keep only nodes not queued yet (a DAG visits shared ancestors once). */
+            size_t kept = count;
+            for (size_t i = count; i < count + n; i++) {
+                bool dup = false;
+                for (size_t j = 0; j < kept && !dup; j++)
+                    dup = seen[j] == seen[i];
+                if (!dup)
+                    seen[kept++] = seen[i];
+            }
+            count = kept;
+        }
+        free(data);
+    }
+    bool all = hit == NULL || found == target_count || head < count;
+    free(hit);
+    free(seen);
+    return all;
+}
+
+static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture, const noted_stream_t *mine,
+                         uint32_t mine_count);
+
+bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *graph_out) {
+    *graph_out = NULL;
+    noted_stream_t *mine = NULL;
+    uint32_t mine_count = 0, mine_cap = 0;
+    pthread_mutex_lock(&noted_lock);
+    /* By capture id; an invalidated capture may no longer tell its id, then by the origin. */
+    bool by_stream = true;
+    for (uint32_t i = 0; i < noted_count && by_stream; i++)
+        by_stream = noted[i].capture != capture;
+    for (uint32_t i = 0; i < noted_count;) {
+        bool match = by_stream ? noted[i].stream == origin && noted[i].ptsz == ptsz
+                               : noted[i].capture == capture;
+        if (!match) {
+            i++;
+            continue;
+        }
+        if (gm_grow((void **)&mine, &mine_cap, mine_count + 1, sizeof *mine) == GM_OK)
+            mine[mine_count++] = noted[i];
+        else
+            free(noted[i].tails); /* cannot check it: never refuse a capture for that */
+        noted[i] = noted[--noted_count];
+    }
+    pthread_mutex_unlock(&noted_lock);
+    if (mine_count > 0)
+        *graph_out = mine[0].graph;
+    bool unjoined = finish_check(origin, ptsz, capture, mine, mine_count);
+    for (uint32_t i = 0; i < mine_count; i++)
+        free(mine[i].tails);
+    free(mine);
+    return unjoined;
+}
+
+/* Whether a noted stream's last nodes are not all ancestors of the origin's frontier. */
+static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture, const noted_stream_t *mine,
+                         uint32_t mine_count) {
+    capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
+    CUstreamCaptureStatus status;
+    const CUgraphNode *roots = NULL;
+    size_t root_count = 0;
+    if (mine_count == 0 ||
+        info(origin, &status, NULL, NULL, &roots, NULL, &root_count) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return false;
+    bool unjoined = false;
+    for (uint32_t i = 0; i < mine_count && !unjoined; i++) {
+        if (mine[i].stream == origin && mine[i].ptsz == ptsz)
+            continue;
+        if (mine[i].destroyed) { /* never ask a stream that is gone */
+            unjoined = !all_reached(roots, root_count, mine[i].tails, mine[i].tail_count);
+            continue;
+        }
+        capture_info_fn side_info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, mine[i].ptsz);
+        cuuint64_t side_capture = 0;
+        const CUgraphNode *tails = NULL;
+        size_t tail_count = 0;
+        if (side_info(mine[i].stream, &status, &side_capture, NULL, &tails, NULL, &tail_count) !=
+                CUDA_SUCCESS ||
+            status != CU_STREAM_CAPTURE_STATUS_ACTIVE || side_capture != capture)
+            continue; /* that stream left the capture some other way */
+        unjoined = !all_reached(roots, root_count, tails, tail_count);
+    }
+    return unjoined;
+}

@@ -1,0 +1,121 @@
+#include "markers.h"
+
+#include <string.h>
+
+#include "engine_glue.h"
+#include "interpose/driver.h"
+#include "log.h"
+#include "options.h"
+
+/* An empty node after `deps` (keeping their edge data when there is any). */
+static CUresult marker_add(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
+                           const CUgraphEdgeData *edge_data, size_t count) {
+    bool plain = true;
+    static const CUgraphEdgeData default_edge;
+    for (size_t i = 0; edge_data != NULL && i < count && plain; i++)
+        plain = memcmp(&edge_data[i], &default_edge, sizeof default_edge) == 0;
+    if (plain)
+        return gm_drv.cuGraphAddEmptyNode(node_out, graph, deps, count);
+    CUgraphNodeParams params;
+    memset(&params, 0, sizeof params);
+    params.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    return gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, &params);
+}
+
+gm_marker_kind_t gm_marker_of(CUgraphNode node, gm_marker_info_t *info) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || node == NULL)
+        return GM_MARKER_NONE;
+    return gm_engine_marker(engine, (uint64_t)(uintptr_t)node, info);
+}
+
+/* Markers among the ancestors of `deps`, found by a bounded backward search that stops at
+ * markers. Proves, online, that earlier frees come before a new allocation (engine.h). */
+#define ANCESTOR_MAX 32
+typedef struct ancestor_set {
+    uint64_t markers[ANCESTOR_MAX];
+    gm_ancestors_t view;
+} ancestor_set_t;
+
+/* Breadth-first from the dependencies, at most this many driver nodes visited: between two
+ * markers on one stream there are usually a few kernels, so the budget finds the previous marker
+ * while keeping the capture path cheap. Finding nothing is always safe (no reuse is proven). */
+#define SEARCH_BUDGET 64
+
+static void find_ancestors(gm_engine_t *engine, const gm_marker_site_t *site, ancestor_set_t *set) {
+    CUgraphNode queue[SEARCH_BUDGET];
+    size_t head = 0, tail = 0, found = 0;
+    for (size_t i = 0; i < site->count && tail < SEARCH_BUDGET; i++)
+        queue[tail++] = site->deps[i];
+    while (head < tail && found < ANCESTOR_MAX) {
+        CUgraphNode node = queue[head++];
+        if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE) {
+            set->markers[found++] = (uint64_t)(uintptr_t)node;
+            continue;
+        }
+        CUgraphNode parents[8];
+        size_t parent_count = 8;
+        if (gm_drv.cuGraphNodeGetDependencies_v2(node, parents, NULL, &parent_count) !=
+            CUDA_SUCCESS)
+            continue; /* lossy edge data or too many parents: stop this branch, stay safe */
+        for (size_t i = 0; i < parent_count && i < 8 && tail < SEARCH_BUDGET; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < tail && !seen; j++)
+                seen = queue[j] == parents[i];
+            if (!seen)
+                queue[tail++] = parents[i];
+        }
+    }
+    set->view.markers = set->markers;
+    set->view.count = found;
+}
+
+/* Whether an allocation of `size` bytes is byte-packed with others (engine.h, small_limit): only
+ * then may it reuse the bytes of earlier frees, and only then is the proof worth a search. */
+static bool packed(uint64_t size) {
+    return size < gm_option_u64(GM_OPT_SMALL_LIMIT);
+}
+
+CUresult gm_marker_alloc(gm_engine_t *engine, const gm_marker_site_t *site,
+                         const gm_alloc_params_t *params, CUdeviceptr *va_out,
+                         CUgraphNode *node_out) {
+    ancestor_set_t ancestors = {.view = {NULL, 0}};
+    if (packed(params->size))
+        find_ancestors(engine, site, &ancestors);
+    uint64_t graph = (uint64_t)(uintptr_t)site->graph, va = 0;
+    gm_status_t status = gm_engine_alloc_create(engine, graph, params, &ancestors.view, &va);
+    if (status != GM_OK)
+        return gm_cuda_result(status);
+    CUgraphNode node = NULL;
+    CUresult result = marker_add(&node, site->graph, site->deps, site->edge_data, site->count);
+    if (result != CUDA_SUCCESS) {
+        gm_engine_alloc_abort(engine, va);
+        return result;
+    }
+    gm_engine_alloc_attach(engine, va, (uint64_t)(uintptr_t)node);
+    *va_out = va;
+    *node_out = node;
+    return CUDA_SUCCESS;
+}
+
+CUresult gm_marker_free(gm_engine_t *engine, const gm_marker_site_t *site, CUdeviceptr dptr,
+                        CUgraphNode *node_out) {
+    ancestor_set_t ancestors = {.view = {NULL, 0}};
+    find_ancestors(engine, site, &ancestors);
+    uint64_t graph = (uint64_t)(uintptr_t)site->graph;
+    gm_status_t status = gm_engine_free_create(engine, graph, dptr, &ancestors.view);
+    if (status != GM_OK) {
+        gm_log(GM_LOG_DEBUG, "free of %#llx in graph %p refused: %s", (unsigned long long)dptr,
+               (void *)site->graph, gm_status_name(status));
+        return gm_cuda_result(status);
+    }
+    CUgraphNode node = NULL;
+    CUresult result = marker_add(&node, site->graph, site->deps, site->edge_data, site->count);
+    if (result != CUDA_SUCCESS) {
+        gm_engine_free_abort(engine, graph, dptr);
+        return result;
+    }
+    gm_engine_free_attach(engine, graph, dptr, (uint64_t)(uintptr_t)node);
+    *node_out = node;
+    return CUDA_SUCCESS;
+}

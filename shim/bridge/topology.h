@@ -1,0 +1,45 @@
+/* Reading a graph's topology for the engine, and the graphs nested in it. */
+#ifndef GRAPHMEM_TOPOLOGY_H
+#define GRAPHMEM_TOPOLOGY_H
+
+#include "engine.h"
+#include "interpose/shim.h"
+
+/* Child and body graphs nested deeper than this are refused (a bound on the recursion only: the
+ * driver itself was seen to crash building chains of 100 on an H100, tests/gpu/scn_many_graphs). */
+#define GM_NESTING_MAX 1024
+
+typedef struct gm_topology_buf {
+    gm_topology_t view;
+    uint64_t *nodes;
+    CUgraphNodeType *types; /* per node, asked once; the exits of child graphs are EMPTY */
+    uint32_t *from, *to;
+    uint32_t node_cap, edge_cap;
+} gm_topology_buf_t;
+
+/* The graph with child graphs expanded in place: a child node becomes an entry and an exit node
+ * around all of the child's nodes, so reachability through it is exact. */
+CUresult gm_topology_read(CUgraph graph, gm_topology_buf_t *buf);
+void gm_topology_free(gm_topology_buf_t *buf);
+
+/* Graphs owned by nodes of another graph: conditional bodies (memory nodes may be added, but the
+ * driver refuses them at instantiation) and child graphs (memory nodes are refused outright). */
+typedef enum gm_nested_kind {
+    GM_NESTED_BODY,
+    GM_NESTED_CHILD,
+} gm_nested_kind_t;
+
+void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count, gm_nested_kind_t kind);
+/* True when a conditional body of `graph`, at any depth, holds a marker. */
+bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph);
+bool gm_nested_is_child(CUgraph graph);
+/* Destroys `graph` through `call` (NULL fn: it is gone already, e.g. a failed capture's graph),
+ * and forgets it and the graphs it owned, here and in the engine (NULL: not started), in one step.
+ * GM_ERR_DRIVER when the call failed (nothing is forgotten). */
+gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call);
+
+/* Whether replacing the child graph of `node` in an exec by `child` is refused: either holds a
+ * memory node (engine NULL: not started, nothing is refused). */
+bool gm_child_swap_refused(gm_engine_t *engine, CUgraphNode node, CUgraph child);
+
+#endif

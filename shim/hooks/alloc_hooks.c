@@ -1,0 +1,230 @@
+/* Stream-ordered allocation and free. Outside captures these pass straight through after one
+ * relaxed load; on a capturing stream a graph allocation becomes a marker at the stream's frontier
+ * and the address comes from graphmem's reservation. */
+#include "interpose/driver.h"
+#include "bridge/captures.h"
+#include "bridge/engine_glue.h"
+#include "bridge/joins.h"
+#include "bridge/markers.h"
+#include "bridge/mempools.h"
+#include "bridge/streams.h"
+#include "bridge/topology.h"
+#include "log.h"
+#include "stats.h"
+
+typedef struct capture_point {
+    cuuint64_t id;
+    gm_marker_site_t site; /* the capture's graph and the stream's frontier */
+} capture_point_t;
+
+/* Whether `stream` is capturing now, and where the next captured node goes. */
+static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
+    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0)
+        return false;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                     const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
+        GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
+    gm_marker_site_t *site = &point->site;
+    if (info == NULL || info(stream, &status, &point->id, &site->graph, &site->deps,
+                             &site->edge_data, &site->count) != CUDA_SUCCESS)
+        return false; /* the driver will report whatever is wrong with the stream */
+    return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+/* Makes `node` the stream's only capture dependency, as a driver memory node would be. */
+static CUresult set_frontier(CUstream stream, bool ptsz, CUgraphNode node) {
+    CUresult (*update)(CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int) =
+        GM_REAL_PT(cuStreamUpdateCaptureDependencies_v2, ptsz);
+    return update(stream, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+}
+
+/* The device of a capturing stream. A default stream belongs to the current context; any other
+ * stream names its own. cuStreamGetDevice would be one call, but it invalidates a GLOBAL capture
+ * even from a RELAXED thread; cuStreamGetCtx and cuCtxGetDevice_v2 do not
+ * (tests/probe/capture_safety.cu). Drivers older than 13.0 lack cuCtxGetDevice_v2: the current
+ * device then (README, known limitations). */
+static bool stream_device(CUstream stream, CUdevice *device) {
+    CUcontext context = NULL;
+    if (gm_drv.cuCtxGetDevice_v2 == NULL)
+        return gm_drv.cuCtxGetDevice(device) == CUDA_SUCCESS;
+    if (stream != NULL && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD &&
+        gm_drv.cuStreamGetCtx(stream, &context) != CUDA_SUCCESS)
+        return false;
+    return gm_drv.cuCtxGetDevice_v2(device, context) == CUDA_SUCCESS;
+}
+
+/* The pool a captured allocation takes its properties from (cuMemAllocAsync: the current pool of
+ * the capturing stream's device, which need not be the current one; FromPool: the one given);
+ * false when graphmem cannot serve it (IPC, host or managed pools, pools it does not know): the
+ * driver makes the node then. Nothing here asks the driver about pools: such queries can
+ * invalidate a GLOBAL capture. */
+static bool capture_pool(CUmemoryPool pool, CUstream stream, gm_alloc_params_t *params) {
+    if (pool == NULL) {
+        CUdevice device = 0;
+        if (!stream_device(stream, &device))
+            return false;
+        pool = gm_mempool_current(device);
+    }
+    if (!gm_mempool_servable(pool, &params->device, &params->access_mask))
+        return false;
+    /* A captured node lists the pool's peers (its resident device is implicit). */
+    params->listed_mask = params->access_mask & ~(1ull << params->device);
+    return true;
+}
+
+static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
+                               bool ptsz, const gm_alloc_params_t *params, CUdeviceptr *dptr) {
+    CUdeviceptr va = 0;
+    CUgraphNode node = NULL;
+    CUresult result = gm_marker_alloc(engine, &point->site, params, &va, &node);
+    if (result == CUDA_SUCCESS)
+        result = set_frontier(stream, ptsz, node);
+    if (result == CUDA_SUCCESS) {
+        gm_joins_note(point->id, stream, ptsz, point->site.graph);
+        *dptr = va;
+        gm_stat_add(GM_STAT_graph_allocations, 1);
+    }
+    return result;
+}
+
+/* One captured-allocation call as the application made it: the hook's arguments. */
+typedef struct alloc_call {
+    CUdeviceptr *dptr;
+    size_t size;
+    CUmemoryPool pool; /* NULL: cuMemAllocAsync, the current pool of the stream's device */
+    CUstream stream;
+    bool ptsz;
+    CUresult (*forward)(const struct alloc_call *call); /* the driver's own entry */
+} alloc_call_t;
+
+/* On a capturing stream: a marker for a pool graphmem serves; the driver's own node for any
+ * other pool. */
+static CUresult alloc_in_capture(gm_engine_t *engine, const capture_point_t *point,
+                                 const alloc_call_t *call) {
+    gm_alloc_params_t params = {
+        .device = 0, .size = call->size, .access_mask = 0, .listed_mask = 0};
+    if (!capture_pool(call->pool, call->stream, &params)) {
+        gm_stat_add(GM_STAT_passthrough_allocations, 1);
+        return call->forward(call);
+    }
+    return captured_alloc(engine, point, call->stream, call->ptsz, &params, call->dptr);
+}
+
+static CUresult alloc_async(const alloc_call_t *call) {
+    capture_point_t point;
+    /* Zero bytes: the driver returns NULL and adds no node; leave it to the driver. */
+    if (call->dptr == NULL || call->size == 0 || gm_shim_mode() != GM_MODE_ACTIVE ||
+        !capturing(call->stream, call->ptsz, &point))
+        return call->forward(call);
+    /* A capture into the graph of a child-graph node (cuStreamBeginCaptureToGraph): memory nodes
+     * are refused there (§A3.6), and the driver answers the captured call exactly. */
+    if (gm_nested_is_child(point.site.graph))
+        return call->forward(call);
+    gm_engine_t *engine = gm_glue_engine();
+    if (engine == NULL)
+        return call->forward(call);
+    CUresult result;
+    GM_RELAXED(result = alloc_in_capture(engine, &point, call));
+    return result;
+}
+
+static CUresult forward_alloc(const alloc_call_t *c) {
+    return GM_REAL_PT(cuMemAllocAsync, c->ptsz)(c->dptr, c->size, c->stream);
+}
+
+static CUresult forward_alloc_from_pool(const alloc_call_t *c) {
+    return GM_REAL_PT(cuMemAllocFromPoolAsync, c->ptsz)(c->dptr, c->size, c->pool, c->stream);
+}
+
+CUresult gm_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, false, forward_alloc});
+}
+
+CUresult gm_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, true, forward_alloc});
+}
+
+CUresult gm_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                         CUstream hStream) {
+    alloc_call_t call = {dptr, bytesize, pool, hStream, false, forward_alloc_from_pool};
+    if (pool == NULL)
+        return forward_alloc_from_pool(&call); /* the driver's error for a NULL pool */
+    return alloc_async(&call);
+}
+
+CUresult gm_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                              CUstream hStream) {
+    alloc_call_t call = {dptr, bytesize, pool, hStream, true, forward_alloc_from_pool};
+    if (pool == NULL)
+        return forward_alloc_from_pool(&call);
+    return alloc_async(&call);
+}
+
+/* ---- frees ---------------------------------------------------------------------------------- */
+
+static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
+                              bool ptsz, CUdeviceptr dptr) {
+    CUgraphNode node = NULL;
+    CUresult result = gm_marker_free(engine, &point->site, dptr, &node);
+    if (result != CUDA_SUCCESS)
+        return result;
+    gm_stat_add(GM_STAT_graph_frees, 1);
+    gm_joins_note(point->id, stream, ptsz, point->site.graph);
+    return set_frontier(stream, ptsz, node);
+}
+
+/* A free outside any graph: the allocation's lifetime ends now, after the stream's work for an
+ * async free (`async`), at once for cuMemFree. */
+static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, CUstream stream,
+                             bool ptsz) {
+    uint64_t key = async ? gm_stream_key(stream, ptsz) : GM_NO_STREAM;
+    gm_status_t status = gm_engine_free_outside(engine, dptr, key);
+    if (status != GM_OK) {
+        gm_log(GM_LOG_DEBUG, "free of %#llx outside graphs refused: %s", (unsigned long long)dptr,
+               gm_status_name(status));
+        return gm_cuda_result(status);
+    }
+    gm_stat_add(GM_STAT_outside_frees, 1);
+    /* An async free on the legacy default stream, like cuMemFree, is not waited for. */
+    gm_uaf_unmap_freed(engine, async && (stream != NULL || ptsz), stream, ptsz);
+    return CUDA_SUCCESS;
+}
+
+/* A free of a graphmem address: a marker on a capturing stream, else the end of its lifetime. */
+static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stream, bool ptsz) {
+    capture_point_t point;
+    if (!capturing(stream, ptsz, &point))
+        return free_outside(engine, dptr, true, stream, ptsz);
+    /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit one. */
+    if (gm_nested_is_child(point.site.graph))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return captured_free(engine, &point, stream, ptsz, dptr);
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || !gm_engine_owns(engine, dptr))
+        return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
+    CUresult result;
+    GM_RELAXED(result = free_served(engine, dptr, stream, ptsz));
+    return result;
+}
+
+CUresult gm_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    return free_async(dptr, hStream, false);
+}
+
+CUresult gm_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+    return free_async(dptr, hStream, true);
+}
+
+CUresult gm_hook_cuMemFree_v2(CUdeviceptr dptr) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || !gm_engine_owns(engine, dptr))
+        return gm_real.cuMemFree_v2(dptr);
+    /* cuMemFree ends the lifetime at once and does not synchronize (the caller must have). */
+    CUresult result;
+    GM_RELAXED(result = free_outside(engine, dptr, false, NULL, false));
+    return result;
+}

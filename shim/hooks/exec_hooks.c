@@ -1,0 +1,301 @@
+/* Instantiation, launch, upload and destruction of graphs holding graphmem allocations; graphs
+ * without any pass straight through. */
+#include <stdlib.h>
+
+#include "bridge/captures.h"
+#include "bridge/engine_glue.h"
+#include "bridge/scratch.h"
+#include "bridge/streams.h"
+#include "bridge/topology.h"
+#include "log.h"
+#include "stats.h"
+#include "util.h"
+
+#define GM_INSTANTIATE_FLAG_AUTO_FREE 1ull
+#define GM_INSTANTIATE_FLAG_UPLOAD 2ull
+#define GM_INSTANTIATE_FLAG_DEVICE_LAUNCH 4ull
+
+typedef struct instantiation {
+    gm_engine_t *engine; /* NULL: not ours, forward unchanged */
+    gm_topology_buf_t topology;
+    gm_scratch_t cover; /* the driver checks memset/memcpy targets while it instantiates */
+    /* For the debug line that says where an instantiation's time went. */
+    uint64_t started_ns, read_ns, driver_started_ns;
+} instantiation_t;
+
+/* The first memory node of `graph` in the driver's node order (the one it reports as the node that
+ * device launch does not support). */
+static CUgraphNode first_marker(gm_engine_t *engine, CUgraph graph) {
+    size_t count = 0;
+    CUgraphNode found = NULL;
+    if (gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
+        return NULL;
+    CUgraphNode *nodes = calloc(count, sizeof *nodes);
+    if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS)
+        for (size_t i = 0; i < count && !found; i++)
+            if (gm_engine_marker(engine, (uint64_t)(uintptr_t)nodes[i], NULL) != GM_MARKER_NONE)
+                found = nodes[i];
+    free(nodes);
+    return found;
+}
+
+/* Before the driver instantiates: the restrictions the driver puts on memory nodes, then the
+ * topology (read now, while the graph is known to be unchanged). */
+static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
+                        CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    inst->engine = NULL;
+    gm_scratch_begin(&inst->cover, NULL);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || graph == NULL)
+        return CUDA_SUCCESS;
+    uint64_t key = (uint64_t)(uintptr_t)graph;
+    bool markers = gm_engine_graph_has_markers(engine, key);
+    if (!markers) {
+        if (gm_conditional_bodies_have_markers(engine, graph))
+            return CUDA_ERROR_INVALID_VALUE; /* memory nodes in a conditional body */
+        return CUDA_SUCCESS;
+    }
+    if (gm_engine_graph_instantiated(engine, key))
+        return CUDA_ERROR_NOT_SUPPORTED; /* one exec at a time for graphs with memory nodes */
+    if (flags & GM_INSTANTIATE_FLAG_DEVICE_LAUNCH) {
+        /* With AutoFree too, the driver refuses the flags before looking at any node. */
+        if (flags & GM_INSTANTIATE_FLAG_AUTO_FREE)
+            return CUDA_SUCCESS;
+        if (params != NULL) {
+            params->result_out = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
+            params->hErrNode_out = first_marker(engine, graph);
+        }
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (gm_conditional_bodies_have_markers(engine, graph))
+        return CUDA_ERROR_INVALID_VALUE;
+    inst->started_ns = gm_now_ns();
+    CUresult r = gm_topology_read(graph, &inst->topology);
+    if (r != CUDA_SUCCESS) {
+        gm_log(GM_LOG_DEBUG, "instantiate: reading the topology of graph %p failed (%d)",
+               (void *)graph, (int)r);
+        return r;
+    }
+    inst->engine = engine;
+    gm_scratch_begin(&inst->cover, engine);
+    gm_scratch_cover_topology(&inst->cover, &inst->topology);
+    inst->driver_started_ns = gm_now_ns();
+    inst->read_ns = inst->driver_started_ns - inst->started_ns;
+    return CUDA_SUCCESS;
+}
+
+static bool driver_done(void *arg) {
+    (void)arg;
+    return true;
+}
+
+/* The engine's part of an instantiation the driver accepted: plan the exec, and for an
+ * instantiation with ..._FLAG_UPLOAD map it for its stream as an upload would. */
+static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
+                        unsigned long long flags, CUstream upload_stream) {
+    unsigned engine_flags = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
+    gm_status_t status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
+                                               &inst->topology.view, key, engine_flags);
+    if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
+        /* The driver uploaded already: map and tie the exec to the stream as an upload. */
+        uint64_t stream = gm_stream_key(upload_stream, false);
+        status = gm_engine_launch(inst->engine, key, stream, true,
+                                  (gm_driver_call_t){driver_done, NULL});
+        if (status != GM_OK)
+            gm_engine_exec_destroy(inst->engine, key, GM_NO_CALL);
+    }
+    return status;
+}
+
+/* After the driver made the exec: plan it; on failure the exec is destroyed again so the caller
+ * sees one clean error. */
+static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CUgraphExec *exec,
+                       unsigned long long flags, CUstream upload_stream) {
+    if (inst->engine == NULL)
+        return result;
+    uint64_t driver_ns = gm_now_ns() - inst->driver_started_ns;
+    gm_scratch_end(&inst->cover); /* before anything maps the real memory */
+    if (result == CUDA_SUCCESS) {
+        uint64_t engine_started_ns = gm_now_ns();
+        gm_status_t status;
+        GM_RELAXED(status = plan(inst, graph, (uint64_t)(uintptr_t)*exec, flags, upload_stream));
+        if (status != GM_OK) {
+            gm_log(GM_LOG_DEBUG, "instantiate: graph %p (%u nodes, %u edges) refused: %s",
+                   (void *)graph, inst->topology.view.node_count, inst->topology.view.edge_count,
+                   gm_status_name(status));
+            gm_real.cuGraphExecDestroy(*exec);
+            result = gm_cuda_result(status);
+        } else {
+            gm_stat_add(GM_STAT_instantiations, 1);
+            gm_log(GM_LOG_DEBUG,
+                   "instantiate: graph %p, %u nodes, %u edges: read back %.3f ms, driver %.3f ms, "
+                   "engine %.3f ms",
+                   (void *)graph, inst->topology.view.node_count, inst->topology.view.edge_count,
+                   inst->read_ns / 1e6, driver_ns / 1e6, (gm_now_ns() - engine_started_ns) / 1e6);
+        }
+    }
+    gm_topology_free(&inst->topology);
+    return result;
+}
+
+typedef CUresult (*legacy_instantiate_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+
+/* cuGraphInstantiate and _v2: the 5-argument ABIs (no flags). */
+static CUresult instantiate_legacy(legacy_instantiate_fn real, CUgraphExec *exec, CUgraph graph,
+                                   CUgraphNode *error_node, char *log, size_t log_size) {
+    instantiation_t inst;
+    CUresult r = prepare(graph, 0, &inst, NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(exec, graph, error_node, log, log_size);
+    return finish(&inst, graph, r, exec, 0, NULL);
+}
+
+CUresult gm_hook_cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                    CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize) {
+    return instantiate_legacy(gm_real.cuGraphInstantiate, phGraphExec, hGraph, phErrorNode,
+                              logBuffer, bufferSize);
+}
+
+CUresult gm_hook_cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                       CUgraphNode *phErrorNode, char *logBuffer,
+                                       size_t bufferSize) {
+    return instantiate_legacy(gm_real.cuGraphInstantiate_v2, phGraphExec, hGraph, phErrorNode,
+                              logBuffer, bufferSize);
+}
+
+CUresult gm_hook_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                             unsigned long long flags) {
+    instantiation_t inst;
+    CUresult r = prepare(hGraph, flags, &inst, NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = gm_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
+    return finish(&inst, hGraph, r, phGraphExec, flags, NULL);
+}
+
+static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,
+                                        CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    CUresult (*real)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *) =
+        GM_REAL_PT(cuGraphInstantiateWithParams, ptsz);
+    if (params == NULL || phGraphExec == NULL)
+        return real(phGraphExec, hGraph, params);
+    instantiation_t inst;
+    CUresult r = prepare(hGraph, params->flags, &inst, params);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(phGraphExec, hGraph, params);
+    return finish(&inst, hGraph, r, phGraphExec, params->flags, params->hUploadStream);
+}
+
+CUresult gm_hook_cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
+    return instantiate_with_params(false, phGraphExec, hGraph, instantiateParams);
+}
+
+CUresult
+gm_hook_cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                          CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
+    return instantiate_with_params(true, phGraphExec, hGraph, instantiateParams);
+}
+
+/* ---- launch and upload ---------------------------------------------------------------------- */
+
+typedef struct launch_args {
+    CUresult (*real)(CUgraphExec, CUstream);
+    CUgraphExec exec;
+    CUstream stream;
+} launch_args_t;
+
+static CUresult call_launch(void *arg) {
+    launch_args_t *a = arg;
+    return a->real(a->exec, a->stream);
+}
+
+/* A launch or upload into a capturing stream: the driver refuses every one, with or without
+ * memory nodes, and invalidates the capture (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, measured on
+ * driver 580 by tests/probe/launch_in_capture.cu, part a). Left to the driver, which answers
+ * exactly that; the engine must not touch the stream. */
+static CUresult launch_into_capture(CUresult (*real)(CUgraphExec, CUstream), CUgraphExec exec,
+                                    CUstream stream) {
+    return real(exec, stream);
+}
+
+/* Launch and upload of an exec graphmem serves: one step of the engine (core/README.md, "Launch
+ * protocol"), the driver's call included. Any other exec passes straight through, without waiting
+ * on the engine's lock. */
+static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload) {
+    CUresult (*real)(CUgraphExec, CUstream) =
+        upload ? GM_REAL_PT(cuGraphUpload, ptsz) : GM_REAL_PT(cuGraphLaunch, ptsz);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    uint64_t key = (uint64_t)(uintptr_t)exec;
+    if (engine == NULL || !gm_engine_serves(engine, key))
+        return real(exec, stream);
+    if (gm_stream_capturing(stream, ptsz))
+        return launch_into_capture(real, exec, stream);
+    launch_args_t args = {real, exec, stream};
+    gm_app_call_t call;
+    gm_status_t status = gm_engine_launch(engine, key, gm_stream_key(stream, ptsz), upload,
+                                          gm_app_call_begin(&call, call_launch, &args));
+    gm_app_call_end(&call);
+    if (status == GM_ERR_DRIVER)
+        return call.result;
+    if (status != GM_OK) {
+        gm_log(GM_LOG_DEBUG, "%s of exec %p refused: %s", upload ? "upload" : "launch",
+               (void *)exec, gm_status_name(status));
+        return gm_cuda_result(status);
+    }
+    gm_stat_add(upload ? GM_STAT_uploads : GM_STAT_launches, 1);
+    if (!upload)
+        gm_uaf_unmap_freed(engine, true, stream, ptsz);
+    return CUDA_SUCCESS;
+}
+
+CUresult gm_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+    return launch(hGraphExec, hStream, false, false);
+}
+
+CUresult gm_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+    return launch(hGraphExec, hStream, true, false);
+}
+
+CUresult gm_hook_cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+    return launch(hGraphExec, hStream, false, true);
+}
+
+CUresult gm_hook_cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+    return launch(hGraphExec, hStream, true, true);
+}
+
+/* ---- destruction ---------------------------------------------------------------------------- */
+
+/* The engine forgets an exec or graph in the same step as the driver destroys it: the driver may
+ * hand the handle out again at once, to another thread, and that must not meet the old records. */
+
+static CUresult call_exec_destroy(void *arg) {
+    return gm_real.cuGraphExecDestroy((CUgraphExec)arg);
+}
+
+CUresult gm_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    uint64_t key = (uint64_t)(uintptr_t)hGraphExec;
+    if (engine == NULL || !gm_engine_serves(engine, key))
+        return gm_real.cuGraphExecDestroy(hGraphExec);
+    gm_app_call_t call;
+    gm_engine_exec_destroy(engine, key, gm_app_call_begin(&call, call_exec_destroy, hGraphExec));
+    gm_app_call_end(&call);
+    return call.result;
+}
+
+static CUresult call_graph_destroy(void *arg) {
+    return gm_real.cuGraphDestroy((CUgraph)arg);
+}
+
+CUresult gm_hook_cuGraphDestroy(CUgraph hGraph) {
+    gm_app_call_t call;
+    gm_status_t st = gm_graph_destroy_nested(gm_glue_engine_if_started(), hGraph,
+                                             gm_app_call_begin(&call, call_graph_destroy, hGraph));
+    gm_app_call_end(&call);
+    (void)st; /* GM_OK or GM_ERR_DRIVER: the driver's own code either way */
+    return call.result;
+}

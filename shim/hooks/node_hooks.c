@@ -1,0 +1,293 @@
+/* Explicit memory nodes (cuGraphAddMemAllocNode / FreeNode / AddNode) and the restrictions the
+ * driver puts on graphs holding memory nodes. Parameters graphmem does not serve (host or managed
+ * memory, IPC handle types, anything malformed) go to the driver unchanged, so the driver's own
+ * validation answers with its own error codes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge/engine_glue.h"
+#include "bridge/markers.h"
+#include "bridge/scratch.h"
+#include "bridge/topology.h"
+#include "stats.h"
+
+/* Beyond any device's memory and any VA reservation: the driver reports it (out of memory). */
+#define GM_SERVABLE_SIZE_MAX (1ull << 46)
+
+static bool servable_alloc(const CUDA_MEM_ALLOC_NODE_PARAMS *p, gm_alloc_params_t *params) {
+    int devices = gm_glue_device_count();
+    const CUmemPoolProps *props = &p->poolProps;
+    static const unsigned char zero[sizeof props->reserved];
+    if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->location.id < 0 ||
+        props->location.id >= devices || props->handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
+        props->usage != 0 || memcmp(props->reserved, zero, sizeof zero) != 0 || p->bytesize == 0 ||
+        p->bytesize > GM_SERVABLE_SIZE_MAX || (int)p->accessDescCount > devices ||
+        (p->accessDescCount > 0 && p->accessDescs == NULL))
+        return false;
+    params->device = props->location.id;
+    params->size = p->bytesize;
+    params->access_mask = 1ull << props->location.id;
+    params->listed_mask = 0;
+    for (size_t i = 0; i < p->accessDescCount; i++) {
+        const CUmemAccessDesc *desc = &p->accessDescs[i];
+        if (desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc->location.id < 0 ||
+            desc->location.id >= devices || desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return false;
+        params->access_mask |= 1ull << desc->location.id;
+        params->listed_mask |= 1ull << desc->location.id;
+    }
+    return true;
+}
+
+/* Returns true and sets *result when graphmem made the node; false to let the driver do it. */
+static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
+                           const CUgraphEdgeData *edge_data, size_t count,
+                           CUDA_MEM_ALLOC_NODE_PARAMS *p, CUresult *result) {
+    if (node_out == NULL || graph == NULL || p == NULL || (count > 0 && deps == NULL))
+        return false;
+    if (gm_nested_is_child(graph)) { /* §A3.5-§A3.6: the driver refuses it */
+        *result = CUDA_ERROR_NOT_SUPPORTED;
+        return true;
+    }
+    gm_engine_t *engine = gm_glue_engine();
+    gm_alloc_params_t params;
+    if (engine == NULL || !servable_alloc(p, &params))
+        return false;
+    gm_marker_site_t site = {graph, deps, edge_data, count};
+    CUdeviceptr va = 0;
+    CUgraphNode node = NULL;
+    *result = gm_marker_alloc(engine, &site, &params, &va, &node);
+    if (*result == CUDA_SUCCESS) {
+        p->dptr = va;
+        *node_out = node;
+        gm_stat_add(GM_STAT_graph_allocations, 1);
+    }
+    return true;
+}
+
+static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
+                          const CUgraphEdgeData *edge_data, size_t count, CUdeviceptr dptr,
+                          CUresult *result) {
+    if (node_out == NULL || graph == NULL || (count > 0 && deps == NULL))
+        return false;
+    if (gm_nested_is_child(graph)) {
+        *result = CUDA_ERROR_NOT_SUPPORTED;
+        return true;
+    }
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || !gm_engine_owns(engine, dptr))
+        return false;
+    gm_marker_site_t site = {graph, deps, edge_data, count};
+    CUgraphNode node = NULL;
+    *result = gm_marker_free(engine, &site, dptr, &node);
+    if (*result == CUDA_SUCCESS) {
+        *node_out = node;
+        gm_stat_add(GM_STAT_graph_frees, 1);
+    }
+    return true;
+}
+
+static bool graph_has_markers(CUgraph graph) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    return engine != NULL && gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph);
+}
+
+CUresult gm_hook_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                        const CUgraphNode *dependencies, size_t numDependencies,
+                                        CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams) {
+    CUresult result;
+    if (add_alloc_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams,
+                       &result))
+        return result;
+    return gm_real.cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies,
+                                          nodeParams);
+}
+
+CUresult gm_hook_cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                       const CUgraphNode *dependencies, size_t numDependencies,
+                                       CUdeviceptr dptr) {
+    CUresult result;
+    if (add_free_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, dptr, &result))
+        return result;
+    return gm_real.cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr);
+}
+
+/* The generic door: memory node types are served like the dedicated calls; a child graph holding
+ * markers may only be moved in (a clone would duplicate allocations at the same addresses). */
+static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
+                     const CUgraphEdgeData *edge_data, size_t count, CUgraphNodeParams *p,
+                     CUresult *result) {
+    if (p == NULL)
+        return false;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+        return add_alloc_node(node_out, graph, deps, edge_data, count,
+                              (CUDA_MEM_ALLOC_NODE_PARAMS *)&p->alloc, result);
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return add_free_node(node_out, graph, deps, edge_data, count, p->free.dptr, result);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE &&
+            graph_has_markers(p->graph.graph)) {
+            *result = CUDA_ERROR_NOT_SUPPORTED;
+            return true;
+        }
+        return false;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+        if (gm_glue_engine_if_started() == NULL)
+            return false;
+        gm_scratch_t cover;
+        gm_scratch_begin(&cover, gm_glue_engine_if_started());
+        if (p->type == CU_GRAPH_NODE_TYPE_MEMSET)
+            gm_scratch_cover_memset(&cover, (const CUDA_MEMSET_NODE_PARAMS *)&p->memset);
+        else
+            gm_scratch_cover_memcpy(&cover, &p->memcpy.copyParams);
+        *result = gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p);
+        gm_scratch_end(&cover);
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+/* Nested graphs are recorded even before the engine starts: they may receive markers later. */
+static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
+                           const CUgraphNodeParams *p) {
+    if (result != CUDA_SUCCESS || p == NULL)
+        return;
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && p->conditional.phGraph_out != NULL)
+        gm_nested_record(graph, p->conditional.phGraph_out, p->conditional.size, GM_NESTED_BODY);
+    CUgraph child = NULL;
+    if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
+        gm_real.cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS)
+        gm_nested_record(graph, &child, 1, GM_NESTED_CHILD);
+    if (engine == NULL)
+        return;
+    if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
+        p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+        gm_engine_graph_moved(engine, (uint64_t)(uintptr_t)p->graph.graph,
+                              (uint64_t)(uintptr_t)graph);
+}
+
+CUresult gm_hook_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                const CUgraphNode *dependencies, size_t numDependencies,
+                                CUgraphNodeParams *nodeParams) {
+    CUresult result;
+    if (add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams, &result))
+        return result;
+    result = gm_real.cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+    after_add_node(result, hGraph, phGraphNode ? *phGraphNode : NULL, nodeParams);
+    return result;
+}
+
+CUresult gm_hook_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                   const CUgraphNode *dependencies,
+                                   const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                   CUgraphNodeParams *nodeParams) {
+    CUresult result;
+    if (add_node(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams,
+                 &result))
+        return result;
+    result = gm_real.cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData,
+                                       numDependencies, nodeParams);
+    after_add_node(result, hGraph, phGraphNode ? *phGraphNode : NULL, nodeParams);
+    return result;
+}
+
+CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode *dependencies, size_t numDependencies,
+                                          CUgraph childGraph) {
+    if (graph_has_markers(childGraph))
+        return CUDA_ERROR_NOT_SUPPORTED; /* a clone: the driver refuses it for memory nodes */
+    CUresult result = gm_real.cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies,
+                                                       numDependencies, childGraph);
+    CUgraph clone = NULL;
+    if (result == CUDA_SUCCESS &&
+        gm_real.cuGraphChildGraphNodeGetGraph(*phGraphNode, &clone) == CUDA_SUCCESS)
+        gm_nested_record(hGraph, &clone, 1, GM_NESTED_CHILD);
+    return result;
+}
+
+CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
+    if (graph_has_markers(originalGraph))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return gm_real.cuGraphClone(phGraphClone, originalGraph);
+}
+
+/* Whether `node` belongs to a graph holding markers. The driver offers no node-to-graph query,
+ * so the graphs holding markers are searched (node destruction is rare). */
+static bool in_graph_with_markers(CUgraphNode node) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || node == NULL)
+        return false;
+    if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE)
+        return true;
+    /* As many graphs as there are: ask again with room for all when the first guess was short. */
+    uint64_t *graphs = NULL;
+    size_t cap = 0, count = 0;
+    do {
+        uint64_t *grown = realloc(graphs, (count ? count : 64) * sizeof *graphs);
+        if (grown == NULL) {
+            free(graphs);
+            return true; /* cannot tell: refusing is what the driver does for such a graph */
+        }
+        graphs = grown;
+        cap = count ? count : 64;
+        count = gm_engine_marked_graphs(engine, graphs, cap);
+    } while (count > cap);
+    bool found = false;
+    for (size_t g = 0; g < count && !found; g++) {
+        size_t n = 0;
+        CUgraph graph = (CUgraph)(uintptr_t)graphs[g];
+        if (gm_real.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS || n == 0)
+            continue;
+        CUgraphNode *nodes = calloc(n, sizeof *nodes);
+        if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &n) == CUDA_SUCCESS)
+            for (size_t i = 0; i < n && !found; i++)
+                found = nodes[i] == node;
+        free(nodes);
+    }
+    free(graphs);
+    return found;
+}
+
+CUresult gm_hook_cuGraphDestroyNode(CUgraphNode hNode) {
+    if (in_graph_with_markers(hNode))
+        return CUDA_ERROR_NOT_SUPPORTED; /* no node of a graph with memory nodes may go */
+    return gm_real.cuGraphDestroyNode(hNode);
+}
+
+CUresult gm_hook_cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from,
+                                           const CUgraphNode *to, size_t numDependencies) {
+    if (graph_has_markers(hGraph))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return gm_real.cuGraphRemoveDependencies(hGraph, from, to, numDependencies);
+}
+
+CUresult gm_hook_cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+                                              const CUgraphNode *to,
+                                              const CUgraphEdgeData *edgeData,
+                                              size_t numDependencies) {
+    if (graph_has_markers(hGraph))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return gm_real.cuGraphRemoveDependencies_v2(hGraph, from, to, edgeData, numDependencies);
+}
+
+CUresult gm_hook_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {
+    if (gm_marker_of(hNode, NULL) != GM_MARKER_NONE)
+        return CUDA_ERROR_NOT_SUPPORTED; /* memory node parameters cannot be modified */
+    return gm_real.cuGraphNodeSetParams(hNode, nodeParams);
+}
+
+CUresult gm_hook_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                          CUgraphNodeParams *nodeParams) {
+    if (gm_marker_of(hNode, NULL) != GM_MARKER_NONE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (nodeParams != NULL && nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH &&
+        gm_child_swap_refused(gm_glue_engine_if_started(), hNode, nodeParams->graph.graph))
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    return gm_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams);
+}

@@ -1,0 +1,42 @@
+/* Stream destruction. The engine forgets a stream in the same step as the driver destroys it: the
+ * driver may hand the handle out again at once, to another thread, and a new stream with that
+ * handle must not meet the fences recorded on the old one. A stream that received markers in a
+ * capture still open leaves its last captured nodes to the unjoined check first
+ * (bridge/joins.h). */
+#include "bridge/captures.h"
+#include "bridge/engine_glue.h"
+#include "bridge/joins.h"
+#include "bridge/streams.h"
+
+typedef struct stream_destroy_args {
+    CUresult (*real)(CUstream);
+    CUstream stream;
+} stream_destroy_args_t;
+
+static CUresult call_stream_destroy(void *arg) {
+    stream_destroy_args_t *a = arg;
+    return a->real(a->stream);
+}
+
+static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || stream == NULL || stream == CU_STREAM_LEGACY ||
+        stream == CU_STREAM_PER_THREAD)
+        return real(stream);
+    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed))
+        gm_joins_stream_destroyed(stream);
+    stream_destroy_args_t args = {real, stream};
+    gm_app_call_t call;
+    gm_engine_stream_destroy(engine, gm_stream_key(stream, false),
+                             gm_app_call_begin(&call, call_stream_destroy, &args));
+    gm_app_call_end(&call);
+    return call.result;
+}
+
+CUresult gm_hook_cuStreamDestroy(CUstream hStream) {
+    return stream_destroy(gm_real.cuStreamDestroy, hStream);
+}
+
+CUresult gm_hook_cuStreamDestroy_v2(CUstream hStream) {
+    return stream_destroy(gm_real.cuStreamDestroy_v2, hStream);
+}

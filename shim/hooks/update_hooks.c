@@ -1,0 +1,79 @@
+/* Updates of instantiated graphs: cuGraphExecUpdate (both ABIs) and the child-graph setter. The
+ * driver sees graphmem's markers as empty nodes and would take updates it refuses for memory
+ * nodes; the engine pairs the nodes as the driver does and re-plans an exec it updates
+ * (core/engine_update.c). */
+#include "bridge/engine_glue.h"
+#include "bridge/topology.h"
+#include "log.h"
+
+typedef struct update_call {
+    CUgraphExec exec;
+    CUgraph graph;
+    CUgraphExecUpdateResultInfo *info;
+} update_call_t;
+
+static CUresult call_update(void *arg) {
+    update_call_t *c = arg;
+    return gm_real.cuGraphExecUpdate_v2(c->exec, c->graph, c->info);
+}
+
+static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    uint64_t key = (uint64_t)(uintptr_t)exec;
+    /* Neither side holds memory nodes: the driver's answer is the whole answer. */
+    if (engine == NULL || info == NULL || graph == NULL ||
+        (!gm_engine_serves(engine, key) &&
+         !gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph)))
+        return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
+    gm_topology_buf_t topo = {0};
+    CUresult r = gm_topology_read(graph, &topo);
+    if (r != CUDA_SUCCESS) /* an invalid graph: the driver says how */
+        return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
+    update_call_t args = {exec, graph, info};
+    gm_app_call_t call;
+    uint64_t error_node = 0;
+    gm_status_t status =
+        gm_engine_exec_update(engine, key, (uint64_t)(uintptr_t)graph, &topo.view,
+                              gm_app_call_begin(&call, call_update, &args), &error_node);
+    gm_app_call_end(&call);
+    gm_topology_free(&topo);
+    if (status == GM_ERR_DRIVER)
+        return call.result;
+    if (status == GM_ERR_UPDATE_FAILURE) {
+        *info = (CUgraphExecUpdateResultInfo){
+            .result = error_node ? CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED
+                                 : CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED,
+            .errorNode = (CUgraphNode)(uintptr_t)error_node,
+            .errorFromNode = NULL,
+        };
+    }
+    if (status != GM_OK)
+        gm_log(GM_LOG_DEBUG, "update of exec %p from graph %p refused: %s", (void *)exec,
+               (void *)graph, gm_status_name(status));
+    return gm_cuda_result(status);
+}
+
+CUresult gm_hook_cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                      CUgraphExecUpdateResultInfo *resultInfo) {
+    return update(hGraphExec, hGraph, resultInfo);
+}
+
+/* The CUDA 11 ABI: the same, with the result info in two out-parameters. */
+CUresult gm_hook_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                   CUgraphNode *hErrorNode_out,
+                                   CUgraphExecUpdateResult *updateResult_out) {
+    if (hErrorNode_out == NULL || updateResult_out == NULL)
+        return gm_real.cuGraphExecUpdate(hGraphExec, hGraph, hErrorNode_out, updateResult_out);
+    CUgraphExecUpdateResultInfo info = {0};
+    CUresult r = update(hGraphExec, hGraph, &info);
+    *hErrorNode_out = info.errorNode;
+    *updateResult_out = info.result;
+    return r;
+}
+
+CUresult gm_hook_cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    CUgraph childGraph) {
+    if (gm_child_swap_refused(gm_glue_engine_if_started(), hNode, childGraph))
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    return gm_real.cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph);
+}

@@ -1,0 +1,41 @@
+/* What the doors (exports.c, dlsym.c, resolver.c) and start-up (init.c) share inside interpose/:
+ * the tables generated from hooks.def (hooks.c), the real dlsym (real_dlsym.c) and start-up itself.
+ * Nothing outside interpose/ includes this: bridge/ and hooks/ see gm_real and the mode through
+ * shim.h, never the lookups by name or by pointer. */
+#ifndef GRAPHMEM_DOORS_H
+#define GRAPHMEM_DOORS_H
+
+#include "shim.h"
+
+#define GM_EXPORT __attribute__((visibility("default")))
+
+/* ---- init.c --------------------------------------------------------------------------------- */
+
+/* Runs start-up once (pthread_once): options, the driver library, the real table, the pointer
+ * index, the exit handler. Cheap after the first call. */
+void gm_shim_init(void);
+
+/* ---- hooks.c: the tables generated from hooks.def -------------------------------------------- */
+
+extern _Atomic uint64_t gm_hook_calls[GM_HOOK_COUNT];
+extern const char *const gm_hook_names[GM_HOOK_COUNT];
+/* Index of an exact hooked name, or -1. */
+int gm_hook_find(const char *name);
+/* Our exported function for hook id. */
+void *gm_hook_function(int id);
+/* Fills gm_real from the driver library and builds the pointer index. */
+void gm_hooks_resolve(void *driver);
+/* The hook replacing a driver entry point, found by the pointer the driver returned; NULL when
+ * that pointer is not one of the hooked entries. */
+void *gm_hook_for_driver_pointer(void *driver_fn);
+
+/* ---- real_dlsym.c --------------------------------------------------------------------------- */
+
+typedef void *(*gm_dlsym_fn)(void *, const char *);
+/* glibc's dlsym, NULL until gm_dlsym_bootstrap found it; the entry stub jumps through it. */
+extern _Atomic(gm_dlsym_fn) gm_real_dlsym_fn;
+gm_dlsym_fn gm_dlsym_bootstrap(void);
+/* The real dlsym, bootstrapped with dlvsym (never call the public dlsym internally). */
+void *gm_real_dlsym(void *handle, const char *name);
+
+#endif

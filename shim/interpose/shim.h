@@ -1,0 +1,70 @@
+/* What every file of the shim includes first: cuda.h with the driver's internal view
+ * (__CUDA_API_VERSION_INTERNAL), so each exact ABI name, legacy ones included, has its own
+ * prototype and our definitions are checked against it; the hook ids, the driver's own pointers
+ * (gm_real) and the hook declarations generated from hooks.def; and what start-up (init.c) offers
+ * the rest of the shim. It lives in interpose/ because everything it declares is made there, and
+ * bridge/ and hooks/ sit on top of it. What only the doors need is in doors.h. */
+#ifndef GRAPHMEM_SHIM_H
+#define GRAPHMEM_SHIM_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Hook ids, one per exact name of shim/hooks.def. */
+typedef enum gm_hook_id {
+#define GM_FORWARD(name, params, args) GM_HOOK_ID_##name,
+#define GM_HOOK(name, params, args) GM_HOOK_ID_##name,
+#include "hooks.def"
+#undef GM_FORWARD
+#undef GM_HOOK
+    GM_HOOK_COUNT
+} gm_hook_id_t;
+
+/* The driver's own entry for each hooked name (NULL when the driver lacks it). */
+typedef struct gm_real_table {
+#define GM_FORWARD(name, params, args) CUresult(CUDAAPI *name) params;
+#define GM_HOOK(name, params, args) CUresult(CUDAAPI *name) params;
+#include "hooks.def"
+#undef GM_FORWARD
+#undef GM_HOOK
+} gm_real_table_t;
+
+extern gm_real_table_t gm_real;
+
+/* The driver's entry for `name` as called through a plain entry or through its per-thread default
+ * stream twin `name_ptsz` (ptsz true), the two side by side in hooks.def and so in gm_real. Hooks
+ * serve both twins with one body and a `ptsz` flag; this is the one place that turns the flag back
+ * into the entry. A name without a twin in the list, or a twin of another signature, does not
+ * compile. */
+#define GM_REAL_PT(name, ptsz) ((ptsz) ? gm_real.name##_ptsz : gm_real.name)
+
+/* Hand-written hooks (GM_HOOK entries). */
+#define GM_FORWARD(name, params, args)
+#define GM_HOOK(name, params, args) CUresult gm_hook_##name params;
+#include "hooks.def"
+#undef GM_FORWARD
+#undef GM_HOOK
+
+/* ---- init.c: lazy start-up ------------------------------------------------------------------ */
+
+typedef enum gm_mode {
+    GM_MODE_ACTIVE = 0,  /* graphmem serves graph memory */
+    GM_MODE_PASSTHROUGH, /* GRAPHMEM_DISABLE=1, or something graphmem needs is missing */
+} gm_mode_t;
+
+gm_mode_t gm_shim_mode(void);
+/* The driver library handle (dlopen of libcuda.so.1), NULL if it could not be loaded. */
+void *gm_driver_handle(void);
+/* Switches to pass-through for the rest of the process, with one clear message. */
+void gm_shim_fall_back(const char *reason);
+
+/* Per-thread depth of graphmem's own work: while non-zero, the dlsym override passes lookups
+ * straight through (the driver's own start-up may call dlsym while graphmem loads it). */
+extern _Thread_local int gm_shim_busy;
+
+#endif
