@@ -1,4 +1,4 @@
-/* The mirror of CUDA memory pools (gm_mempool_*; core/pool.h is the engine's pool of physical
+/* The mirror of CUDA memory pools (gm_mempool_*; core/mem/pool.h is the engine's pool of physical
  * handles, a different thing): what graphmem knows of memory pools, kept from the calls that change
  * them, so that the capture path asks the driver nothing: pool and device queries on a capturing
  * thread can invalidate a GLOBAL capture. */

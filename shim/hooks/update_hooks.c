@@ -1,7 +1,7 @@
 /* Updates of instantiated graphs: cuGraphExecUpdate (both ABIs) and the child-graph setter. The
  * driver sees graphmem's markers as empty nodes and would take updates it refuses for memory
  * nodes; the engine pairs the nodes as the driver does and re-plans an exec it updates
- * (core/engine_update.c). */
+ * (core/engine/engine_update.c). */
 #include "bridge/engine_glue.h"
 #include "bridge/topology.h"
 #include "log.h"

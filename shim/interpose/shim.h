@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Hook ids, one per exact name of shim/hooks.def. */
+/* Hook ids, one per exact name of shim/interpose/hooks.def. */
 typedef enum gm_hook_id {
 #define GM_FORWARD(name, params, args) GM_HOOK_ID_##name,
 #define GM_HOOK(name, params, args) GM_HOOK_ID_##name,
