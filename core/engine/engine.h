@@ -125,6 +125,10 @@ typedef struct gm_marker_info {
 
 /* What a node is, for introspection (node type, get-params, DOT output). */
 gm_marker_kind_t gm_engine_marker(gm_engine_t *engine, uint64_t node, gm_marker_info_t *info_out);
+/* Whether `node` is a marker, without the engine lock (for the ancestor search of every captured
+ * small allocation). A marker made or destroyed meanwhile by another thread may be seen either way,
+ * and one recorded without host memory is not seen: callers may only lose a proof by it. */
+bool gm_engine_is_marker(gm_engine_t *engine, uint64_t node);
 bool gm_engine_graph_has_markers(gm_engine_t *engine, uint64_t graph);
 /* The graphs holding markers now (up to `cap` of them); returns how many there are. */
 size_t gm_engine_marked_graphs(gm_engine_t *engine, uint64_t *graphs_out, size_t cap);

@@ -61,11 +61,24 @@ static gm_record_t *pending_alloc(gm_engine_t *e, uint64_t va) {
     return NULL;
 }
 
+/* A marker node joins the set read without the lock (gm_engine_is_marker). Without host memory
+ * for it, searches that read the set just do not see this marker: they prove less reuse, never
+ * wrong reuse. */
+static void marker_known(gm_engine_t *e, uint64_t node) {
+    (void)gm_keyset_insert(&e->marker_nodes, node);
+}
+
+bool gm_engine_is_marker(gm_engine_t *e, uint64_t node) {
+    return gm_keyset_contains(&e->marker_nodes, node);
+}
+
 void gm_engine_alloc_attach(gm_engine_t *e, uint64_t va, uint64_t node) {
     pthread_mutex_lock(&e->lock);
     gm_record_t *r = pending_alloc(e, va);
-    if (r && gm_map_put(&e->nodes, node, &r->alloc) == GM_OK)
+    if (r && gm_map_put(&e->nodes, node, &r->alloc) == GM_OK) {
         r->alloc.node = node;
+        marker_known(e, node);
+    }
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -145,6 +158,7 @@ void gm_engine_free_attach(gm_engine_t *e, uint64_t graph, uint64_t va, uint64_t
     if (m && m->record->va == va) {
         m->node = node;
         gm_map_put(&e->nodes, node, m);
+        marker_known(e, node);
         g->frees[g->free_count++] = m;
         g->pending_free = NULL;
     }
@@ -224,6 +238,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
         gm_marker_t *m = g->frees[i];
         gm_record_t *r = m->record;
         gm_map_remove(&e->nodes, m->node);
+        gm_keyset_remove(&e->marker_nodes, m->node);
         if (r->free_marker == m)
             r->free_marker = NULL;
         if (r->foreign_free == m)
@@ -239,8 +254,10 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     }
     for (uint32_t i = 0; i < g->record_count; i++) {
         gm_record_t *r = g->records[i];
-        if (r->alloc.node)
+        if (r->alloc.node) {
             gm_map_remove(&e->nodes, r->alloc.node);
+            gm_keyset_remove(&e->marker_nodes, r->alloc.node);
+        }
         r->owner = NULL;
         gm_record_unref_check(e, r);
     }

@@ -207,6 +207,7 @@ struct gm_engine {
     gm_map_t graphs, nodes, execs, addresses; /* addresses: va -> first record of its chain */
     gm_map_t moved;     /* children moved into a parent with markers: still graphs holding some */
     gm_keyset_t served; /* the keys of `execs`, read without the lock */
+    gm_keyset_t marker_nodes; /* the keys of `nodes`, read without the lock */
     uint64_t next_graph_serial;
     gm_map_t groups[GM_MAX_DEVICES]; /* stream -> group */
     gm_part_t *parts;                /* every part, alive exec or not */

@@ -30,7 +30,8 @@ gm_marker_kind_t gm_marker_of(CUgraphNode node, gm_marker_info_t *info) {
 }
 
 /* Markers among the ancestors of `deps`, found by a bounded backward search that stops at
- * markers. Proves, online, that earlier frees come before a new allocation (engine.h). */
+ * markers. Proves, online, that earlier frees come before a new allocation (engine.h). Each
+ * visited node is looked up without the engine lock (gm_engine_is_marker). */
 #define ANCESTOR_MAX 32
 typedef struct ancestor_set {
     uint64_t markers[ANCESTOR_MAX];
@@ -49,7 +50,7 @@ static void find_ancestors(gm_engine_t *engine, const gm_marker_site_t *site, an
         queue[tail++] = site->deps[i];
     while (head < tail && found < ANCESTOR_MAX) {
         CUgraphNode node = queue[head++];
-        if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE) {
+        if (gm_engine_is_marker(engine, (uint64_t)(uintptr_t)node)) {
             set->markers[found++] = (uint64_t)(uintptr_t)node;
             continue;
         }

@@ -59,8 +59,8 @@ static uint32_t add_node(sim_t *s, sim_graph_t *g, sim_kind_t kind, const uint32
 }
 
 /* Markers among the ancestors of a would-be node with these deps, searching backwards and
- * stopping at markers, as the shim does. */
-static uint32_t find_ancestors(const sim_graph_t *g, const uint32_t *deps, uint32_t n,
+ * stopping at markers, as the shim does: each node asked of the engine without its lock. */
+static uint32_t find_ancestors(sim_t *s, const sim_graph_t *g, const uint32_t *deps, uint32_t n,
                                uint64_t *out) {
     bool seen[SIM_MAX_NODES] = {false};
     uint32_t stack[SIM_MAX_NODES], top = 0, count = 0;
@@ -71,7 +71,7 @@ static uint32_t find_ancestors(const sim_graph_t *g, const uint32_t *deps, uint3
         }
     while (top) {
         uint32_t v = stack[--top];
-        if (g->kind[v] != SIM_PLAIN) {
+        if (gm_engine_is_marker(s->engine, g->nodes[v])) {
             out[count++] = g->nodes[v];
             continue;
         }
@@ -91,7 +91,7 @@ uint32_t sim_plain(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n) {
 uint32_t sim_alloc_on(sim_t *s, sim_graph_t *g, const gm_alloc_params_t *params,
                       const uint32_t *deps, uint32_t n) {
     uint64_t markers[SIM_MAX_NODES];
-    gm_ancestors_t anc = {markers, find_ancestors(g, deps, n, markers)};
+    gm_ancestors_t anc = {markers, find_ancestors(s, g, deps, n, markers)};
     uint64_t va = 0;
     if (gm_engine_alloc_create(s->engine, g->key, params, &anc, &va) != GM_OK)
         return UINT32_MAX;
@@ -110,7 +110,7 @@ uint32_t sim_alloc(sim_t *s, sim_graph_t *g, uint64_t size, const uint32_t *deps
 uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, uint32_t n,
                   gm_status_t *st) {
     uint64_t markers[SIM_MAX_NODES];
-    gm_ancestors_t anc = {markers, find_ancestors(g, deps, n, markers)};
+    gm_ancestors_t anc = {markers, find_ancestors(s, g, deps, n, markers)};
     gm_status_t r = gm_engine_free_create(s->engine, g->key, va, &anc);
     if (st)
         *st = r;
