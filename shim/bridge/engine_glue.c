@@ -170,13 +170,18 @@ gm_engine_t *gm_glue_engine(void) {
     return current;
 }
 
-void gm_uaf_unmap_freed(gm_engine_t *started, bool wait, CUstream stream, bool ptsz) {
-    if (!gm_option_bool(GM_OPT_UAF_CHECK))
-        return;
+static void uaf_unmap(gm_engine_t *started, bool wait, CUstream stream, bool ptsz) {
     if (wait)
         GM_DRV_PT(cuStreamSynchronize, ptsz)(stream);
     for (int d = 0; d < device_count; d++)
         gm_engine_trim(started, d);
+}
+
+void gm_uaf_unmap_freed(gm_engine_t *started, bool wait, CUstream stream, bool ptsz) {
+    if (!gm_option_bool(GM_OPT_UAF_CHECK))
+        return;
+    /* graphmem's own work: a capture another thread runs in global mode must not see it. */
+    GM_RELAXED(uaf_unmap(started, wait, stream, ptsz));
 }
 
 gm_engine_t *gm_glue_engine_if_started(void) {
