@@ -1,0 +1,95 @@
+/* The lock-free key set (core/common/keyset.h) read by several threads while one writer at a time
+ * inserts and removes keys and rebuilds the table as it grows and shrinks: how every launch asks
+ * whether graphmem serves an exec, and every captured small allocation asks whether a node is a
+ * marker, without the engine lock. Readers check keys that are in the set for the whole run (always
+ * found), keys never inserted (never found) and keys the writer churns (either answer, but no
+ * crash and no data race: this test also runs under ThreadSanitizer). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "keyset.h"
+
+#define READERS 3
+#define STABLE 64
+#define CHURN 4096
+#define ROUNDS 40
+
+typedef struct shared {
+    gm_keyset_t set;
+    pthread_mutex_t writers; /* the caller serializes writers, as the engine lock does */
+    atomic_bool done;
+    atomic_ulong wrong;
+    atomic_ulong reads;
+} shared_t;
+
+static uint64_t stable_key(uint32_t i) {
+    return 0x10000 + 16ull * i;
+}
+
+static uint64_t churn_key(uint32_t i) {
+    return 0x900000 + 16ull * i;
+}
+
+static uint64_t absent_key(uint32_t i) {
+    return 0x10008 + 16ull * i; /* between the stable keys: never inserted */
+}
+
+static void *reader(void *arg) {
+    shared_t *s = arg;
+    unsigned long wrong = 0, reads = 0;
+    uint32_t i = 0;
+    while (!atomic_load(&s->done) || reads < 100000) {
+        wrong += !gm_keyset_contains(&s->set, stable_key(i % STABLE));
+        wrong += gm_keyset_contains(&s->set, absent_key(i % STABLE));
+        (void)gm_keyset_contains(&s->set, churn_key(i % CHURN));
+        reads += 3;
+        i++;
+    }
+    atomic_fetch_add(&s->wrong, wrong);
+    atomic_fetch_add(&s->reads, reads);
+    return NULL;
+}
+
+static void test_readers_during_rebuilds(void) {
+    shared_t s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.writers, NULL);
+    for (uint32_t i = 0; i < STABLE; i++)
+        REQUIRE(gm_keyset_insert(&s.set, stable_key(i)) == GM_OK);
+    pthread_t ids[READERS];
+    for (int r = 0; r < READERS; r++)
+        pthread_create(&ids[r], NULL, reader, &s);
+    /* Each round fills the set far past its size (rebuilds on growth) and empties it again (the
+     * removed slots force rebuilds too). */
+    for (int round = 0; round < ROUNDS; round++) {
+        for (uint32_t i = 0; i < CHURN; i++) {
+            pthread_mutex_lock(&s.writers);
+            CHECK_EQ_INT(gm_keyset_insert(&s.set, churn_key(i)), GM_OK);
+            pthread_mutex_unlock(&s.writers);
+        }
+        for (uint32_t i = 0; i < CHURN; i++) {
+            pthread_mutex_lock(&s.writers);
+            gm_keyset_remove(&s.set, churn_key(i));
+            pthread_mutex_unlock(&s.writers);
+        }
+    }
+    atomic_store(&s.done, true);
+    for (int r = 0; r < READERS; r++)
+        pthread_join(ids[r], NULL);
+    CHECK_EQ_U64(atomic_load(&s.wrong), 0);
+    CHECK(atomic_load(&s.reads) >= READERS * 100000ul);
+    for (uint32_t i = 0; i < STABLE; i++)
+        CHECK(gm_keyset_contains(&s.set, stable_key(i)));
+    for (uint32_t i = 0; i < CHURN; i++)
+        CHECK(!gm_keyset_contains(&s.set, churn_key(i)));
+    gm_keyset_fini(&s.set);
+    pthread_mutex_destroy(&s.writers);
+}
+
+int main(void) {
+    RUN_TEST(test_readers_during_rebuilds);
+    return gm_check_summary();
+}
