@@ -19,6 +19,7 @@
 #define GRAPHMEM_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "engine.h"
 #include "keymap.h"
@@ -207,7 +208,9 @@ struct gm_engine {
     gm_map_t graphs, nodes, execs, addresses; /* addresses: va -> first record of its chain */
     gm_map_t moved;     /* children moved into a parent with markers: still graphs holding some */
     gm_keyset_t served; /* the keys of `execs`, read without the lock */
-    gm_keyset_t marker_nodes; /* the keys of `nodes`, read without the lock */
+    gm_keyset_t marker_nodes;         /* the keys of `nodes`, read without the lock */
+    gm_keyset_t address_keys;         /* the keys of `addresses`, read without the lock */
+    atomic_bool address_keys_partial; /* an insert failed: the set may miss addresses */
     uint64_t next_graph_serial;
     gm_map_t groups[GM_MAX_DEVICES]; /* stream -> group */
     gm_part_t *parts;                /* every part, alive exec or not */

@@ -62,6 +62,7 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_map_fini(&e->addresses);
     gm_keyset_fini(&e->served);
     gm_keyset_fini(&e->marker_nodes);
+    gm_keyset_fini(&e->address_keys);
     free(e->dead_reports);
     pthread_mutex_destroy(&e->lock);
     free(e);

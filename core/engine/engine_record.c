@@ -158,10 +158,12 @@ static gm_packer_t *packer_get(gm_engine_t *e, gm_graph_t *g, int device, uint64
 static void chain_remove(gm_engine_t *e, gm_record_t *r) {
     gm_record_t *head = gm_map_get(&e->addresses, r->va);
     if (head == r) {
-        if (r->va_next)
+        if (r->va_next) {
             gm_map_put(&e->addresses, r->va, r->va_next); /* replaces: cannot fail */
-        else
+        } else {
             gm_map_remove(&e->addresses, r->va);
+            gm_keyset_remove(&e->address_keys, r->va);
+        }
         return;
     }
     for (gm_record_t *p = head; p; p = p->va_next) {
@@ -273,6 +275,8 @@ gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_param
     }
     r->va_next = gm_map_get(&e->addresses, r->va);
     gm_map_put(&e->addresses, r->va, r); /* reserved by the caller */
+    if (!r->va_next && gm_keyset_insert(&e->address_keys, r->va) != GM_OK)
+        atomic_store(&e->address_keys_partial, true); /* gm_engine_owns takes the lock then */
     *out = r;
     return GM_OK;
 }
@@ -285,6 +289,12 @@ void gm_record_abort(gm_engine_t *e, gm_record_t *r) {
 }
 
 bool gm_engine_owns(gm_engine_t *e, uint64_t va) {
+    /* Most frees in a process are of other memory: a miss in the set of graph addresses, read
+     * without the lock, answers them without waiting on the engine (which may be mapping a first
+     * launch). A record made or forgotten meanwhile may be seen either way, as under the lock. */
+    if (!atomic_load_explicit(&e->address_keys_partial, memory_order_acquire) &&
+        !gm_keyset_contains(&e->address_keys, va))
+        return false;
     pthread_mutex_lock(&e->lock);
     bool owns = false;
     for (gm_record_t *r = gm_map_get(&e->addresses, va); r && !owns; r = r->va_next)
