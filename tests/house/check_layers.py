@@ -1,5 +1,5 @@
-"""Fails when a layer of core/ includes a layer it may not, or when files of core/ include each
-other in a circle.
+"""Fails when a layer of core/ (or, with --shim, of shim/) includes a layer it may not, or when
+files of one of them include each other in a circle.
 
 core/ keeps one folder per layer (core/README.md). common/ includes nothing of the others; mem/ and
 plan/ include common/ only; engine/ may include all. Every `#include "..."` of a core file is
@@ -8,7 +8,12 @@ names are unique across core/) and mapped to its folder.
 
 For circles a file and its header count as one unit (x.c with x.h): a circle between units means
 each of them uses the other, which is what the layering of the engine's files must avoid. A
-quoted include that is no file of core/ is reported too: core/ has no other quoted includes."""
+quoted include that is no file of core/ is reported too: core/ has no other quoted includes.
+
+shim/ (shim/README.md): interpose/ (the doors, the hook list, start-up) includes only itself and
+core/; bridge/ (the shim's state, the engine bridge) adds interpose/; hooks/ adds bridge/ and has
+no headers, so no hook file can use another. shim/ includes name a file beside them, a path from
+shim/ ("bridge/engine_glue.h"), or a core header by name."""
 import argparse
 import os
 import re
@@ -20,6 +25,11 @@ ALLOWED = {
     "mem": {"common", "mem"},
     "plan": {"common", "plan"},
     "engine": {"common", "mem", "plan", "engine"},
+}
+SHIM_ALLOWED = {
+    "interpose": {"interpose", "core"},
+    "bridge": {"bridge", "interpose", "core"},
+    "hooks": {"bridge", "interpose", "core"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SUFFIXES = (".c", ".h", ".def")
@@ -72,11 +82,48 @@ def circles(edges):
     return found
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--core", required=True)
-    args = ap.parse_args()
-    core = Path(args.core).resolve()
+def check_shim(shim: Path, core: Path):
+    """(files, includes, violations) of shim/."""
+    core_names = {p.name for p in core.rglob("*") if p.suffix in (".h", ".def")}
+    files = sorted(p.relative_to(shim) for p in shim.rglob("*") if p.suffix in SUFFIXES)
+    bad, edges, includes = [], {}, 0
+    for rel in files:
+        if len(rel.parts) != 2 or rel.parts[0] not in SHIM_ALLOWED:
+            bad.append(f"{rel}: not in a layer folder ({', '.join(sorted(SHIM_ALLOWED))})")
+            continue
+        layer = rel.parts[0]
+        if layer == "hooks" and rel.suffix == ".h":
+            bad.append(f"{rel}: a header in hooks/ (no hook file may use another)")
+        edges.setdefault(unit(rel), set())
+        for number, line in enumerate((shim / rel).read_text().splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            includes += 1
+            name = m.group(1)
+            beside, rooted = rel.parent / name, Path(name)
+            if (shim / beside).is_file():
+                target = Path(os.path.normpath(beside))
+            elif len(rooted.parts) == 2 and (shim / rooted).is_file():
+                target = rooted
+            elif os.path.basename(name) in core_names:
+                target = None  # core/: below every shim layer
+            else:
+                bad.append(f"{rel}:{number}: includes \"{name}\", no file of shim/ or core/")
+                continue
+            where = "core" if target is None else target.parts[0]
+            if where not in SHIM_ALLOWED[layer]:
+                bad.append(f"{rel}:{number}: {layer}/ includes {target} ({layer}/ may include "
+                           f"{', '.join(sorted(SHIM_ALLOWED[layer]))})")
+            if target is not None and unit(target) != unit(rel):
+                edges[unit(rel)].add(unit(target))
+    for component in circles(edges):
+        bad.append("include circle between " + ", ".join(component))
+    return files, includes, bad
+
+
+def check_core(core: Path):
+    """(files, includes, violations) of core/."""
     files = sorted(p.relative_to(core) for p in core.rglob("*") if p.suffix in SUFFIXES)
     bad, by_name = [], {}
     for rel in files:
@@ -112,7 +159,22 @@ def main():
                 edges[unit(rel)].add(unit(target))
     for component in circles(edges):
         bad.append("include circle between " + ", ".join(component))
-    print(f"{len(files)} files of core/, {includes} includes, {len(bad)} violations")
+    return files, includes, bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--core", required=True)
+    ap.add_argument("--shim", help="check shim/ (its layers over core/) instead of core/")
+    args = ap.parse_args()
+    core = Path(args.core).resolve()
+    if args.shim:
+        name = "shim/"
+        files, includes, bad = check_shim(Path(args.shim).resolve(), core)
+    else:
+        name = "core/"
+        files, includes, bad = check_core(core)
+    print(f"{len(files)} files of {name}, {includes} includes, {len(bad)} violations")
     for line in bad:
         print("  " + line)
     return 1 if bad or not files else 0
