@@ -98,10 +98,14 @@ void gm_exec_register(gm_engine_t *e, gm_exec_t *x) {
     x->graph->exec = x;
 }
 
+bool gm_topology_valid(const gm_topology_t *topo) {
+    return topo && (!topo->node_count || topo->nodes) &&
+           (!topo->edge_count || (topo->edge_from && topo->edge_to));
+}
+
 gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags) {
-    if (!topo || (topo->node_count && !topo->nodes) ||
-        (topo->edge_count && (!topo->edge_from || !topo->edge_to)))
+    if (!gm_topology_valid(topo))
         return GM_ERR_INVALID_VALUE;
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_INVALID_VALUE;

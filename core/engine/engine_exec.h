@@ -4,6 +4,7 @@
 
 #include "engine_internal.h"
 
+bool gm_topology_valid(const gm_topology_t *topo); /* arrays present for the counts given */
 gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t *out);
 gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
                           unsigned flags, gm_exec_t **out);

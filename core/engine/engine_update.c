@@ -9,8 +9,7 @@
 gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
                                   const gm_topology_t *topo, gm_driver_call_t call,
                                   uint64_t *error_node) {
-    if (!topo || (topo->node_count && !topo->nodes) ||
-        (topo->edge_count && (!topo->edge_from || !topo->edge_to)))
+    if (!gm_topology_valid(topo))
         return GM_ERR_INVALID_VALUE;
     *error_node = 0;
     pthread_mutex_lock(&e->lock);
