@@ -82,40 +82,32 @@ def circles(edges):
     return found
 
 
-def check_shim(shim: Path, core: Path):
-    """(files, includes, violations) of shim/."""
-    core_names = {p.name for p in core.rglob("*") if p.suffix in (".h", ".def")}
-    files = sorted(p.relative_to(shim) for p in shim.rglob("*") if p.suffix in SUFFIXES)
+def check_tree(root: Path, allowed, resolve, name):
+    """(files, includes, violations) of one tree whose folders are the layers of `allowed`.
+    `resolve(rel, include)` gives the included file relative to `root`, "core" for a core/ header
+    seen from shim/, or None when the include names no known file."""
+    files = sorted(p.relative_to(root) for p in root.rglob("*") if p.suffix in SUFFIXES)
     bad, edges, includes = [], {}, 0
     for rel in files:
-        if len(rel.parts) != 2 or rel.parts[0] not in SHIM_ALLOWED:
-            bad.append(f"{rel}: not in a layer folder ({', '.join(sorted(SHIM_ALLOWED))})")
+        if len(rel.parts) != 2 or rel.parts[0] not in allowed:
+            bad.append(f"{rel}: not in a layer folder ({', '.join(sorted(allowed))})")
             continue
         layer = rel.parts[0]
-        if layer == "hooks" and rel.suffix == ".h":
-            bad.append(f"{rel}: a header in hooks/ (no hook file may use another)")
         edges.setdefault(unit(rel), set())
-        for number, line in enumerate((shim / rel).read_text().splitlines(), 1):
+        for number, line in enumerate((root / rel).read_text().splitlines(), 1):
             m = INCLUDE.match(line)
             if not m:
                 continue
             includes += 1
-            name = m.group(1)
-            beside, rooted = rel.parent / name, Path(name)
-            if (shim / beside).is_file():
-                target = Path(os.path.normpath(beside))
-            elif len(rooted.parts) == 2 and (shim / rooted).is_file():
-                target = rooted
-            elif os.path.basename(name) in core_names:
-                target = None  # core/: below every shim layer
-            else:
-                bad.append(f"{rel}:{number}: includes \"{name}\", no file of shim/ or core/")
+            target = resolve(rel, m.group(1))
+            if target is None:
+                bad.append(f"{rel}:{number}: includes \"{m.group(1)}\", no file of {name}")
                 continue
-            where = "core" if target is None else target.parts[0]
-            if where not in SHIM_ALLOWED[layer]:
+            where = target if target == "core" else target.parts[0]
+            if where not in allowed[layer]:
                 bad.append(f"{rel}:{number}: {layer}/ includes {target} ({layer}/ may include "
-                           f"{', '.join(sorted(SHIM_ALLOWED[layer]))})")
-            if target is not None and unit(target) != unit(rel):
+                           f"{', '.join(sorted(allowed[layer]))})")
+            if target != "core" and unit(target) != unit(rel):
                 edges[unit(rel)].add(unit(target))
     for component in circles(edges):
         bad.append("include circle between " + ", ".join(component))
@@ -123,42 +115,39 @@ def check_shim(shim: Path, core: Path):
 
 
 def check_core(core: Path):
-    """(files, includes, violations) of core/."""
-    files = sorted(p.relative_to(core) for p in core.rglob("*") if p.suffix in SUFFIXES)
-    bad, by_name = [], {}
-    for rel in files:
-        if len(rel.parts) != 2 or rel.parts[0] not in ALLOWED:
-            bad.append(f"{rel}: not in a layer folder ({', '.join(sorted(ALLOWED))})")
-            continue
-        if rel.suffix != ".c":
+    """core/: headers are included by name, so names must be unique across its folders."""
+    by_name, bad = {}, []
+    for p in sorted(core.rglob("*")):
+        rel = p.relative_to(core)
+        if p.suffix in (".h", ".def") and len(rel.parts) == 2 and rel.parts[0] in ALLOWED:
             if rel.name in by_name:
                 bad.append(f"{rel}: same name as {by_name[rel.name]} (headers are included by name)")
             by_name.setdefault(rel.name, rel)
-    edges, includes = {}, 0
-    for rel in files:
-        if len(rel.parts) != 2 or rel.parts[0] not in ALLOWED:
-            continue
-        layer = rel.parts[0]
-        edges.setdefault(unit(rel), set())
-        for number, line in enumerate((core / rel).read_text().splitlines(), 1):
-            m = INCLUDE.match(line)
-            if not m:
-                continue
-            includes += 1
-            name = m.group(1)
-            beside = rel.parent / name
-            target = beside if (core / beside).is_file() else by_name.get(os.path.basename(name))
-            if target is None:
-                bad.append(f"{rel}:{number}: includes \"{name}\", no file of core/")
-                continue
-            target = Path(os.path.normpath(target))
-            if target.parts[0] not in ALLOWED[layer]:
-                bad.append(f"{rel}:{number}: {layer}/ includes {target} ({layer}/ may include "
-                           f"{', '.join(sorted(ALLOWED[layer]))})")
-            if unit(target) != unit(rel):
-                edges[unit(rel)].add(unit(target))
-    for component in circles(edges):
-        bad.append("include circle between " + ", ".join(component))
+
+    def resolve(rel, name):
+        beside = rel.parent / name
+        target = beside if (core / beside).is_file() else by_name.get(os.path.basename(name))
+        return None if target is None else Path(os.path.normpath(target))
+
+    files, includes, more = check_tree(core, ALLOWED, resolve, "core/")
+    return files, includes, bad + more
+
+
+def check_shim(shim: Path, core: Path):
+    """shim/: a file beside, a path from shim/, or a core/ header by name; no header in hooks/."""
+    core_names = {p.name for p in core.rglob("*") if p.suffix in (".h", ".def")}
+
+    def resolve(rel, name):
+        beside, rooted = rel.parent / name, Path(name)
+        if (shim / beside).is_file():
+            return Path(os.path.normpath(beside))
+        if len(rooted.parts) == 2 and (shim / rooted).is_file():
+            return rooted
+        return "core" if os.path.basename(name) in core_names else None
+
+    files, includes, bad = check_tree(shim, SHIM_ALLOWED, resolve, "shim/ or core/")
+    bad += [f"{rel}: a header in hooks/ (no hook file may use another)" for rel in files
+            if rel.parts[0] == "hooks" and rel.suffix == ".h"]
     return files, includes, bad
 
 
