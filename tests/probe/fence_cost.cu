@@ -3,7 +3,11 @@
 // record (one event, or a ring of 64), a stream memory write of a counter to pinned host memory, a
 // second kernel node in the graph, and a stream memory write into device memory; and the same
 // graph between two empty nodes (the shape graphmem's markers give a served graph). The launch
-// protocol records one fence per served launch; this says which kind is cheapest.
+// protocol records one fence per served launch; this says which kind is cheapest. The "counter"
+// rows add to the marked graph a last node, a one-thread kernel loaded from PTX (as a library
+// without nvcc-compiled code would) that adds one to a counter in mapped host memory: a fence the
+// launch itself writes. "throughput" rows time 2000 launches and one synchronize, per launch: the
+// GPU time a counter node adds where launches outrun the GPU.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +36,28 @@ static double now_us() {
 }
 
 static cudaStream_t s;
+static CUkernel count_kernel;
+static unsigned *host_count;
+
+static CUkernel count_relaxed_kernel;
+
+static const char count_ptx[] = ".version 7.0\n"
+                                ".target sm_70\n"
+                                ".address_size 64\n"
+                                ".visible .entry gm_count(.param .u64 p)\n"
+                                "{\n"
+                                "  .reg .b64 %rd<2>;\n"
+                                "  ld.param.u64 %rd1, [p];\n"
+                                "  red.release.sys.global.add.u32 [%rd1], 1;\n"
+                                "  ret;\n"
+                                "}\n"
+                                ".visible .entry gm_count_relaxed(.param .u64 p)\n"
+                                "{\n"
+                                "  .reg .b64 %rd<2>;\n"
+                                "  ld.param.u64 %rd1, [p];\n"
+                                "  red.relaxed.sys.global.add.u32 [%rd1], 1;\n"
+                                "  ret;\n"
+                                "}\n";
 static cudaEvent_t ring[64];
 static unsigned long long *host_counter, *dev_counter;
 static unsigned long long seq;
@@ -111,6 +137,45 @@ static cudaGraphExec_t marked(int *buf) {
     return e;
 }
 
+// marked(), then one more node after the last: the counter kernel.
+static cudaGraphExec_t marked_counter(int *buf, CUkernel kernel) {
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    cudaGraphCreate(&g, 0);
+    cudaGraphNode_t a, k, f, c;
+    cudaGraphAddEmptyNode(&a, g, nullptr, 0);
+    cudaKernelNodeParams p = {};
+    void *args[] = {&buf};
+    p.func = (void *)touch;
+    p.gridDim = dim3(1);
+    p.blockDim = dim3(32);
+    p.kernelParams = args;
+    cudaGraphAddKernelNode(&k, g, &a, 1, &p);
+    cudaGraphAddEmptyNode(&f, g, &k, 1);
+    CUDA_KERNEL_NODE_PARAMS cp = {};
+    void *cargs[] = {&host_count};
+    cp.kern = kernel;
+    cp.gridDimX = cp.gridDimY = cp.gridDimZ = 1;
+    cp.blockDimX = cp.blockDimY = cp.blockDimZ = 1;
+    cp.kernelParams = cargs;
+    int r = cuGraphAddKernelNode(&c, (CUgraph)g, &f, 1, &cp);
+    if (r)
+        printf("fence_cost counter node: %d\n", r);
+    cudaGraphInstantiate(&e, g, 0);
+    cudaGraphDestroy(g);
+    return e;
+}
+
+static double throughput(cudaGraphExec_t e, kind k) {
+    cudaStreamSynchronize(s);
+    double t0 = now_us();
+    for (int i = 0; i < 2000; i++)
+        if (cudaGraphLaunch(e, s) || after(k, i))
+            return -1;
+    cudaStreamSynchronize(s);
+    return (now_us() - t0) / 2000;
+}
+
 int main() {
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (auto &ev : ring)
@@ -119,7 +184,14 @@ int main() {
     CK(cudaMalloc(&dev_counter, 64));
     int *buf;
     CK(cudaMalloc(&buf, 4096));
+    CUlibrary lib;
+    CK(cuLibraryLoadData(&lib, count_ptx, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    CK(cuLibraryGetKernel(&count_kernel, lib, "gm_count"));
+    CK(cuLibraryGetKernel(&count_relaxed_kernel, lib, "gm_count_relaxed"));
+    CK(cudaHostAlloc(&host_count, 64, cudaHostAllocMapped));
     cudaGraphExec_t one = chain(1, buf), two = chain(2, buf), mark = marked(buf);
+    cudaGraphExec_t counted = marked_counter(buf, count_kernel);
+    cudaGraphExec_t relaxed = marked_counter(buf, count_relaxed_kernel);
     for (int round = 0; round < 3; round++) {
         for (int k = NONE; k <= WRITE_DEVICE; k++)
             printf("fence_cost round %d %-24s %.3f us\n", round, names[k], measure(one, (kind)k));
@@ -130,9 +202,24 @@ int main() {
                measure(mark, EVENT_ONE));
         printf("fence_cost round %d %-24s %.3f us\n", round, "marked_event_ring64",
                measure(mark, EVENT_RING));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "marked_counter",
+               measure(counted, NONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_marked_none",
+               throughput(mark, NONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_marked_event_one",
+               throughput(mark, EVENT_ONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_marked_counter",
+               throughput(counted, NONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_marked_counter_relaxed",
+               throughput(relaxed, NONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_one",
+               throughput(one, NONE));
+        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_second_kernel_node",
+               throughput(two, NONE));
     }
     CK(cudaStreamSynchronize(s));
     printf("fence_cost host counter %llu of %llu\n", *(volatile unsigned long long *)host_counter,
            seq);
+    printf("fence_cost counter kernel ran %u times\n", *(volatile unsigned *)host_count);
     return 0;
 }
