@@ -213,6 +213,37 @@ gm_status_t gm_engine_trim(gm_engine_t *engine, int device);
 gm_status_t gm_engine_attr_get(gm_engine_t *engine, int device, int attr, uint64_t *value);
 gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64_t value);
 
+/* ---- Covers: graph memory mapped for the driver's pointer checks ---------------------------- */
+
+/* The driver checks that memset and memcpy nodes touch mapped memory when such a node is made or
+ * its parameters set, when a memset or copy is captured, and when its graph is instantiated;
+ * graph memory is mapped only at launch. For the duration of such a driver call the shim holds a
+ * cover (engine_cover.c): every page of the reservation the node touches that no part maps gets
+ * the device's scratch page (one physical page per device, made once, never counted as graph
+ * memory, never written by any graph); a page a part maps already stays as it is. From the first
+ * covered range until the cover ends, nothing in the reservation is mapped or unmapped (a launch
+ * that must map waits, trim waits, the use-after-free poll skips), so the driver's check sees the
+ * pages as the cover found them and no launch ever maps over a scratch page. A cover is held by
+ * one thread around driver calls only: it must not launch, trim or cover again meanwhile. */
+#define GM_COVER_MAX 1024 /* pages of one cover: 2 GiB at 2 MiB pages */
+
+typedef struct gm_cover {
+    gm_engine_t *engine; /* NULL: nothing to cover (no engine, or the shim ignores the call) */
+    int device;          /* whose scratch page; -1: none */
+    bool held;           /* counted in the engine's covers since the first covered range */
+    uint32_t count;
+    uint64_t pages[GM_COVER_MAX]; /* pages this cover holds a scratch mapping of */
+} gm_cover_t;
+
+/* Starts an empty cover for `device` (engine NULL or device < 0: a cover that covers nothing). */
+void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device);
+/* Covers the pages of [va, va + bytes) that lie in the reservation. Best effort: a page the
+ * scratch page cannot be mapped at, or past GM_COVER_MAX, is left (the driver then answers). */
+void gm_engine_cover_range(gm_cover_t *cover, uint64_t va, uint64_t bytes);
+/* Removes the cover's scratch mappings; when it was the last cover, waiting launches and trims go
+ * on. */
+void gm_engine_cover_end(gm_cover_t *cover);
+
 /* ---- Reporting ------------------------------------------------------------------------------ */
 
 /* gm_exec_report_t: its fields are the GM_EXEC_STAT list of core/common/stats.def. */

@@ -217,6 +217,11 @@ struct gm_engine {
     uint64_t next_record_id;
     gm_exec_report_t *dead_reports;
     uint32_t dead_count, dead_cap;
+    /* Covers (engine_cover.c): how many are held; signalled when the last one ends. */
+    uint32_t covers;
+    pthread_cond_t uncovered;
+    gm_map_t scratch_maps;                   /* page -> how many covers hold its scratch mapping */
+    uint64_t scratch_handle[GM_MAX_DEVICES]; /* backend handles of one page; 0: none made yet */
 };
 
 #endif

@@ -5,6 +5,7 @@
  * happen outside graphs, and streams going away. */
 #include <stdlib.h>
 
+#include "engine_cover.h"
 #include "engine_fence.h"
 #include "engine_part.h"
 #include "engine_trim.h"
@@ -157,8 +158,21 @@ static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload) {
     gm_fence_unref(e, f);
 }
 
+/* Whether the launch may map or unmap: a part not mapped yet (stale parts give windows up first),
+ * or one leaving its group under `remap`. While a cover is held such a launch waits. */
+static bool changes_mappings(const gm_engine_t *e, const gm_exec_t *x, uint64_t stream) {
+    for (uint32_t i = 0; i < x->part_count; i++) {
+        const gm_part_t *p = x->parts[i];
+        if (!p->shared_maps.mapped || !p->escape_maps.mapped || !p->group ||
+            (p->group->stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP))
+            return true;
+    }
+    return false;
+}
+
 /* One attempt under the lock. GM_ERR_NOT_READY with *wait (a fence to wait for on the host, the
- * lock released) when a mapping must first be given up by a run that has not finished. */
+ * lock released) when a mapping must first be given up by a run that has not finished; without
+ * *wait when a cover holds the mappings still. */
 static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream, bool upload,
                                  gm_driver_call_t call, gm_fence_t **wait) {
     gm_exec_t *x = gm_map_get(&e->execs, exec);
@@ -167,6 +181,8 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
     gm_status_t st = launch_check(x, upload);
     if (st != GM_OK)
         return st;
+    if (e->covers && changes_mappings(e, x, stream))
+        return GM_ERR_NOT_READY;
     if (e->config.uaf_check)
         gm_uaf_poll(e);
     /* Groups, and windows taken back from stale parts, before anything is mapped. */
@@ -214,6 +230,10 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
     for (;;) {
         gm_fence_t *wait = NULL;
         st = launch_locked(e, exec, stream, upload, call, &wait);
+        if (st == GM_ERR_NOT_READY && !wait && e->covers) {
+            gm_cover_wait(e); /* the lock released meanwhile; then decide again */
+            continue;
+        }
         if (st != GM_ERR_NOT_READY || !wait)
             break;
         /* A host wait, never under the lock: hold the fence, let others go on meanwhile, then

@@ -2,9 +2,11 @@
  * their addresses), engine_graph.c (graphs and markers), engine_exec.c (instantiation),
  * engine_part.c (a part's life: plan, mapping, trim, reclaim), engine_group.c (sharing),
  * engine_launch.c (the launch protocol and outside frees), engine_update.c (cuGraphExecUpdate),
- * engine_fence.c (GPU order) and engine_trim.c (trim outside a launch). */
+ * engine_fence.c (GPU order), engine_trim.c (trim outside a launch) and engine_cover.c (scratch
+ * mappings for the driver's pointer checks). */
 #include <stdlib.h>
 
+#include "engine_cover.h"
 #include "engine_exec.h"
 #include "engine_graph.h"
 #include "engine_group.h"
@@ -22,6 +24,7 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     if (!e)
         return NULL;
     pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->uncovered, NULL);
     e->backend = *backend;
     e->config = *config;
     e->page = backend->granularity;
@@ -55,6 +58,7 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_execs_destroy_all(e);
     gm_graphs_destroy_all(e);
     gm_groups_destroy_all(e);
+    gm_covers_destroy(e);
     for (int d = 0; d < e->config.device_count; d++)
         gm_pool_destroy(e->pools[d]);
     gm_vaspace_destroy(e->vas);
@@ -64,6 +68,7 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_keyset_fini(&e->marker_nodes);
     gm_keyset_fini(&e->address_keys);
     free(e->dead_reports);
+    pthread_cond_destroy(&e->uncovered);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }

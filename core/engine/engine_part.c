@@ -347,7 +347,7 @@ static bool points_done(gm_engine_t *e, gm_part_t *p) {
 }
 
 gm_fence_t *gm_part_trim(gm_engine_t *e, gm_part_t *p, bool release) {
-    if (p->busy)
+    if (p->busy || e->covers) /* covers hold every mapping still (engine_cover.c) */
         return NULL;
     if (!gm_part_idle(e, p))
         return p->run_fence;

@@ -3,6 +3,7 @@
  * already recorded only (semantics §A11.1). */
 #include "engine_trim.h"
 
+#include "engine_cover.h"
 #include "engine_part.h"
 
 void gm_uaf_poll(gm_engine_t *e) {
@@ -20,6 +21,7 @@ gm_status_t gm_engine_trim(gm_engine_t *e, int device) {
     if (device < 0 || device >= e->config.device_count)
         return GM_ERR_INVALID_DEVICE;
     pthread_mutex_lock(&e->lock);
+    gm_cover_wait(e); /* a covered page must stay as the driver's check found it */
     gm_trim_device(e, device);
     pthread_mutex_unlock(&e->lock);
     return GM_OK;

@@ -1,60 +1,22 @@
 #include "scratch.h"
 
-#include <pthread.h>
-
-#include "backend_cuda.h"
+#include "captures.h"
 #include "interpose/driver.h"
 
-static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
-static CUmemGenericAllocationHandle scratch_handle[GM_MAX_DEVICES];
-static uint64_t page_size;
-
-/* One page of physical memory per device, made on first use and kept. */
-static bool scratch_for(int device, CUmemGenericAllocationHandle *handle) {
-    if (device < 0 || device >= GM_MAX_DEVICES)
-        return false;
-    pthread_mutex_lock(&scratch_lock);
-    if (page_size == 0)
-        page_size = gm_device_page_size();
-    if (scratch_handle[device] == 0 && page_size != 0) {
-        CUmemAllocationProp prop = gm_device_memory(device);
-        if (gm_drv.cuMemCreate(&scratch_handle[device], page_size, &prop, 0) != CUDA_SUCCESS)
-            scratch_handle[device] = 0;
-    }
-    *handle = scratch_handle[device];
-    pthread_mutex_unlock(&scratch_lock);
-    return *handle != 0;
-}
+/* The engine's calls run RELAXED: they may map memory (cuMemCreate on first use, cuMemMap,
+ * cuMemSetAccess), and a capture may be under way on this thread or another. */
 
 void gm_scratch_begin(gm_scratch_t *s, gm_engine_t *engine) {
-    s->engine = engine;
-    s->count = 0;
     CUdevice device = 0;
-    s->device = engine && gm_drv.cuCtxGetDevice(&device) == CUDA_SUCCESS ? device : -1;
+    bool known = false;
+    if (engine)
+        GM_RELAXED(known = gm_drv.cuCtxGetDevice(&device) == CUDA_SUCCESS);
+    gm_engine_cover_begin(engine, s, known ? (int)device : -1);
 }
 
 void gm_scratch_cover_range(gm_scratch_t *s, CUdeviceptr start, uint64_t bytes) {
-    CUmemGenericAllocationHandle handle;
-    if (s->engine == NULL || bytes == 0 || !gm_engine_reserved(s->engine, start) ||
-        !scratch_for(s->device, &handle))
-        return;
-    CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, s->device},
-                              CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    for (uint64_t page = start - start % page_size; page < start + bytes; page += page_size) {
-        if (s->count == GM_SCRATCH_MAX || !gm_engine_reserved(s->engine, page))
-            return;
-        bool seen = false;
-        for (uint32_t i = 0; i < s->count && !seen; i++)
-            seen = s->pages[i] == page;
-        /* A page that is mapped already (its exec launched) refuses the map: leave it be. */
-        if (seen || gm_drv.cuMemMap(page, page_size, 0, handle, 0) != CUDA_SUCCESS)
-            continue;
-        if (gm_drv.cuMemSetAccess(page, page_size, &access, 1) != CUDA_SUCCESS) {
-            gm_drv.cuMemUnmap(page, page_size);
-            continue;
-        }
-        s->pages[s->count++] = page;
-    }
+    if (s->engine)
+        GM_RELAXED(gm_engine_cover_range(s, start, bytes));
 }
 
 void gm_scratch_cover_memset(gm_scratch_t *s, const CUDA_MEMSET_NODE_PARAMS *p) {
@@ -112,7 +74,6 @@ void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo) {
 }
 
 void gm_scratch_end(gm_scratch_t *s) {
-    for (uint32_t i = 0; i < s->count; i++)
-        gm_drv.cuMemUnmap(s->pages[i], page_size);
-    s->count = 0;
+    if (s->held)
+        GM_RELAXED(gm_engine_cover_end(s));
 }

@@ -410,16 +410,24 @@ uint64_t host_backend_device_bytes(const host_backend_t *hb, int device) {
     return device_bytes_locked(hb, device);
 }
 
-uint64_t host_backend_access(const host_backend_t *hb, uint64_t va) {
+/* The two questions about one mapping take the lock: a test may ask them while other threads map
+ * and unmap (tests/unit/test_engine_cover_threads.c). */
+uint64_t host_backend_access(host_backend_t *hb, uint64_t va) {
+    pthread_mutex_lock(&hb->lock);
     const hb_mapping_t *m = mapping_at(hb, va);
-    return m ? m->access : 0;
+    uint64_t access = m ? m->access : 0;
+    pthread_mutex_unlock(&hb->lock);
+    return access;
 }
 
-uint64_t host_backend_handle_at(const host_backend_t *hb, uint64_t va, uint64_t *size_out) {
+uint64_t host_backend_handle_at(host_backend_t *hb, uint64_t va, uint64_t *size_out) {
+    pthread_mutex_lock(&hb->lock);
     const hb_mapping_t *m = mapping_at(hb, va);
     if (size_out)
         *size_out = m ? hb->handles[m->handle - 1].size : 0;
-    return m ? m->handle : 0;
+    uint64_t handle = m ? m->handle : 0;
+    pthread_mutex_unlock(&hb->lock);
+    return handle;
 }
 
 bool host_backend_check_clean(const host_backend_t *hb) {

@@ -100,9 +100,9 @@ host_backend_counts_t host_backend_counts(const host_backend_t *hb);
 uint64_t host_backend_device_bytes(const host_backend_t *hb, int device);
 /* Bitmask of devices with access to the mapping containing `va`; 0 when not mapped or mapped
  * without access. */
-uint64_t host_backend_access(const host_backend_t *hb, uint64_t va);
+uint64_t host_backend_access(host_backend_t *hb, uint64_t va);
 /* The handle mapped at `va` (0 when none) and its size. */
-uint64_t host_backend_handle_at(const host_backend_t *hb, uint64_t va, uint64_t *size_out);
+uint64_t host_backend_handle_at(host_backend_t *hb, uint64_t va, uint64_t *size_out);
 
 /* True when nothing is reserved, held, mapped or pending and no misuse happened; otherwise
  * prints what is left to stderr. */

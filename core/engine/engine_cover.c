@@ -1,0 +1,124 @@
+/* Covers (engine.h, "Covers"): scratch mappings for the driver's pointer checks, made and removed
+ * through the backend under the engine lock, and a count that keeps every mapping of the
+ * reservation as it is while any cover is held.
+ *
+ * Why everything is held still, and not only the covered pages: a page the cover found mapped by
+ * a part must stay mapped until the driver's check is over (a trim would unmap it), and a page the
+ * cover mapped the scratch page at must not be mapped by a first launch meanwhile (the backend
+ * refuses a map over a mapping). Which pages a cover will touch is known only as the shim hands
+ * ranges in; covers are short (one driver call that does not wait for the GPU), so the launches
+ * that must map and the trims wait for them, and every other launch goes on. */
+#include "engine_cover.h"
+
+static bool mapped_by_part(const gm_engine_t *e, uint64_t page) {
+    for (const gm_part_t *p = e->parts; p; p = p->all_next)
+        for (int k = 0; k < 2; k++) {
+            const gm_maplist_t *ml = k ? &p->escape_maps : &p->shared_maps;
+            for (uint32_t i = 0; i < ml->count; i++) {
+                uint64_t va = ml->maps[i].va, end = va + gm_handle_bytes(ml->maps[i].handle);
+                if (va < page + e->page && page < end)
+                    return true;
+            }
+        }
+    return false;
+}
+
+static uintptr_t scratch_holders(const gm_engine_t *e, uint64_t page) {
+    return (uintptr_t)gm_map_get(&e->scratch_maps, page);
+}
+
+/* Maps the device's scratch page at `page` (made on first use); false when the backend refuses. */
+static bool map_scratch(gm_engine_t *e, int device, uint64_t page) {
+    const gm_backend_t *b = &e->backend;
+    if (!e->scratch_handle[device] &&
+        b->handle_create(b->ctx, device, e->page, &e->scratch_handle[device]) != GM_OK) {
+        e->scratch_handle[device] = 0;
+        return false;
+    }
+    if (gm_map_reserve(&e->scratch_maps, 1) != GM_OK ||
+        b->map(b->ctx, page, e->page, e->scratch_handle[device]) != GM_OK)
+        return false;
+    if (b->set_access(b->ctx, page, e->page, &device, 1) != GM_OK) {
+        b->unmap(b->ctx, page, e->page);
+        return false;
+    }
+    gm_map_put(&e->scratch_maps, page, (void *)(uintptr_t)1); /* room reserved above */
+    return true;
+}
+
+void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device) {
+    cover->engine = engine && device >= 0 && device < engine->config.device_count ? engine : NULL;
+    cover->device = device;
+    cover->held = false;
+    cover->count = 0;
+}
+
+static bool holds(const gm_cover_t *c, uint64_t page) {
+    for (uint32_t i = 0; i < c->count; i++)
+        if (c->pages[i] == page)
+            return true;
+    return false;
+}
+
+void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
+    gm_engine_t *e = c->engine;
+    if (!e || bytes == 0 || va + bytes < va)
+        return;
+    pthread_mutex_lock(&e->lock);
+    for (uint64_t page = va - va % e->page; page < va + bytes && c->count < GM_COVER_MAX;
+         page += e->page) {
+        if (!gm_vaspace_contains(e->vas, page))
+            continue;
+        if (!c->held) {
+            c->held = true;
+            e->covers++;
+        }
+        if (holds(c, page))
+            continue;
+        uintptr_t holders = scratch_holders(e, page);
+        if (holders) /* another cover's scratch page: hold it too */
+            gm_map_put(&e->scratch_maps, page, (void *)(holders + 1));
+        else if (mapped_by_part(e, page) || !map_scratch(e, c->device, page))
+            continue;
+        c->pages[c->count++] = page;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+void gm_engine_cover_end(gm_cover_t *c) {
+    gm_engine_t *e = c->engine;
+    if (!e || !c->held)
+        return;
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t i = 0; i < c->count; i++) {
+        uintptr_t holders = scratch_holders(e, c->pages[i]);
+        if (holders > 1) {
+            gm_map_put(&e->scratch_maps, c->pages[i], (void *)(holders - 1));
+            continue;
+        }
+        gm_map_remove(&e->scratch_maps, c->pages[i]);
+        e->backend.unmap(e->backend.ctx, c->pages[i], e->page);
+    }
+    c->count = 0;
+    c->held = false;
+    if (--e->covers == 0)
+        pthread_cond_broadcast(&e->uncovered);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void gm_cover_wait(gm_engine_t *e) {
+    while (e->covers)
+        pthread_cond_wait(&e->uncovered, &e->lock);
+}
+
+void gm_covers_destroy(gm_engine_t *e) {
+    uint32_t pos = 0;
+    uint64_t page;
+    void *holders;
+    while (gm_map_next(&e->scratch_maps, &pos, &page, &holders))
+        e->backend.unmap(e->backend.ctx, page, e->page);
+    gm_map_fini(&e->scratch_maps);
+    for (int d = 0; d < GM_MAX_DEVICES; d++)
+        if (e->scratch_handle[d])
+            e->backend.handle_release(e->backend.ctx, e->scratch_handle[d]);
+}

@@ -1,0 +1,154 @@
+/* Covers (engine.h, "Covers") under threads, over the host backend. Two threads cover the pages
+ * of graph allocations, as the shim does around the driver's check of a memset or copy node, and
+ * check while the cover is held that every covered page is mapped and stays mapped to the same
+ * handle. Two threads launch those graphs, let them finish and trim, so that the same pages are
+ * unmapped and mapped again all the time. A launch that maps over a scratch page shows up as a
+ * backend misuse (a map over a mapping) or a failed launch; a trim that unmaps a page under a
+ * cover as a page found unmapped or changed. Also run under ThreadSanitizer (label "threads"). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include "check.h"
+#include "engine_sim.h"
+
+#define KiB (1ull << 10)
+#define GRAPHS 4
+#define LAUNCHERS 2
+#define COVERERS 2
+#define ROUNDS 3000
+#define MAX_PAGES 16
+#define STREAM(i) (0x200u + (uint64_t)(i))
+
+typedef struct world {
+    sim_t s;
+    sim_graph_t g[GRAPHS];
+    uint64_t va[GRAPHS], size[GRAPHS];
+    atomic_uint_fast64_t failed_launches, unmapped, changed, covered_pages;
+} world_t;
+
+typedef struct role {
+    world_t *w;
+    int index;
+} role_t;
+
+static void *launcher(void *arg) {
+    role_t *r = arg;
+    world_t *w = r->w;
+    for (int round = 0; round < ROUNDS; round++) {
+        /* Each exec is launched by one thread only, as CUDA requires of an exec in use. */
+        int k = r->index + LAUNCHERS * (round % (GRAPHS / LAUNCHERS));
+        if (sim_launch(&w->s, 0x100 + (uint64_t)k, STREAM(r->index)) != GM_OK)
+            atomic_fetch_add(&w->failed_launches, 1);
+        host_backend_complete_all(w->s.hb);
+        gm_engine_trim(w->s.engine, 0);
+    }
+    return NULL;
+}
+
+static void *coverer(void *arg) {
+    role_t *r = arg;
+    world_t *w = r->w;
+    uint64_t page = sim_page(), seed = 0x9e3779b97f4a7c15ull * (uint64_t)(r->index + 1);
+    for (int round = 0; round < ROUNDS; round++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int k = (int)((seed >> 33) % GRAPHS);
+        uint64_t first = w->va[k] - w->va[k] % page, pages = 0, handles[MAX_PAGES];
+        gm_cover_t c;
+        gm_engine_cover_begin(w->s.engine, &c, 0);
+        gm_engine_cover_range(&c, w->va[k], w->size[k]);
+        for (uint64_t p = first; p < w->va[k] + w->size[k] && pages < MAX_PAGES; p += page) {
+            handles[pages] = host_backend_handle_at(w->s.hb, p, NULL);
+            if (!handles[pages] || !(host_backend_access(w->s.hb, p) & 1))
+                atomic_fetch_add(&w->unmapped, 1);
+            pages++;
+        }
+        for (int i = 0; i < 3; i++)
+            sched_yield(); /* the driver's check takes a while */
+        for (uint64_t i = 0; i < pages; i++)
+            if (host_backend_handle_at(w->s.hb, first + i * page, NULL) != handles[i])
+                atomic_fetch_add(&w->changed, 1);
+        atomic_fetch_add(&w->covered_pages, pages);
+        gm_engine_cover_end(&c);
+    }
+    return NULL;
+}
+
+static void test_covers_hold_against_launch_and_trim(void) {
+    world_t *w = calloc(1, sizeof *w);
+    REQUIRE(w && sim_init(&w->s, NULL));
+    for (int k = 0; k < GRAPHS; k++) {
+        sim_one_alloc_graph(&w->s, &w->g[k], (64 + 96 * (uint64_t)k) * KiB, false);
+        for (uint32_t n = 0; n < w->g[k].node_count; n++)
+            if (w->g[k].kind[n] == SIM_ALLOC) {
+                w->va[k] = w->g[k].va[n];
+                w->size[k] = w->g[k].size[n];
+            }
+        REQUIRE(w->size[k] && sim_instantiate(&w->s, &w->g[k], 0x100 + (uint64_t)k, 0) == GM_OK);
+    }
+    pthread_t threads[LAUNCHERS + COVERERS];
+    role_t roles[LAUNCHERS + COVERERS];
+    for (int i = 0; i < LAUNCHERS + COVERERS; i++) {
+        roles[i] = (role_t){w, i < LAUNCHERS ? i : i - LAUNCHERS};
+        REQUIRE(pthread_create(&threads[i], NULL, i < LAUNCHERS ? launcher : coverer, &roles[i]) ==
+                0);
+    }
+    for (int i = 0; i < LAUNCHERS + COVERERS; i++)
+        pthread_join(threads[i], NULL);
+    host_backend_complete_all(w->s.hb);
+    CHECK_EQ_U64(atomic_load(&w->failed_launches), 0);
+    CHECK_EQ_U64(atomic_load(&w->unmapped), 0);
+    CHECK_EQ_U64(atomic_load(&w->changed), 0);
+    CHECK(atomic_load(&w->covered_pages) >= (uint64_t)COVERERS * ROUNDS);
+    CHECK_EQ_U64(host_backend_counts(w->s.hb).misuses, 0);
+    for (int k = 0; k < GRAPHS; k++) { /* mapped again, its own memory: the data holds */
+        CHECK(sim_launch(&w->s, 0x100 + (uint64_t)k, STREAM(0)) == GM_OK);
+        CHECK(sim_run_data(&w->s, &w->g[k], NULL));
+        host_backend_complete_all(w->s.hb);
+    }
+    CHECK(sim_fini(&w->s));
+    free(w);
+}
+
+/* A cover of a page no part maps gets the scratch page, one that a part maps keeps the part's
+ * handle, and the end of the cover leaves nothing behind; a range outside the reservation is left
+ * alone. Single-threaded: what each case does to the mappings. */
+static void test_cover_maps_only_unmapped_pages(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a, b;
+    sim_one_alloc_graph(&s, &a, 128 * KiB, false);
+    sim_one_alloc_graph(&s, &b, 128 * KiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, STREAM(0)) == GM_OK);
+    uint64_t va_a = a.va[0] ? a.va[0] : a.va[1], va_b = b.va[0] ? b.va[0] : b.va[1];
+    uint64_t handle_a = host_backend_handle_at(s.hb, va_a, NULL);
+    REQUIRE(handle_a != 0);
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va_b, NULL), 0);
+    uint64_t mappings = host_backend_counts(s.hb).mappings;
+    gm_cover_t c;
+    gm_engine_cover_begin(s.engine, &c, 0);
+    gm_engine_cover_range(&c, va_a, 128 * KiB);
+    gm_engine_cover_range(&c, va_b, 128 * KiB);
+    uint64_t outside = 0x1000;
+    gm_engine_cover_range(&c, outside, 4096);
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va_a, NULL), handle_a);
+    CHECK(host_backend_handle_at(s.hb, va_b, NULL) != 0);
+    CHECK(host_backend_access(s.hb, va_b) & 1);
+    CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings + c.count);
+    CHECK(c.count >= 2);
+    uint64_t reserved = sim_attr(&s, GM_ATTR_RESERVED_CURRENT);
+    gm_engine_cover_end(&c);
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va_b, NULL), 0);
+    CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), reserved); /* never graph memory */
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+}
+
+int main(void) {
+    RUN_TEST(test_cover_maps_only_unmapped_pages);
+    RUN_TEST(test_covers_hold_against_launch_and_trim);
+    return gm_check_summary();
+}
