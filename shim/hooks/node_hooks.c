@@ -172,29 +172,32 @@ static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
                               (uint64_t)(uintptr_t)graph);
 }
 
+/* Both ABIs: the 12.2 one (`v2` false) takes no edge data, and `edge_data` is NULL for it. */
+static CUresult add_node_hook(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
+                              const CUgraphEdgeData *edge_data, size_t count, CUgraphNodeParams *p,
+                              bool v2) {
+    CUresult result;
+    if (add_node(node_out, graph, deps, edge_data, count, p, &result))
+        return result;
+    result = v2 ? gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p)
+                : gm_real.cuGraphAddNode(node_out, graph, deps, count, p);
+    after_add_node(result, graph, node_out ? *node_out : NULL, p);
+    return result;
+}
+
 CUresult gm_hook_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                 const CUgraphNode *dependencies, size_t numDependencies,
                                 CUgraphNodeParams *nodeParams) {
-    CUresult result;
-    if (add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams, &result))
-        return result;
-    result = gm_real.cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
-    after_add_node(result, hGraph, phGraphNode ? *phGraphNode : NULL, nodeParams);
-    return result;
+    return add_node_hook(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams,
+                         false);
 }
 
 CUresult gm_hook_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
                                    const CUgraphNode *dependencies,
                                    const CUgraphEdgeData *dependencyData, size_t numDependencies,
                                    CUgraphNodeParams *nodeParams) {
-    CUresult result;
-    if (add_node(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams,
-                 &result))
-        return result;
-    result = gm_real.cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData,
-                                       numDependencies, nodeParams);
-    after_add_node(result, hGraph, phGraphNode ? *phGraphNode : NULL, nodeParams);
-    return result;
+    return add_node_hook(phGraphNode, hGraph, dependencies, dependencyData, numDependencies,
+                         nodeParams, true);
 }
 
 CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
