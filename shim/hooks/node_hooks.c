@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/markers.h"
 #include "bridge/scratch.h"
@@ -57,7 +58,9 @@ static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNo
     gm_marker_site_t site = {graph, deps, edge_data, count};
     CUdeviceptr va = 0;
     CUgraphNode node = NULL;
-    *result = gm_marker_alloc(engine, &site, &params, &va, &node);
+    /* graphmem's own work, as on the captured path: another thread may be in a GLOBAL capture.
+     * The application's own call is never made here (the marker replaces it). */
+    GM_RELAXED(*result = gm_marker_alloc(engine, &site, &params, &va, &node));
     if (*result == CUDA_SUCCESS) {
         p->dptr = va;
         *node_out = node;
@@ -80,7 +83,7 @@ static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNod
         return false;
     gm_marker_site_t site = {graph, deps, edge_data, count};
     CUgraphNode node = NULL;
-    *result = gm_marker_free(engine, &site, dptr, &node);
+    GM_RELAXED(*result = gm_marker_free(engine, &site, dptr, &node)); /* as for the alloc node */
     if (*result == CUDA_SUCCESS) {
         *node_out = node;
         gm_stat_add(GM_STAT_graph_frees, 1);
