@@ -1,4 +1,4 @@
-/* Small pieces core/ and shim/ share: growable arrays and a monotonic clock. */
+/* Small pieces core/ and shim/ share: growable arrays, intrusive lists and a monotonic clock. */
 #ifndef GRAPHMEM_UTIL_H
 #define GRAPHMEM_UTIL_H
 
@@ -16,6 +16,27 @@ gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem);
  * larger than `*cap` says). */
 gm_status_t gm_grow_parallel(void **const arrays[], const size_t elems[], unsigned count,
                              uint32_t *cap, uint32_t need);
+
+/* Intrusive doubly linked lists: `head` is the list's first element (NULL when empty), `prev`
+ * and `next` name the links inside an element. `head` and `elem` are evaluated more than once.
+ * PUSH puts `elem` first; its `prev` must be NULL already (a fresh element). */
+#define GM_LIST_PUSH(head, elem, prev, next)                                                       \
+    do {                                                                                           \
+        (elem)->next = (head);                                                                     \
+        if (head)                                                                                  \
+            (head)->prev = (elem);                                                                 \
+        (head) = (elem);                                                                           \
+    } while (0)
+/* Takes `elem` out; its own links are left as they were. */
+#define GM_LIST_UNLINK(head, elem, prev, next)                                                     \
+    do {                                                                                           \
+        if ((elem)->prev)                                                                          \
+            (elem)->prev->next = (elem)->next;                                                     \
+        else                                                                                       \
+            (head) = (elem)->next;                                                                 \
+        if ((elem)->next)                                                                          \
+            (elem)->next->prev = (elem)->prev;                                                     \
+    } while (0)
 
 uint64_t gm_now_ns(void);
 

@@ -137,10 +137,7 @@ void gm_part_discard(gm_engine_t *e, gm_part_t *p) {
 }
 
 void gm_part_link(gm_engine_t *e, gm_part_t *p) {
-    p->all_next = e->parts;
-    if (e->parts)
-        e->parts->all_prev = p;
-    e->parts = p;
+    GM_LIST_PUSH(e->parts, p, all_prev, all_next);
 }
 
 /* A destroyed exec lives on in its parts (their reports, its flag): the last part reclaimed takes
@@ -167,12 +164,7 @@ void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p) {
     gm_exec_t *x = p->exec;
     if (p->group)
         gm_group_leave(e, p);
-    if (p->all_prev)
-        p->all_prev->all_next = p->all_next;
-    else
-        e->parts = p->all_next;
-    if (p->all_next)
-        p->all_next->all_prev = p->all_prev;
+    GM_LIST_UNLINK(e->parts, p, all_prev, all_next);
     for (uint32_t i = 0; i < x->part_count; i++)
         if (x->parts[i] == p)
             x->parts[i] = x->parts[--x->part_count];

@@ -67,15 +67,6 @@ gm_pool_t *gm_pool_create(const gm_backend_t *backend, int device, uint64_t max_
     return pool;
 }
 
-static void unlink_handle(gm_pool_t *pool, gm_handle_t *h) {
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        pool->handles = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-}
-
 static gm_status_t release(gm_pool_t *pool, gm_handle_t *h) {
     gm_status_t st = pool->backend->handle_release(pool->backend->ctx, h->backend_handle);
     if (st != GM_OK)
@@ -83,7 +74,7 @@ static gm_status_t release(gm_pool_t *pool, gm_handle_t *h) {
     h->arena->handles[h->index] = NULL;
     pool->stats.reserved -= h->bytes;
     pool->idle -= h->bytes;
-    unlink_handle(pool, h);
+    GM_LIST_UNLINK(pool->handles, h, prev, next);
     free(h);
     return GM_OK;
 }
@@ -97,7 +88,7 @@ void gm_pool_destroy(gm_pool_t *pool) {
         gm_handle_t *h = pool->handles;
         if (!h->maps)
             pool->backend->handle_release(pool->backend->ctx, h->backend_handle);
-        unlink_handle(pool, h);
+        GM_LIST_UNLINK(pool->handles, h, prev, next);
         free(h);
     }
     free(pool);
@@ -123,10 +114,7 @@ gm_status_t gm_pool_fill(gm_pool_t *pool, gm_arena_t *arena, uint32_t index) {
     h->bytes = bytes;
     h->arena = arena;
     h->index = index;
-    h->next = pool->handles;
-    if (pool->handles)
-        pool->handles->prev = h;
-    pool->handles = h;
+    GM_LIST_PUSH(pool->handles, h, prev, next);
     arena->handles[index] = h;
     pool->idle += bytes;
     pool->stats.reserved += bytes;

@@ -160,10 +160,12 @@ static void fence_drop(fence_t *f) {
 
 static void fence_recycle(fence_t *f);
 
-/* Records a fence of the current context on `stream`. When a recycled event fails to record and a
- * new one succeeds, the old one was stale (its context was destroyed and another took its
- * address); when both fail, the stream was the trouble and the old one goes back. */
-static CUresult record_here(CUstream stream, fence_t **out) {
+/* Records a fence of the current context on `stream` into `*(fence_t **)fence_out` (an op of
+ * in_context). When a recycled event fails to record and a new one succeeds, the old one was
+ * stale (its context was destroyed and another took its address); when both fail, the stream was
+ * the trouble and the old one goes back. */
+static CUresult record_here(CUstream stream, void *fence_out) {
+    fence_t **out = fence_out;
     CUcontext current = NULL;
     CUresult r = gm_drv.cuCtxGetCurrent(&current);
     if (r != CUDA_SUCCESS)
@@ -206,12 +208,13 @@ static void leave_context(bool pushed) {
         gm_drv.cuCtxPopCurrent_v2(&popped);
 }
 
-/* Runs `record_here` with `context` current. */
-static CUresult record_in(CUcontext context, CUstream stream, fence_t **out) {
+/* Runs `op(stream, arg)` with `context` current. */
+static CUresult in_context(CUcontext context, CUresult (*op)(CUstream, void *), CUstream stream,
+                           void *arg) {
     bool pushed;
     CUresult r = enter_context(context, &pushed);
     if (r == CUDA_SUCCESS)
-        r = record_here(stream, out);
+        r = op(stream, arg);
     leave_context(pushed);
     return r;
 }
@@ -223,13 +226,13 @@ static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_
     if (!gm_stream_handle(stream_key, &stream, &context))
         return status_of(CUDA_ERROR_INVALID_HANDLE, "fence on another thread's stream");
     fence_t *f = NULL;
-    CUresult r = record_in(context, stream, &f);
+    CUresult r = in_context(context, record_here, stream, &f);
     if (r == CUDA_ERROR_INVALID_HANDLE && !context) {
         /* A stream of another context than the current one (a launch on another device's
          * stream): record in the stream's context. */
         CUcontext own = NULL;
         if (gm_drv.cuStreamGetCtx(stream, &own) == CUDA_SUCCESS && own)
-            r = record_in(own, stream, &f);
+            r = in_context(own, record_here, stream, &f);
     }
     if (r != CUDA_SUCCESS)
         return status_of(r, "cuEventRecord");
@@ -254,20 +257,15 @@ static gm_status_t fence_query(void *ctx, uint64_t fence) {
 /* Runs `op` on the stream of `key` (one the current engine call was handed), with the context
  * current that names it: a stream may wait for an event of any context, only a default stream
  * needs its own context current to be named. */
-static CUresult on_stream(uint64_t key, CUresult (*op)(CUstream, CUevent), CUevent event) {
+static CUresult on_stream(uint64_t key, CUresult (*op)(CUstream, void *), void *arg) {
     CUcontext context;
     CUstream stream;
     if (!gm_stream_handle(key, &stream, &context))
         return CUDA_ERROR_INVALID_HANDLE; /* another thread's per-thread stream: never touched */
-    bool pushed;
-    CUresult r = enter_context(context, &pushed);
-    if (r == CUDA_SUCCESS)
-        r = op(stream, event);
-    leave_context(pushed);
-    return r;
+    return in_context(context, op, stream, arg);
 }
 
-static CUresult wait_event(CUstream stream, CUevent event) {
+static CUresult wait_event(CUstream stream, void *event) {
     return gm_drv.cuStreamWaitEvent(stream, event, 0);
 }
 
@@ -281,7 +279,7 @@ static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
     return status_of(gm_drv.cuEventSynchronize(event_of(fence)), "cuEventSynchronize");
 }
 
-static CUresult synchronize(CUstream stream, CUevent unused) {
+static CUresult synchronize(CUstream stream, void *unused) {
     (void)unused;
     return gm_drv.cuStreamSynchronize(stream);
 }

@@ -16,12 +16,16 @@ CUresult gm_hook_cuDeviceGraphMemTrim(CUdevice device) {
     return gm_cuda_result(status);
 }
 
-CUresult gm_hook_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
-                                              void *value) {
-    CUresult result = gm_real.cuDeviceGetGraphMemAttribute(device, attr, value);
+/* Get and set alike: the driver's answer, then graphmem's share of the same attribute. */
+static CUresult graph_mem_attribute(CUdevice device, CUgraphMem_attribute attr, void *value,
+                                    bool set) {
+    CUresult result = set ? gm_real.cuDeviceSetGraphMemAttribute(device, attr, value)
+                          : gm_real.cuDeviceGetGraphMemAttribute(device, attr, value);
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (result != CUDA_SUCCESS || engine == NULL)
         return result;
+    if (set)
+        return gm_cuda_result(gm_engine_attr_set(engine, device, (int)attr, *(cuuint64_t *)value));
     uint64_t ours = 0;
     gm_status_t status; /* GRAPHMEM_UAF_CHECK queries fences here */
     GM_RELAXED(status = gm_engine_attr_get(engine, device, (int)attr, &ours));
@@ -31,11 +35,12 @@ CUresult gm_hook_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attrib
     return CUDA_SUCCESS;
 }
 
+CUresult gm_hook_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+                                              void *value) {
+    return graph_mem_attribute(device, attr, value, false);
+}
+
 CUresult gm_hook_cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
                                               void *value) {
-    CUresult result = gm_real.cuDeviceSetGraphMemAttribute(device, attr, value);
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    if (result != CUDA_SUCCESS || engine == NULL)
-        return result;
-    return gm_cuda_result(gm_engine_attr_set(engine, device, (int)attr, *(cuuint64_t *)value));
+    return graph_mem_attribute(device, attr, value, true);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/markers.h"
 #include "bridge/scratch.h"
@@ -57,7 +58,9 @@ static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNo
     gm_marker_site_t site = {graph, deps, edge_data, count};
     CUdeviceptr va = 0;
     CUgraphNode node = NULL;
-    *result = gm_marker_alloc(engine, &site, &params, &va, &node);
+    /* graphmem's own work, as on the captured path: another thread may be in a GLOBAL capture.
+     * The application's own call is never made here (the marker replaces it). */
+    GM_RELAXED(*result = gm_marker_alloc(engine, &site, &params, &va, &node));
     if (*result == CUDA_SUCCESS) {
         p->dptr = va;
         *node_out = node;
@@ -80,7 +83,7 @@ static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNod
         return false;
     gm_marker_site_t site = {graph, deps, edge_data, count};
     CUgraphNode node = NULL;
-    *result = gm_marker_free(engine, &site, dptr, &node);
+    GM_RELAXED(*result = gm_marker_free(engine, &site, dptr, &node)); /* as for the alloc node */
     if (*result == CUDA_SUCCESS) {
         *node_out = node;
         gm_stat_add(GM_STAT_graph_frees, 1);
@@ -172,29 +175,32 @@ static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
                               (uint64_t)(uintptr_t)graph);
 }
 
+/* Both ABIs: the 12.2 one (`v2` false) takes no edge data, and `edge_data` is NULL for it. */
+static CUresult add_node_hook(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
+                              const CUgraphEdgeData *edge_data, size_t count, CUgraphNodeParams *p,
+                              bool v2) {
+    CUresult result;
+    if (add_node(node_out, graph, deps, edge_data, count, p, &result))
+        return result;
+    result = v2 ? gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p)
+                : gm_real.cuGraphAddNode(node_out, graph, deps, count, p);
+    after_add_node(result, graph, node_out ? *node_out : NULL, p);
+    return result;
+}
+
 CUresult gm_hook_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                 const CUgraphNode *dependencies, size_t numDependencies,
                                 CUgraphNodeParams *nodeParams) {
-    CUresult result;
-    if (add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams, &result))
-        return result;
-    result = gm_real.cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
-    after_add_node(result, hGraph, phGraphNode ? *phGraphNode : NULL, nodeParams);
-    return result;
+    return add_node_hook(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams,
+                         false);
 }
 
 CUresult gm_hook_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
                                    const CUgraphNode *dependencies,
                                    const CUgraphEdgeData *dependencyData, size_t numDependencies,
                                    CUgraphNodeParams *nodeParams) {
-    CUresult result;
-    if (add_node(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams,
-                 &result))
-        return result;
-    result = gm_real.cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData,
-                                       numDependencies, nodeParams);
-    after_add_node(result, hGraph, phGraphNode ? *phGraphNode : NULL, nodeParams);
-    return result;
+    return add_node_hook(phGraphNode, hGraph, dependencies, dependencyData, numDependencies,
+                         nodeParams, true);
 }
 
 CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
