@@ -57,6 +57,16 @@ void gm_scratch_cover_memcpy2d(gm_scratch_t *s, const CUDA_MEMCPY2D *p) {
                                (p->Height - 1) * p->dstPitch + p->WidthInBytes);
 }
 
+void gm_scratch_cover_node(gm_scratch_t *s, const CUgraphNodeParams *p) {
+    if (p != NULL && p->type == CU_GRAPH_NODE_TYPE_MEMSET)
+        gm_scratch_cover_range(s, p->memset.dst,
+                               p->memset.height ? (p->memset.height - 1) * p->memset.pitch +
+                                                      p->memset.width * p->memset.elementSize
+                                                : 0);
+    else if (p != NULL && p->type == CU_GRAPH_NODE_TYPE_MEMCPY)
+        gm_scratch_cover_memcpy(s, &p->memcpy.copyParams);
+}
+
 void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo) {
     for (uint32_t i = 0; s->engine && i < topo->view.node_count; i++) {
         CUgraphNode node = (CUgraphNode)(uintptr_t)topo->nodes[i];

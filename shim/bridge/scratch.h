@@ -20,6 +20,9 @@ void gm_scratch_cover_range(gm_scratch_t *s, CUdeviceptr start, uint64_t bytes);
 void gm_scratch_cover_memset(gm_scratch_t *s, const CUDA_MEMSET_NODE_PARAMS *p);
 void gm_scratch_cover_memcpy(gm_scratch_t *s, const CUDA_MEMCPY3D *p);
 void gm_scratch_cover_memcpy2d(gm_scratch_t *s, const CUDA_MEMCPY2D *p);
+/* The memset or memcpy target of generic node parameters (cuGraphAddNode, cuGraphNodeSetParams,
+ * cuGraphExecNodeSetParams); other node types touch nothing it covers. */
+void gm_scratch_cover_node(gm_scratch_t *s, const CUgraphNodeParams *p);
 /* Every memset and memcpy node of a topology read back. */
 void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo);
 /* Removes every mapping the cover made and lets waiting launches and trims go on. */

@@ -142,10 +142,7 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
             return false;
         gm_scratch_t cover;
         gm_scratch_begin(&cover, gm_glue_engine_if_started());
-        if (p->type == CU_GRAPH_NODE_TYPE_MEMSET)
-            gm_scratch_cover_memset(&cover, (const CUDA_MEMSET_NODE_PARAMS *)&p->memset);
-        else
-            gm_scratch_cover_memcpy(&cover, &p->memcpy.copyParams);
+        gm_scratch_cover_node(&cover, p);
         *result = gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p);
         gm_scratch_end(&cover);
         return true;
@@ -285,7 +282,12 @@ CUresult gm_hook_cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode 
 CUresult gm_hook_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {
     if (gm_marker_of(hNode, NULL) != GM_MARKER_NONE)
         return CUDA_ERROR_NOT_SUPPORTED; /* memory node parameters cannot be modified */
-    return gm_real.cuGraphNodeSetParams(hNode, nodeParams);
+    gm_scratch_t cover; /* memset/memcpy targets are checked as by the dedicated setters */
+    gm_scratch_begin(&cover, gm_glue_engine_if_started());
+    gm_scratch_cover_node(&cover, nodeParams);
+    CUresult r = gm_real.cuGraphNodeSetParams(hNode, nodeParams);
+    gm_scratch_end(&cover);
+    return r;
 }
 
 CUresult gm_hook_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
@@ -295,5 +297,10 @@ CUresult gm_hook_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hN
     if (nodeParams != NULL && nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH &&
         gm_child_swap_refused(gm_glue_engine_if_started(), hNode, nodeParams->graph.graph))
         return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
-    return gm_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams);
+    gm_scratch_t cover;
+    gm_scratch_begin(&cover, gm_glue_engine_if_started());
+    gm_scratch_cover_node(&cover, nodeParams);
+    CUresult r = gm_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams);
+    gm_scratch_end(&cover);
+    return r;
 }
