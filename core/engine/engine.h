@@ -223,8 +223,9 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
  * memory, never written by any graph); a page a part maps already stays as it is. From the first
  * covered range until the cover ends, nothing in the reservation is mapped or unmapped (a launch
  * that must map waits, trim waits, the use-after-free poll skips), so the driver's check sees the
- * pages as the cover found them and no launch ever maps over a scratch page. A cover is held by
- * one thread around driver calls only: it must not launch, trim or cover again meanwhile. */
+ * pages as the cover found them and no launch ever maps over a scratch page. While a launch or
+ * trim waits, no new cover starts (covers back to back would hold it off for good). A cover is held
+ * by one thread around driver calls only: it must not launch, trim or cover again meanwhile. */
 #define GM_COVER_MAX 1024 /* pages of one cover: 2 GiB at 2 MiB pages */
 
 typedef struct gm_cover {

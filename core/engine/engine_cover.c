@@ -70,6 +70,11 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
         if (!gm_vaspace_contains(e->vas, page))
             continue;
         if (!c->held) {
+            /* A launch or trim waiting for covers goes first: covers back to back (one thread
+             * setting memset parameters in a loop) would otherwise hold it off for good. A
+             * cover already held takes more ranges without waiting: it ends on its own. */
+            while (e->cover_waiters)
+                pthread_cond_wait(&e->uncovered, &e->lock);
             c->held = true;
             e->covers++;
         }
@@ -107,8 +112,12 @@ void gm_engine_cover_end(gm_cover_t *c) {
 }
 
 void gm_cover_wait(gm_engine_t *e) {
+    e->cover_waiters++;
     while (e->covers)
         pthread_cond_wait(&e->uncovered, &e->lock);
+    /* The caller maps or trims before it lets the lock go: new covers start after that. */
+    if (--e->cover_waiters == 0)
+        pthread_cond_broadcast(&e->uncovered);
 }
 
 void gm_covers_destroy(gm_engine_t *e) {

@@ -217,8 +217,9 @@ struct gm_engine {
     uint64_t next_record_id;
     gm_exec_report_t *dead_reports;
     uint32_t dead_count, dead_cap;
-    /* Covers (engine_cover.c): how many are held; signalled when the last one ends. */
-    uint32_t covers;
+    /* Covers (engine_cover.c): how many are held, how many launches and trims wait for them to
+     * end (meanwhile no new cover starts); signalled when either count falls to zero. */
+    uint32_t covers, cover_waiters;
     pthread_cond_t uncovered;
     gm_map_t scratch_maps;                   /* page -> how many covers hold its scratch mapping */
     uint64_t scratch_handle[GM_MAX_DEVICES]; /* backend handles of one page; 0: none made yet */

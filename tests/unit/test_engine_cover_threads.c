@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "engine_sim.h"
@@ -147,8 +148,71 @@ static void test_cover_maps_only_unmapped_pages(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A launch waiting for covers goes before covers that start after it: thread A holds a cover, B
+ * launches an exec that must map (it waits), C then starts a cover of another graph's pages. C's
+ * cover may start only once B's launch is done, after A's cover ended. Without that order a
+ * thread covering in a loop holds launches off for good. */
+typedef struct order_world {
+    sim_t s;
+    sim_graph_t g[2];
+    uint64_t va[2], size[2];
+    atomic_int step;
+    atomic_int launch_done_at, cover_done_at;
+} order_world_t;
+
+static void *order_launch(void *arg) {
+    order_world_t *w = arg;
+    CHECK_EQ_INT(sim_launch(&w->s, 0x300, STREAM(0)), GM_OK);
+    atomic_store(&w->launch_done_at, atomic_fetch_add(&w->step, 1));
+    return NULL;
+}
+
+static void *order_cover(void *arg) {
+    order_world_t *w = arg;
+    gm_cover_t c;
+    gm_engine_cover_begin(w->s.engine, &c, 0);
+    gm_engine_cover_range(&c, w->va[1], w->size[1]);
+    atomic_store(&w->cover_done_at, atomic_fetch_add(&w->step, 1));
+    gm_engine_cover_end(&c);
+    return NULL;
+}
+
+static void test_waiting_launch_goes_before_new_covers(void) {
+    order_world_t *w = calloc(1, sizeof *w);
+    REQUIRE(w && sim_init(&w->s, NULL));
+    for (int k = 0; k < 2; k++) {
+        sim_one_alloc_graph(&w->s, &w->g[k], 128 * KiB, false);
+        for (uint32_t n = 0; n < w->g[k].node_count; n++)
+            if (w->g[k].kind[n] == SIM_ALLOC) {
+                w->va[k] = w->g[k].va[n];
+                w->size[k] = w->g[k].size[n];
+            }
+        REQUIRE(sim_instantiate(&w->s, &w->g[k], 0x300 + (uint64_t)k, 0) == GM_OK);
+    }
+    gm_cover_t held;
+    gm_engine_cover_begin(w->s.engine, &held, 0);
+    gm_engine_cover_range(&held, w->va[0], w->size[0]);
+    atomic_store(&w->step, 1);
+    pthread_t b, c;
+    REQUIRE(pthread_create(&b, NULL, order_launch, w) == 0);
+    usleep(100 * 1000); /* B is waiting for the held cover by now */
+    REQUIRE(pthread_create(&c, NULL, order_cover, w) == 0);
+    usleep(100 * 1000); /* C would have covered by now if it did not wait for B */
+    CHECK_EQ_INT(atomic_load(&w->launch_done_at), 0);
+    CHECK_EQ_INT(atomic_load(&w->cover_done_at), 0);
+    gm_engine_cover_end(&held);
+    pthread_join(b, NULL);
+    pthread_join(c, NULL);
+    CHECK_EQ_INT(atomic_load(&w->launch_done_at), 1);
+    CHECK_EQ_INT(atomic_load(&w->cover_done_at), 2);
+    host_backend_complete_all(w->s.hb);
+    CHECK(sim_fini(&w->s));
+    free(w);
+}
+
 int main(void) {
     RUN_TEST(test_cover_maps_only_unmapped_pages);
     RUN_TEST(test_covers_hold_against_launch_and_trim);
+    RUN_TEST(test_waiting_launch_goes_before_new_covers);
     return gm_check_summary();
 }
