@@ -36,3 +36,8 @@ uint64_t gm_now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+void gm_free_each(void *const pointers[], size_t count) {
+    for (size_t i = 0; i < count; i++)
+        free(pointers[i]);
+}

@@ -38,6 +38,10 @@ gm_status_t gm_grow_parallel(void **const arrays[], const size_t elems[], unsign
             (elem)->next->prev = (elem)->prev;                                                     \
     } while (0)
 
+/* free() of each of `count` pointers: the owned arrays of a struct, listed once where it is freed.
+ */
+void gm_free_each(void *const pointers[], size_t count);
+
 uint64_t gm_now_ns(void);
 
 #endif

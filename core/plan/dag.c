@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 static gm_status_t build_rows(uint32_t node_count, uint32_t edge_count, const uint32_t *key,
                               const uint32_t *value, uint32_t **start_out, uint32_t **list_out) {
     uint32_t *start = calloc((size_t)node_count + 1, sizeof *start);
@@ -76,11 +78,8 @@ gm_status_t gm_dag_build(gm_dag_t *dag, uint32_t node_count, uint32_t edge_count
 }
 
 void gm_dag_free(gm_dag_t *dag) {
-    free(dag->succ_start);
-    free(dag->succ);
-    free(dag->pred_start);
-    free(dag->pred);
-    free(dag->order);
-    free(dag->rank);
+    gm_free_each(
+        (void *[]){dag->succ_start, dag->succ, dag->pred_start, dag->pred, dag->order, dag->rank},
+        6);
     memset(dag, 0, sizeof *dag);
 }

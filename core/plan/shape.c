@@ -3,15 +3,12 @@
 #include <string.h>
 
 #include "shape.h"
+#include "util.h"
 
 #define NONE UINT32_MAX
 
 void gm_shape_free(gm_shape_t *s) {
-    free(s->kind);
-    free(s->nodes);
-    free(s->dep_start);
-    free(s->deps);
-    free(s->exits);
+    gm_free_each((void *[]){s->kind, s->nodes, s->dep_start, s->deps, s->exits}, 5);
     memset(s, 0, sizeof *s);
 }
 

@@ -53,14 +53,25 @@ static const access_list_t *access_list_for(uint64_t mask, int resident) {
     return found;
 }
 
+/* Who answers a get-params call on `node`. Returns its marker kind; GM_MARKER_NONE: not a marker,
+ * the driver answers. For a marker, *refusal is the driver's answer to a node of another type or
+ * to a NULL output (INVALID_VALUE), else CUDA_SUCCESS: graphmem answers. */
+static gm_marker_kind_t params_of(CUgraphNode node, gm_marker_kind_t want, const void *out,
+                                  gm_marker_info_t *info, CUresult *refusal) {
+    gm_marker_kind_t kind = gm_marker_of(node, info);
+    *refusal = kind != GM_MARKER_NONE && (kind != want || out == NULL) ? CUDA_ERROR_INVALID_VALUE
+                                                                       : CUDA_SUCCESS;
+    return kind;
+}
+
 CUresult gm_hook_cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
                                               CUDA_MEM_ALLOC_NODE_PARAMS *params_out) {
     gm_marker_info_t info;
-    gm_marker_kind_t kind = gm_marker_of(hNode, &info);
-    if (kind == GM_MARKER_NONE)
+    CUresult refusal;
+    if (params_of(hNode, GM_MARKER_ALLOC, params_out, &info, &refusal) == GM_MARKER_NONE)
         return gm_real.cuGraphMemAllocNodeGetParams(hNode, params_out);
-    if (kind != GM_MARKER_ALLOC || params_out == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (refusal != CUDA_SUCCESS)
+        return refusal;
     const access_list_t *access = access_list_for(info.params.listed_mask, info.params.device);
     memset(params_out, 0, sizeof *params_out);
     params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -76,11 +87,10 @@ CUresult gm_hook_cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
 
 CUresult gm_hook_cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out) {
     gm_marker_info_t info;
-    gm_marker_kind_t kind = gm_marker_of(hNode, &info);
-    if (kind == GM_MARKER_NONE)
+    CUresult refusal;
+    if (params_of(hNode, GM_MARKER_FREE, dptr_out, &info, &refusal) == GM_MARKER_NONE)
         return gm_real.cuGraphMemFreeNodeGetParams(hNode, dptr_out);
-    if (kind != GM_MARKER_FREE || dptr_out == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    *dptr_out = info.va;
-    return CUDA_SUCCESS;
+    if (refusal == CUDA_SUCCESS)
+        *dptr_out = info.va;
+    return refusal;
 }
