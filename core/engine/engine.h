@@ -232,6 +232,7 @@ typedef struct gm_cover {
     gm_engine_t *engine; /* NULL: nothing to cover (no engine, or the shim ignores the call) */
     int device;          /* whose scratch page; -1: none */
     bool held;           /* counted in the engine's covers since the first covered range */
+    bool freed;          /* a range started at a freed allocation's address (below) */
     uint32_t count;
     uint64_t pages[GM_COVER_MAX]; /* pages this cover holds a scratch mapping of */
 } gm_cover_t;
@@ -239,7 +240,11 @@ typedef struct gm_cover {
 /* Starts an empty cover for `device` (engine NULL or device < 0: a cover that covers nothing). */
 void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device);
 /* Covers the pages of [va, va + bytes) that lie in the reservation. Best effort: a page the
- * scratch page cannot be mapped at, or past GM_COVER_MAX, is left (the driver then answers). */
+ * scratch page cannot be mapped at, or past GM_COVER_MAX, is left (the driver then answers).
+ * Sets `freed` when `va` is the address of graph allocations that a free node frees, none of them
+ * live: the driver refuses a new memset or memcpy node on such an address with INVALID_VALUE,
+ * whatever its dependencies and in any graph (§A1.15, tests/probe/memset_after_free.cu); only the
+ * address itself is looked up, not addresses inside the allocation. */
 void gm_engine_cover_range(gm_cover_t *cover, uint64_t va, uint64_t bytes);
 /* Removes the cover's scratch mappings; when it was the last cover, waiting launches and trims go
  * on. */

@@ -6,40 +6,43 @@
 #include "bridge/scratch.h"
 
 /* One body for every hook of this file: while `when` holds, the driver's call runs with the cover
- * `c` up, `covers` naming the ranges it touches; otherwise the call goes to the driver as it is. */
-#define GM_COVERED(name, when, params, args, covers)                                               \
+ * `c` up, `covers` naming the ranges it touches; otherwise the call goes to the driver as it is.
+ * A node add (`add`) on the address of a freed graph allocation is refused as the driver refuses
+ * it (engine.h, gm_engine_cover_range). */
+#define GM_COVERED(name, when, add, params, args, covers)                                          \
     CUresult gm_hook_##name params {                                                               \
         if (!(when))                                                                               \
             return gm_real.name args;                                                              \
         gm_scratch_t c;                                                                            \
         gm_scratch_begin(&c, gm_glue_engine_if_started());                                         \
         covers;                                                                                    \
-        CUresult r = gm_real.name args;                                                            \
+        CUresult r = (add) && c.freed ? CUDA_ERROR_INVALID_VALUE : gm_real.name args;              \
         gm_scratch_end(&c);                                                                        \
         return r;                                                                                  \
     }
 
 /* Node creation and set-params: the driver checks the targets on every such call. */
-GM_COVERED(cuGraphAddMemsetNode, true,
+GM_COVERED(cuGraphAddMemsetNode, true, true,
            (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
             size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx),
            (phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx),
            gm_scratch_cover_memset(&c, memsetParams))
-GM_COVERED(cuGraphAddMemcpyNode, true,
+GM_COVERED(cuGraphAddMemcpyNode, true, true,
            (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
             size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx),
            (phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx),
            gm_scratch_cover_memcpy(&c, copyParams))
-GM_COVERED(cuGraphMemsetNodeSetParams, true,
+GM_COVERED(cuGraphMemsetNodeSetParams, true, false,
            (CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams), (hNode, nodeParams),
            gm_scratch_cover_memset(&c, nodeParams))
-GM_COVERED(cuGraphMemcpyNodeSetParams, true, (CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams),
-           (hNode, nodeParams), gm_scratch_cover_memcpy(&c, nodeParams))
-GM_COVERED(cuGraphExecMemsetNodeSetParams, true,
+GM_COVERED(cuGraphMemcpyNodeSetParams, true, false,
+           (CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams), (hNode, nodeParams),
+           gm_scratch_cover_memcpy(&c, nodeParams))
+GM_COVERED(cuGraphExecMemsetNodeSetParams, true, false,
            (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
             CUcontext ctx),
            (hGraphExec, hNode, memsetParams, ctx), gm_scratch_cover_memset(&c, memsetParams))
-GM_COVERED(cuGraphExecMemcpyNodeSetParams, true,
+GM_COVERED(cuGraphExecMemcpyNodeSetParams, true, false,
            (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams,
             CUcontext ctx),
            (hGraphExec, hNode, copyParams, ctx), gm_scratch_cover_memcpy(&c, copyParams))
@@ -59,8 +62,8 @@ static bool capturing(CUstream stream, bool ptsz) {
 
 /* The captured entries, each with its `_ptsz` twin: covered only while their stream captures. */
 #define GM_CAPTURED(name, params, args, stream, covers)                                            \
-    GM_COVERED(name, capturing(stream, false), params, args, covers)                               \
-    GM_COVERED(name##_ptsz, capturing(stream, true), params, args, covers)
+    GM_COVERED(name, capturing(stream, false), false, params, args, covers)                        \
+    GM_COVERED(name##_ptsz, capturing(stream, true), false, params, args, covers)
 
 #define GM_MEMSET_1D(name, type, value, unit)                                                      \
     GM_CAPTURED(name, (CUdeviceptr dstDevice, type value, size_t N, CUstream hStream),             \

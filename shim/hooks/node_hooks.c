@@ -143,7 +143,9 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
         gm_scratch_t cover;
         gm_scratch_begin(&cover, gm_glue_engine_if_started());
         gm_scratch_cover_node(&cover, p);
-        *result = gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p);
+        *result = cover.freed
+                      ? CUDA_ERROR_INVALID_VALUE /* as cuGraphAddMemsetNode */
+                      : gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p);
         gm_scratch_end(&cover);
         return true;
     }
