@@ -243,7 +243,7 @@ void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device);
  * scratch page cannot be mapped at, or past GM_COVER_MAX, is left (the driver then answers).
  * Sets `freed` when `va` is the address of graph allocations that a free node frees, none of them
  * live: the driver refuses a new memset or memcpy node on such an address with INVALID_VALUE,
- * whatever its dependencies and in any graph (§A1.15, tests/probe/memset_after_free.cu); only the
+ * whatever its dependencies and in any graph (tests/SEMANTICS.md §A1.15); only the
  * address itself is looked up, not addresses inside the allocation. */
 void gm_engine_cover_range(gm_cover_t *cover, uint64_t va, uint64_t bytes);
 /* Removes the cover's scratch mappings; when it was the last cover, waiting launches and trims go

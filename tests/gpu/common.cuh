@@ -117,6 +117,14 @@ static __global__ void k_check(const uint32_t *p, size_t n, uint32_t v, unsigned
             atomicAdd(bad, 1u);
 }
 
+// Every word holds `v` (what a 32-bit memset wrote).
+static __global__ void k_check_value(const uint32_t *p, size_t n, uint32_t v, unsigned *bad) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        if (p[i] != v)
+            atomicAdd(bad, 1u);
+}
+
 // dst[i] = src[i] + add: with k_fill(src, v) the result matches k_check(dst, v + add).
 static __global__ void k_add(uint32_t *dst, const uint32_t *src, size_t n, uint32_t add) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -168,6 +176,17 @@ static inline cudaMemAllocNodeParams alloc_params(size_t bytes) {
     p.poolProps.location.id = 0;
     p.bytesize = bytes;
     return p;
+}
+
+// A memset of `bytes` at p, 32-bit words of `value`, one row.
+static inline cudaMemsetParams memset_words(void *p, size_t bytes, uint32_t value) {
+    cudaMemsetParams m = {};
+    m.dst = p;
+    m.elementSize = 4;
+    m.width = bytes / 4;
+    m.height = 1;
+    m.value = value;
+    return m;
 }
 
 static inline cudaError_t add_alloc(cudaGraphNode_t *node, cudaGraph_t g,

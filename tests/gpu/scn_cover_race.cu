@@ -14,14 +14,6 @@ static const size_t kBytes = 8u << 20;
 static const int kLaunches = 1500;
 static const uint32_t kValue = 0x5eed1234u;
 
-// Every word holds `v` (what the memset wrote).
-static __global__ void k_check_value(const uint32_t *p, size_t n, uint32_t v, unsigned *bad) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        if (p[i] != v)
-            atomicAdd(bad, 1u);
-}
-
 int main() {
     require_graph_memory();
     cudaStream_t s;
@@ -32,12 +24,7 @@ int main() {
     cudaGraphNode_t alloc, memset_node, check, free_node;
     void *a = nullptr;
     obs_rc("alloc_node", add_alloc(&alloc, g, nullptr, 0, kBytes, &a));
-    cudaMemsetParams mp = {};
-    mp.dst = a;
-    mp.elementSize = 4;
-    mp.width = kBytes / 4;
-    mp.height = 1;
-    mp.value = kValue;
+    cudaMemsetParams mp = memset_words(a, kBytes, kValue);
     obs_rc("memset_node", cudaGraphAddMemsetNode(&memset_node, g, &alloc, 1, &mp));
     const uint32_t *words = (const uint32_t *)a;
     size_t n = kBytes / 4;

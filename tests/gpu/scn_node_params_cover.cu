@@ -7,21 +7,16 @@
 
 static const size_t kBytes = 4u << 20;
 
-static __global__ void k_check_value(const uint32_t *p, size_t n, uint32_t v, unsigned *bad) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        if (p[i] != v)
-            atomicAdd(bad, 1u);
-}
-
 static cudaGraphNodeParams memset_params(void *a, uint32_t value) {
     cudaGraphNodeParams p = {};
     p.type = cudaGraphNodeTypeMemset;
-    p.memset.dst = a;
-    p.memset.elementSize = 4;
-    p.memset.width = kBytes / 4;
-    p.memset.height = 1;
-    p.memset.value = value;
+    cudaMemsetParams m = memset_words(a, kBytes, value);
+    p.memset.dst = m.dst;
+    p.memset.pitch = m.pitch;
+    p.memset.value = m.value;
+    p.memset.elementSize = m.elementSize;
+    p.memset.width = m.width;
+    p.memset.height = m.height;
     return p;
 }
 
@@ -37,12 +32,7 @@ int main() {
     cudaGraphNode_t alloc, memset_node, check, free_node;
     void *a = nullptr;
     obs_rc("alloc_node", add_alloc(&alloc, g, nullptr, 0, kBytes, &a));
-    cudaMemsetParams mp = {};
-    mp.dst = a;
-    mp.elementSize = 4;
-    mp.width = kBytes / 4;
-    mp.height = 1;
-    mp.value = 1;
+    cudaMemsetParams mp = memset_words(a, kBytes, 1);
     obs_rc("memset_node", cudaGraphAddMemsetNode(&memset_node, g, &alloc, 1, &mp));
     const uint32_t *words = (const uint32_t *)a;
     size_t n = kBytes / 4;

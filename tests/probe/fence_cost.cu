@@ -117,28 +117,8 @@ static cudaGraphExec_t chain(int kernels, int *buf) {
 }
 
 // empty -> kernel -> empty: the shape of a served graph of one allocation (graphmem's markers
-// are empty nodes).
-static cudaGraphExec_t marked(int *buf) {
-    cudaGraph_t g;
-    cudaGraphExec_t e;
-    cudaGraphCreate(&g, 0);
-    cudaGraphNode_t a, k, f;
-    cudaGraphAddEmptyNode(&a, g, nullptr, 0);
-    cudaKernelNodeParams p = {};
-    void *args[] = {&buf};
-    p.func = (void *)touch;
-    p.gridDim = dim3(1);
-    p.blockDim = dim3(32);
-    p.kernelParams = args;
-    cudaGraphAddKernelNode(&k, g, &a, 1, &p);
-    cudaGraphAddEmptyNode(&f, g, &k, 1);
-    cudaGraphInstantiate(&e, g, 0);
-    cudaGraphDestroy(g);
-    return e;
-}
-
-// marked(), then one more node after the last: the counter kernel.
-static cudaGraphExec_t marked_counter(int *buf, CUkernel kernel) {
+// are empty nodes); with a counter kernel (not NULL), one more node after the last that runs it.
+static cudaGraphExec_t marked(int *buf, CUkernel counter = nullptr) {
     cudaGraph_t g;
     cudaGraphExec_t e;
     cudaGraphCreate(&g, 0);
@@ -152,15 +132,17 @@ static cudaGraphExec_t marked_counter(int *buf, CUkernel kernel) {
     p.kernelParams = args;
     cudaGraphAddKernelNode(&k, g, &a, 1, &p);
     cudaGraphAddEmptyNode(&f, g, &k, 1);
-    CUDA_KERNEL_NODE_PARAMS cp = {};
-    void *cargs[] = {&host_count};
-    cp.kern = kernel;
-    cp.gridDimX = cp.gridDimY = cp.gridDimZ = 1;
-    cp.blockDimX = cp.blockDimY = cp.blockDimZ = 1;
-    cp.kernelParams = cargs;
-    int r = cuGraphAddKernelNode(&c, (CUgraph)g, &f, 1, &cp);
-    if (r)
-        printf("fence_cost counter node: %d\n", r);
+    if (counter) {
+        CUDA_KERNEL_NODE_PARAMS cp = {};
+        void *cargs[] = {&host_count};
+        cp.kern = counter;
+        cp.gridDimX = cp.gridDimY = cp.gridDimZ = 1;
+        cp.blockDimX = cp.blockDimY = cp.blockDimZ = 1;
+        cp.kernelParams = cargs;
+        int r = cuGraphAddKernelNode(&c, (CUgraph)g, &f, 1, &cp);
+        if (r)
+            printf("fence_cost counter node: %d\n", r);
+    }
     cudaGraphInstantiate(&e, g, 0);
     cudaGraphDestroy(g);
     return e;
@@ -190,32 +172,32 @@ int main() {
     CK(cuLibraryGetKernel(&count_relaxed_kernel, lib, "gm_count_relaxed"));
     CK(cudaHostAlloc(&host_count, 64, cudaHostAllocMapped));
     cudaGraphExec_t one = chain(1, buf), two = chain(2, buf), mark = marked(buf);
-    cudaGraphExec_t counted = marked_counter(buf, count_kernel);
-    cudaGraphExec_t relaxed = marked_counter(buf, count_relaxed_kernel);
+    cudaGraphExec_t counted = marked(buf, count_kernel);
+    cudaGraphExec_t relaxed = marked(buf, count_relaxed_kernel);
+    // The rows after the fence kinds: a name, the graph, what follows each launch, and whether
+    // launches outrun the GPU (throughput) or are timed in short batches (measure).
+    struct Row {
+        const char *name;
+        cudaGraphExec_t e;
+        kind k;
+        bool throughput;
+    } rows[] = {{"second_kernel_node", two, NONE, false},
+                {"marked_none", mark, NONE, false},
+                {"marked_event_one", mark, EVENT_ONE, false},
+                {"marked_event_ring64", mark, EVENT_RING, false},
+                {"marked_counter", counted, NONE, false},
+                {"throughput_marked_none", mark, NONE, true},
+                {"throughput_marked_event_one", mark, EVENT_ONE, true},
+                {"throughput_marked_counter", counted, NONE, true},
+                {"throughput_marked_counter_relaxed", relaxed, NONE, true},
+                {"throughput_one", one, NONE, true},
+                {"throughput_second_kernel_node", two, NONE, true}};
     for (int round = 0; round < 3; round++) {
         for (int k = NONE; k <= WRITE_DEVICE; k++)
             printf("fence_cost round %d %-24s %.3f us\n", round, names[k], measure(one, (kind)k));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "second_kernel_node",
-               measure(two, NONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "marked_none", measure(mark, NONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "marked_event_one",
-               measure(mark, EVENT_ONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "marked_event_ring64",
-               measure(mark, EVENT_RING));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "marked_counter",
-               measure(counted, NONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_marked_none",
-               throughput(mark, NONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_marked_event_one",
-               throughput(mark, EVENT_ONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_marked_counter",
-               throughput(counted, NONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_marked_counter_relaxed",
-               throughput(relaxed, NONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_one",
-               throughput(one, NONE));
-        printf("fence_cost round %d %-24s %.3f us\n", round, "throughput_second_kernel_node",
-               throughput(two, NONE));
+        for (const Row &r : rows)
+            printf("fence_cost round %d %-24s %.3f us\n", round, r.name,
+                   r.throughput ? throughput(r.e, r.k) : measure(r.e, r.k));
     }
     CK(cudaStreamSynchronize(s));
     printf("fence_cost host counter %llu of %llu\n", *(volatile unsigned long long *)host_counter,

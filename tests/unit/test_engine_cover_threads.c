@@ -21,6 +21,15 @@
 #define MAX_PAGES 16
 #define STREAM(i) (0x200u + (uint64_t)(i))
 
+/* The address and size of the allocation of a graph made by sim_one_alloc_graph. */
+static void alloc_of(const sim_graph_t *g, uint64_t *va, uint64_t *size) {
+    for (uint32_t n = 0; n < g->node_count; n++)
+        if (g->kind[n] == SIM_ALLOC) {
+            *va = g->va[n];
+            *size = g->size[n];
+        }
+}
+
 typedef struct world {
     sim_t s;
     sim_graph_t g[GRAPHS];
@@ -80,11 +89,7 @@ static void test_covers_hold_against_launch_and_trim(void) {
     REQUIRE(w && sim_init(&w->s, NULL));
     for (int k = 0; k < GRAPHS; k++) {
         sim_one_alloc_graph(&w->s, &w->g[k], (64 + 96 * (uint64_t)k) * KiB, false);
-        for (uint32_t n = 0; n < w->g[k].node_count; n++)
-            if (w->g[k].kind[n] == SIM_ALLOC) {
-                w->va[k] = w->g[k].va[n];
-                w->size[k] = w->g[k].size[n];
-            }
+        alloc_of(&w->g[k], &w->va[k], &w->size[k]);
         REQUIRE(w->size[k] && sim_instantiate(&w->s, &w->g[k], 0x100 + (uint64_t)k, 0) == GM_OK);
     }
     pthread_t threads[LAUNCHERS + COVERERS];
@@ -123,7 +128,9 @@ static void test_cover_maps_only_unmapped_pages(void) {
     REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
     REQUIRE(sim_launch(&s, 0xA, STREAM(0)) == GM_OK);
-    uint64_t va_a = a.va[0] ? a.va[0] : a.va[1], va_b = b.va[0] ? b.va[0] : b.va[1];
+    uint64_t va_a = 0, va_b = 0, size = 0;
+    alloc_of(&a, &va_a, &size);
+    alloc_of(&b, &va_b, &size);
     uint64_t handle_a = host_backend_handle_at(s.hb, va_a, NULL);
     REQUIRE(handle_a != 0);
     CHECK_EQ_U64(host_backend_handle_at(s.hb, va_b, NULL), 0);
@@ -191,11 +198,7 @@ static void test_waiting_launch_goes_before_new_covers(void) {
     atomic_store(&w->launched_when_c_covered, -1);
     for (int k = 0; k < 2; k++) {
         sim_one_alloc_graph(&w->s, &w->g[k], 128 * KiB, false);
-        for (uint32_t n = 0; n < w->g[k].node_count; n++)
-            if (w->g[k].kind[n] == SIM_ALLOC) {
-                w->va[k] = w->g[k].va[n];
-                w->size[k] = w->g[k].size[n];
-            }
+        alloc_of(&w->g[k], &w->va[k], &w->size[k]);
         REQUIRE(sim_instantiate(&w->s, &w->g[k], 0x300 + (uint64_t)k, 0) == GM_OK);
     }
     gm_cover_t held;
@@ -219,7 +222,7 @@ static void test_waiting_launch_goes_before_new_covers(void) {
 }
 
 /* The driver refuses a new memset or memcpy node on the address of an allocation that a free node
- * frees (tests/probe/memset_after_free.cu): the cover says so for such an address, not for one
+ * frees (SEMANTICS §A1.15): the cover says so for such an address, not for one
  * that escapes its graph, nor for one inside an allocation. */
 static void test_cover_flags_freed_addresses(void) {
     sim_t s;
@@ -227,13 +230,9 @@ static void test_cover_flags_freed_addresses(void) {
     sim_graph_t freed, escaping;
     sim_one_alloc_graph(&s, &freed, 128 * KiB, false);
     sim_one_alloc_graph(&s, &escaping, 128 * KiB, true);
-    uint64_t va_freed = 0, va_escaping = 0;
-    for (uint32_t n = 0; n < freed.node_count; n++)
-        if (freed.kind[n] == SIM_ALLOC)
-            va_freed = freed.va[n];
-    for (uint32_t n = 0; n < escaping.node_count; n++)
-        if (escaping.kind[n] == SIM_ALLOC)
-            va_escaping = escaping.va[n];
+    uint64_t va_freed = 0, va_escaping = 0, size = 0;
+    alloc_of(&freed, &va_freed, &size);
+    alloc_of(&escaping, &va_escaping, &size);
     const uint64_t starts[] = {va_freed, va_escaping, va_escaping + 4096};
     const bool expect[] = {true, false, false};
     for (int i = 0; i < 3; i++) {
