@@ -86,8 +86,8 @@ static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size
  * Edges are read node by node: cuGraphGetEdges costs time quadratic in the graph's size (76 ms at
  * 30,000 nodes, 0.7 s at 90,000 on an H200), the dependencies of every node 2 and 9 ms
  * (tests/probe/readback_cost.cu). */
-static CUresult read_graph(CUgraph graph, gm_topology_buf_t *buf, uint32_t entry, uint32_t exit,
-                           int depth) {
+static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t *buf,
+                           uint32_t entry, uint32_t exit, int depth) {
     if (depth > GM_NESTING_MAX)
         return CUDA_ERROR_NOT_SUPPORTED;
     size_t count = 0;
@@ -101,8 +101,9 @@ static CUresult read_graph(CUgraph graph, gm_topology_buf_t *buf, uint32_t entry
     uint32_t first = buf->view.node_count;
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
-        CUgraphNodeType type;
-        if (gm_drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
+        CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+        if (!(engine && gm_engine_is_marker(engine, (uint64_t)(uintptr_t)nodes[i])) &&
+            gm_drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
             type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing graphmem would look into */
         if (!add_node(buf, (uint64_t)(uintptr_t)nodes[i], type, &index))
             r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -144,7 +145,7 @@ static CUresult read_graph(CUgraph graph, gm_topology_buf_t *buf, uint32_t entry
         CUgraph child = NULL;
         r = gm_real.cuGraphChildGraphNodeGetGraph(nodes[i - first], &child);
         if (r == CUDA_SUCCESS)
-            r = read_graph(child, buf, i, exit_of[i - first], depth + 1);
+            r = read_graph(engine, child, buf, i, exit_of[i - first], depth + 1);
     }
     free(nodes);
     free(exit_of);
@@ -154,9 +155,9 @@ static CUresult read_graph(CUgraph graph, gm_topology_buf_t *buf, uint32_t entry
     return r;
 }
 
-CUresult gm_topology_read(CUgraph graph, gm_topology_buf_t *buf) {
+CUresult gm_topology_read(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t *buf) {
     *buf = (gm_topology_buf_t){0};
-    CUresult r = read_graph(graph, buf, UINT32_MAX, UINT32_MAX, 0);
+    CUresult r = read_graph(engine, graph, buf, UINT32_MAX, UINT32_MAX, 0);
     buf->view.nodes = buf->nodes;
     buf->view.edge_from = buf->from;
     buf->view.edge_to = buf->to;
@@ -225,7 +226,7 @@ bool gm_nested_is_child(CUgraph graph) {
 /* Whether any node of `graph`, child graphs included, is a marker. */
 static bool holds_markers(gm_engine_t *engine, CUgraph graph, CUresult *error) {
     gm_topology_buf_t topo = {0};
-    *error = gm_topology_read(graph, &topo);
+    *error = gm_topology_read(engine, graph, &topo);
     bool found = false;
     for (uint32_t i = 0; *error == CUDA_SUCCESS && i < topo.view.node_count && !found; i++)
         found = gm_engine_marker(engine, topo.view.nodes[i], NULL) != GM_MARKER_NONE;

@@ -18,8 +18,10 @@ typedef struct gm_topology_buf {
 } gm_topology_buf_t;
 
 /* The graph with child graphs expanded in place: a child node becomes an entry and an exit node
- * around all of the child's nodes, so reachability through it is exact. */
-CUresult gm_topology_read(CUgraph graph, gm_topology_buf_t *buf);
+ * around all of the child's nodes, so reachability through it is exact. The type of a node that
+ * `engine` (NULL: none) knows as a marker is EMPTY without asking the driver (the markers are
+ * empty nodes): a third of the driver calls of reading back a captured step. */
+CUresult gm_topology_read(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t *buf);
 void gm_topology_free(gm_topology_buf_t *buf);
 
 /* Graphs owned by nodes of another graph: conditional bodies (memory nodes may be added, but the

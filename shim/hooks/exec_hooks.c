@@ -70,7 +70,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     if (gm_conditional_bodies_have_markers(engine, graph))
         return CUDA_ERROR_INVALID_VALUE;
     inst->started_ns = gm_now_ns();
-    CUresult r = gm_topology_read(graph, &inst->topology);
+    CUresult r = gm_topology_read(engine, graph, &inst->topology);
     if (r != CUDA_SUCCESS) {
         gm_log(GM_LOG_DEBUG, "instantiate: reading the topology of graph %p failed (%d)",
                (void *)graph, (int)r);

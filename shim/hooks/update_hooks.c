@@ -26,7 +26,7 @@ static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultI
          !gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph)))
         return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
     gm_topology_buf_t topo = {0};
-    CUresult r = gm_topology_read(graph, &topo);
+    CUresult r = gm_topology_read(engine, graph, &topo);
     if (r != CUDA_SUCCESS) /* an invalid graph: the driver says how */
         return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
     update_call_t args = {exec, graph, info};
