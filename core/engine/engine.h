@@ -52,8 +52,9 @@ typedef struct gm_engine_config {
     /* Per device: the largest allocation the driver accepts in a graph (it refuses larger ones
      * with out-of-memory when the node is made, tests/probe/alloc_limits.cu); 0 = no limit. */
     uint64_t max_allocation[GM_MAX_DEVICES];
-    bool no_alias;  /* every allocation gets its own physical memory, nothing shared */
-    bool uaf_check; /* memory is mapped only while an allocation may be live (see README) */
+    bool no_alias;        /* every allocation gets its own physical memory, nothing shared */
+    bool uaf_check;       /* memory is mapped only while an allocation may be live (see README) */
+    bool free_on_destroy; /* destroying an exec frees its live allocations after its last run */
 } gm_engine_config_t;
 
 /* The driver call an engine operation makes for the shim, run inside the engine's critical
@@ -174,10 +175,11 @@ bool gm_engine_serves(gm_engine_t *engine, uint64_t exec);
  * just gets the call. */
 gm_status_t gm_engine_launch(gm_engine_t *engine, uint64_t exec, uint64_t stream, bool upload_only,
                              gm_driver_call_t call);
-/* cuGraphExecDestroy through `call`: the exec's live allocations survive; its memory is reclaimed
- * at trim. The engine forgets the exec in the same step as the driver destroys it, so a handle the
- * driver hands out again cannot meet the old exec. GM_ERR_DRIVER when the call failed (nothing
- * changes). A NULL call.fn: the driver's part is done already. */
+/* cuGraphExecDestroy through `call`: the exec's live allocations survive (with `free_on_destroy`
+ * they are freed once its last launch finished); its memory is reclaimed at trim. The engine
+ * forgets the exec in the same step as the driver destroys it, so a handle the driver hands out
+ * again cannot meet the old exec. GM_ERR_DRIVER when the call failed (nothing changes). A NULL
+ * call.fn: the driver's part is done already. */
 gm_status_t gm_engine_exec_destroy(gm_engine_t *engine, uint64_t exec, gm_driver_call_t call);
 
 /* cuGraphExecUpdate of `exec` from `graph` (its topology read as for instantiation) through

@@ -175,6 +175,8 @@ gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call
     }
     gm_exec_t *x = gm_map_remove(&e->execs, exec);
     gm_keyset_remove(&e->served, exec);
+    for (uint32_t i = 0; x && e->config.free_on_destroy && i < x->part_count; i++)
+        gm_part_free_live(e, x->parts[i]);
     if (x)
         gm_exec_retire(e, x);
 out:

@@ -93,15 +93,6 @@ static gm_status_t reserve_points(gm_exec_t *x) {
     return GM_OK;
 }
 
-/* The allocation is freed: its part may reuse or give back its memory once the free is done. */
-static void mark_freed(gm_record_t *r) {
-    gm_part_t *p = r->live_part;
-    r->live = false;
-    r->live_part = NULL;
-    if (p)
-        p->unfreed--;
-}
-
 /* The fence that follows a launch on `stream`. Recording can fail only when the stream or the
  * context is broken; then waiting for the stream on the host is the proof left (NULL: done). */
 static gm_fence_t *fence_after(gm_engine_t *e, uint64_t stream) {
@@ -153,7 +144,7 @@ static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload) {
             f->refs++;
             q->points[q->point_count++] = (gm_free_point_t){stream, f};
         }
-        mark_freed(r);
+        gm_record_freed(r);
     }
     gm_fence_unref(e, f);
 }
@@ -271,7 +262,7 @@ gm_status_t gm_engine_free_outside(gm_engine_t *e, uint64_t va, uint64_t stream)
             goto out;
         p->points[p->point_count++] = (gm_free_point_t){stream, f};
     }
-    mark_freed(r);
+    gm_record_freed(r);
     if (e->config.uaf_check)
         gm_uaf_poll(e);
     st = GM_OK;

@@ -173,6 +173,32 @@ void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p) {
         gm_exec_free(e, x);
 }
 
+void gm_record_freed(gm_record_t *r) {
+    gm_part_t *p = r->live_part;
+    r->live = false;
+    r->live_part = NULL;
+    if (p)
+        p->unfreed--;
+}
+
+void gm_part_free_live(gm_engine_t *e, gm_part_t *p) {
+    if (!p->unfreed)
+        return;
+    /* The free point keeps the memory until that run is over; without host memory for it the
+     * allocations stay live, as without the option. */
+    gm_fence_t *f = gm_fence_done(e, p->run_fence) ? NULL : p->run_fence;
+    if (f &&
+        gm_grow((void **)&p->points, &p->point_cap, p->point_count + 1, sizeof *p->points) != GM_OK)
+        return;
+    if (f) {
+        f->refs++;
+        p->points[p->point_count++] = (gm_free_point_t){p->run_stream, f};
+    }
+    for (uint32_t k = 0; k < p->escaping_count; k++)
+        if (p->escaping[k]->live && p->escaping[k]->live_part == p)
+            gm_record_freed(p->escaping[k]);
+}
+
 /* ---- its group ----------------------------------------------------------------------------- */
 
 gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait) {

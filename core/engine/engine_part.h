@@ -18,6 +18,11 @@ void gm_part_link(gm_engine_t *e, gm_part_t *p);    /* into e->parts */
 /* Frees a part of a destroyed exec once nothing of it is mapped, held or live; the exec goes
  * with its last part. */
 void gm_part_try_reclaim(gm_engine_t *e, gm_part_t *p);
+/* The allocation is freed: its part may reuse or give back its memory once the free is done. */
+void gm_record_freed(gm_record_t *r);
+/* GRAPHMEM_FREE_ON_DESTROY: the part's exec is destroyed; its allocations still live are freed
+ * once its last run finished, as by a free outside the graph enqueued behind that run. */
+void gm_part_free_live(gm_engine_t *e, gm_part_t *p);
 void gm_exec_free(gm_engine_t *e, gm_exec_t *x); /* its parts are gone */
 
 /* The group a launch of `p` on `stream` runs in: joins the stream's group (first launch, or the

@@ -103,6 +103,7 @@ static gm_engine_t *start_engine(void) {
          * touch another allocation either. */
         .no_alias = gm_option_bool(GM_OPT_NO_ALIAS) || gm_option_bool(GM_OPT_UAF_CHECK),
         .uaf_check = gm_option_bool(GM_OPT_UAF_CHECK),
+        .free_on_destroy = gm_option_bool(GM_OPT_FREE_ON_DESTROY),
     };
     /* The driver refuses a graph allocation above twice the device's memory when the node is
      * made (tests/probe/alloc_limits.cu: 158.4 GiB on an 79.2 GiB H100, 280 GiB on an H200). */

@@ -108,6 +108,24 @@ def test_stress_memcheck(tmp_path):
     assert process["launches"] > 0, process
 
 
+def test_free_on_destroy():
+    """GRAPHMEM_FREE_ON_DESTROY=1 frees what destroyed execs left live (beyond the driver, which
+    keeps it); without the option graphmem observes what the driver does."""
+    gh.require_gpu()
+    prog = gh.program("free_on_destroy")
+    native = gh.run_native([prog])
+    plain = gh.run_graphmem([prog])
+    diffs = gh.obs_differences(native, plain)
+    assert not diffs, "\n".join(diffs) + f"\n--- graphmem\n{plain.describe()}"
+    assert dict(native.obs).get("held_after_trim") == "yes", native.describe()
+    cmd, env = gh.graphmem_command([prog], {"GRAPHMEM_FREE_ON_DESTROY": "1"})
+    under = gh.run(cmd, env)
+    obs = dict(under.obs)
+    assert obs.get("cycles") == "cudaSuccess", under.describe()
+    assert obs.get("held_after_trim") == "no", under.describe()
+    assert obs.get("free_first_after_destroy") == "cudaErrorInvalidValue", under.describe()
+
+
 def test_use_after_free_faults():
     gh.require_gpu()
     prog = gh.program("uaf")
