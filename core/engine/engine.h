@@ -234,7 +234,8 @@ typedef struct gm_cover {
     gm_engine_t *engine; /* NULL: nothing to cover (no engine, or the shim ignores the call) */
     int device;          /* whose scratch page; -1: none */
     bool held;           /* counted in the engine's covers since the first covered range */
-    bool freed;          /* a range started at a freed allocation's address (below) */
+    bool check_freed;    /* set by the caller: look for ranges that start in freed memory */
+    bool freed;          /* with check_freed: a range started in a freed allocation (below) */
     uint32_t count;
     uint64_t pages[GM_COVER_MAX]; /* pages this cover holds a scratch mapping of */
 } gm_cover_t;
@@ -243,10 +244,9 @@ typedef struct gm_cover {
 void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device);
 /* Covers the pages of [va, va + bytes) that lie in the reservation. Best effort: a page the
  * scratch page cannot be mapped at, or past GM_COVER_MAX, is left (the driver then answers).
- * Sets `freed` when `va` is the address of graph allocations that a free node frees, none of them
- * live: the driver refuses a new memset or memcpy node on such an address with INVALID_VALUE,
- * whatever its dependencies and in any graph (tests/SEMANTICS.md §A1.15); only the
- * address itself is looked up, not addresses inside the allocation. */
+ * With `check_freed`, sets `freed` when `va` lies in graph allocations that a free node frees,
+ * none of them live: the driver refuses a new memset or memcpy node that starts there with
+ * INVALID_VALUE, whatever its dependencies and in any graph (tests/SEMANTICS.md §A1.15). */
 void gm_engine_cover_range(gm_cover_t *cover, uint64_t va, uint64_t bytes);
 /* Removes the cover's scratch mappings; when it was the last cover, waiting launches and trims go
  * on. */

@@ -50,6 +50,7 @@ void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device) {
     cover->engine = engine && device >= 0 && device < engine->config.device_count ? engine : NULL;
     cover->device = device;
     cover->held = false;
+    cover->check_freed = false;
     cover->freed = false;
     cover->count = 0;
 }
@@ -61,14 +62,23 @@ static bool holds(const gm_cover_t *c, uint64_t page) {
     return false;
 }
 
-/* Every allocation at `va` is freed by a free node and none is live (a later one that reuses the
- * address and is not freed makes it valid again). */
+/* `va` lies in an allocation that a free node frees, and in no allocation that is not freed or is
+ * live (a later one packed into the same bytes makes them valid again). A scan of every record:
+ * only node adds ask, not the captured path. */
 static bool freed_address(const gm_engine_t *e, uint64_t va) {
-    const gm_record_t *r = gm_map_get(&e->addresses, va);
-    for (const gm_record_t *q = r; q; q = q->va_next)
-        if ((!q->free_marker && !q->foreign_free) || q->live)
-            return false;
-    return r != NULL;
+    bool in_freed = false;
+    uint32_t pos = 0;
+    void *chain;
+    while (gm_map_next(&e->addresses, &pos, NULL, &chain))
+        for (const gm_record_t *q = chain; q; q = q->va_next) {
+            uint64_t size = q->params.size ? q->params.size : 1;
+            if (va < q->va || va - q->va >= size)
+                continue;
+            if ((!q->free_marker && !q->foreign_free) || q->live)
+                return false;
+            in_freed = true;
+        }
+    return in_freed;
 }
 
 void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
@@ -76,7 +86,8 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
     if (!e || bytes == 0 || va + bytes < va)
         return;
     pthread_mutex_lock(&e->lock);
-    c->freed |= freed_address(e, va);
+    if (c->check_freed && !c->freed && gm_vaspace_contains(e->vas, va))
+        c->freed = freed_address(e, va);
     for (uint64_t page = va - va % e->page; page < va + bytes && c->count < GM_COVER_MAX;
          page += e->page) {
         if (!gm_vaspace_contains(e->vas, page))

@@ -15,6 +15,7 @@
             return gm_real.name args;                                                              \
         gm_scratch_t c;                                                                            \
         gm_scratch_begin(&c, gm_glue_engine_if_started());                                         \
+        c.check_freed = (add);                                                                     \
         covers;                                                                                    \
         CUresult r = (add) && c.freed ? CUDA_ERROR_INVALID_VALUE : gm_real.name args;              \
         gm_scratch_end(&c);                                                                        \

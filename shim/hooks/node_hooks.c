@@ -142,6 +142,7 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
             return false;
         gm_scratch_t cover;
         gm_scratch_begin(&cover, gm_glue_engine_if_started());
+        cover.check_freed = true;
         gm_scratch_cover_node(&cover, p);
         *result = cover.freed
                       ? CUDA_ERROR_INVALID_VALUE /* as cuGraphAddMemsetNode */

@@ -39,7 +39,7 @@ int main() {
     require_graph_memory();
     void *a, *b;
     cudaGraphNode_t n, al, fr, k, m;
-    for (int c = 0; c < 11; c++) {
+    for (int c = 0; c < 14; c++) {
         cudaGraph_t g;
         cudaGraphCreate(&g, 0);
         al = alloc(g, &a);
@@ -99,6 +99,35 @@ int main() {
             cudaGraphNode_t deps[2] = {al, al2};
             report("memcpy_both_live", cudaGraphAddMemcpyNode1D(&n, g, deps, 2, b, a, kBytes,
                                                                 cudaMemcpyDeviceToDevice));
+            break;
+        }
+        case 11: {
+            cudaGraphAddMemFreeNode(&fr, g, &al, 1, a);
+            cudaMemsetParams q = memset_words((char *)a + 8192, 4096, 7);
+            report("interior_memset_dep_alloc", cudaGraphAddMemsetNode(&n, g, &al, 1, &q));
+            break;
+        }
+        case 12: {
+            cudaGraphAddMemFreeNode(&fr, g, &al, 1, a);
+            cudaGraphNode_t al2 = alloc(g, &b);
+            report("memcpy_dst_interior_freed",
+                   cudaGraphAddMemcpyNode1D(&n, g, &al2, 1, (char *)a + 4096, b, 4096,
+                                            cudaMemcpyDeviceToDevice));
+            break;
+        }
+        case 13: { // captured: no check at capture, natively
+            cudaStream_t s;
+            cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+            void *q = nullptr;
+            cudaGraph_t h = nullptr;
+            cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+            cudaMallocAsync(&q, kBytes, s);
+            cudaFreeAsync(q, s);
+            report("captured_memset_after_free", cudaMemsetAsync(q, 0, kBytes, s));
+            report("captured_end", cudaStreamEndCapture(s, &h));
+            if (h)
+                cudaGraphDestroy(h);
+            cudaStreamDestroy(s);
             break;
         }
         case 10: {
