@@ -62,23 +62,36 @@ static bool holds(const gm_cover_t *c, uint64_t page) {
     return false;
 }
 
+/* Whether the records of `chain` that contain `va` are all freed by a free node and not live
+ * (*seen: one contains it). */
+static bool chain_freed(const gm_record_t *chain, uint64_t va, bool *seen) {
+    for (const gm_record_t *q = chain; q; q = q->va_next) {
+        uint64_t size = q->params.size ? q->params.size : 1;
+        if (va < q->va || va - q->va >= size)
+            continue;
+        if ((!q->free_marker && !q->foreign_free) || q->live)
+            return false;
+        *seen = true;
+    }
+    return true;
+}
+
 /* `va` lies in an allocation that a free node frees, and in no allocation that is not freed or is
- * live (a later one packed into the same bytes makes them valid again). A scan of every record:
- * only node adds ask, not the captured path. */
+ * live (a later one packed into the same bytes makes them valid again). The address of an
+ * allocation not freed is answered by one lookup; anything else takes a scan of every record
+ * (only node adds ask, never the captured path). */
 static bool freed_address(const gm_engine_t *e, uint64_t va) {
-    bool in_freed = false;
+    bool seen = false;
+    const gm_record_t *at = gm_map_get(&e->addresses, va);
+    if (at && !chain_freed(at, va, &seen))
+        return false;
+    seen = false;
     uint32_t pos = 0;
     void *chain;
     while (gm_map_next(&e->addresses, &pos, NULL, &chain))
-        for (const gm_record_t *q = chain; q; q = q->va_next) {
-            uint64_t size = q->params.size ? q->params.size : 1;
-            if (va < q->va || va - q->va >= size)
-                continue;
-            if ((!q->free_marker && !q->foreign_free) || q->live)
-                return false;
-            in_freed = true;
-        }
-    return in_freed;
+        if (!chain_freed(chain, va, &seen))
+            return false;
+    return seen;
 }
 
 void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
