@@ -228,22 +228,21 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
  * pages as the cover found them and no launch ever maps over a scratch page. While a launch or
  * trim waits, no new cover starts (covers back to back would hold it off for good). A cover is held
  * by one thread around driver calls only: it must not launch, trim or cover again meanwhile. */
-#define GM_COVER_MAX 1024 /* pages of one cover: 2 GiB at 2 MiB pages */
-
 typedef struct gm_cover {
     gm_engine_t *engine; /* NULL: nothing to cover (no engine, or the shim ignores the call) */
     int device;          /* whose scratch page; -1: none */
     bool held;           /* counted in the engine's covers since the first covered range */
     bool check_freed;    /* set by the caller: look for ranges that start in freed memory */
     bool freed;          /* with check_freed: a range started in a freed allocation (below) */
-    uint32_t count;
-    uint64_t pages[GM_COVER_MAX]; /* pages this cover holds a scratch mapping of */
+    uint32_t count, cap;
+    uint64_t *pages; /* pages this cover holds a scratch mapping of (owned) */
 } gm_cover_t;
 
 /* Starts an empty cover for `device` (engine NULL or device < 0: a cover that covers nothing). */
 void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device);
 /* Covers the pages of [va, va + bytes) that lie in the reservation. Best effort: a page the
- * scratch page cannot be mapped at, or past GM_COVER_MAX, is left (the driver then answers).
+ * scratch page cannot be mapped at (no host or device memory, or another device's scratch page
+ * there already) is left, and the driver answers.
  * With `check_freed`, sets `freed` when `va` lies in graph allocations that a free node frees,
  * none of them live: the driver refuses a new memset or memcpy node that starts there with
  * INVALID_VALUE, whatever its dependencies and in any graph (tests/SEMANTICS.md §A1.15). */

@@ -10,6 +10,8 @@
  * that must map and the trims wait for them, and every other launch goes on. */
 #include "engine_cover.h"
 
+#include <stdlib.h>
+
 static bool mapped_by_part(const gm_engine_t *e, uint64_t page) {
     for (const gm_part_t *p = e->parts; p; p = p->all_next)
         for (int k = 0; k < 2; k++) {
@@ -23,8 +25,47 @@ static bool mapped_by_part(const gm_engine_t *e, uint64_t page) {
     return false;
 }
 
-static uintptr_t scratch_holders(const gm_engine_t *e, uint64_t page) {
-    return (uintptr_t)gm_map_get(&e->scratch_maps, page);
+/* A scratch mapping: which device's scratch page, and how many covers hold it. None holds an
+ * orphan: its unmap failed, and it is unmapped again before anything else maps there. */
+typedef struct scratch_entry {
+    int device;
+    uint32_t holders;
+} scratch_entry_t;
+
+static bool scratch_get(const gm_engine_t *e, uint64_t page, scratch_entry_t *out) {
+    uintptr_t v = (uintptr_t)gm_map_get(&e->scratch_maps, page);
+    *out = (scratch_entry_t){(int)(v >> 32) - 1, (uint32_t)v};
+    return v != 0;
+}
+
+/* Room for the key is reserved by the caller, or the key is present: cannot fail. */
+static void scratch_put(gm_engine_t *e, uint64_t page, scratch_entry_t entry) {
+    uintptr_t v = (uintptr_t)(entry.device + 1) << 32 | entry.holders;
+    gm_map_put(&e->scratch_maps, page, (void *)v);
+}
+
+/* Unmaps a scratch mapping nobody holds; one the backend refuses to unmap stays as an orphan. */
+static void scratch_drop(gm_engine_t *e, uint64_t page, int device) {
+    if (e->backend.unmap(e->backend.ctx, page, e->page) == GM_OK) {
+        gm_map_remove(&e->scratch_maps, page);
+        return;
+    }
+    scratch_put(e, page, (scratch_entry_t){device, 0});
+    e->scratch_orphans++;
+}
+
+void gm_cover_retry_orphans(gm_engine_t *e) {
+    uint32_t pos = 0;
+    uint64_t page;
+    void *v;
+    while (e->scratch_orphans && gm_map_next(&e->scratch_maps, &pos, &page, &v)) {
+        scratch_entry_t entry;
+        if (scratch_get(e, page, &entry) && entry.holders == 0 &&
+            e->backend.unmap(e->backend.ctx, page, e->page) == GM_OK) {
+            gm_map_remove(&e->scratch_maps, page);
+            e->scratch_orphans--;
+        }
+    }
 }
 
 /* Maps the device's scratch page at `page` (made on first use); false when the backend refuses. */
@@ -39,10 +80,10 @@ static bool map_scratch(gm_engine_t *e, int device, uint64_t page) {
         b->map(b->ctx, page, e->page, e->scratch_handle[device]) != GM_OK)
         return false;
     if (b->set_access(b->ctx, page, e->page, &device, 1) != GM_OK) {
-        b->unmap(b->ctx, page, e->page);
+        scratch_drop(e, page, device); /* room reserved above */
         return false;
     }
-    gm_map_put(&e->scratch_maps, page, (void *)(uintptr_t)1); /* room reserved above */
+    scratch_put(e, page, (scratch_entry_t){device, 1});
     return true;
 }
 
@@ -52,7 +93,8 @@ void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device) {
     cover->held = false;
     cover->check_freed = false;
     cover->freed = false;
-    cover->count = 0;
+    cover->count = cover->cap = 0;
+    cover->pages = NULL;
 }
 
 static bool holds(const gm_cover_t *c, uint64_t page) {
@@ -94,6 +136,27 @@ static bool freed_address(const gm_engine_t *e, uint64_t va) {
     return seen;
 }
 
+/* Holds the page for cover `c`: another cover's scratch mapping of the same device (or an orphan
+ * of it) is shared; a page no part maps gets the device's scratch page; anything else is left
+ * (a part's mapping stays as it is while covers are held; another device's scratch page gives
+ * this device no access, so the driver answers). */
+static void hold_page(gm_engine_t *e, gm_cover_t *c, uint64_t page) {
+    if (holds(c, page) ||
+        gm_grow((void **)&c->pages, &c->cap, c->count + 1, sizeof *c->pages) != GM_OK)
+        return;
+    scratch_entry_t entry;
+    if (scratch_get(e, page, &entry)) {
+        if (entry.device != c->device)
+            return;
+        e->scratch_orphans -= entry.holders == 0;
+        entry.holders++;
+        scratch_put(e, page, entry);
+    } else if (mapped_by_part(e, page) || !map_scratch(e, c->device, page)) {
+        return;
+    }
+    c->pages[c->count++] = page;
+}
+
 void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
     gm_engine_t *e = c->engine;
     if (!e || bytes == 0 || va + bytes < va)
@@ -101,8 +164,7 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
     pthread_mutex_lock(&e->lock);
     if (c->check_freed && !c->freed && gm_vaspace_contains(e->vas, va))
         c->freed = freed_address(e, va);
-    for (uint64_t page = va - va % e->page; page < va + bytes && c->count < GM_COVER_MAX;
-         page += e->page) {
+    for (uint64_t page = va - va % e->page; page < va + bytes; page += e->page) {
         if (!gm_vaspace_contains(e->vas, page))
             continue;
         if (!c->held) {
@@ -113,15 +175,10 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
                 pthread_cond_wait(&e->uncovered, &e->lock);
             c->held = true;
             e->covers++;
+            if (!gm_vaspace_contains(e->vas, page)) /* released while this thread waited */
+                continue;
         }
-        if (holds(c, page))
-            continue;
-        uintptr_t holders = scratch_holders(e, page);
-        if (holders) /* another cover's scratch page: hold it too */
-            gm_map_put(&e->scratch_maps, page, (void *)(holders + 1));
-        else if (mapped_by_part(e, page) || !map_scratch(e, c->device, page))
-            continue;
-        c->pages[c->count++] = page;
+        hold_page(e, c, page);
     }
     pthread_mutex_unlock(&e->lock);
 }
@@ -132,15 +189,18 @@ void gm_engine_cover_end(gm_cover_t *c) {
         return;
     pthread_mutex_lock(&e->lock);
     for (uint32_t i = 0; i < c->count; i++) {
-        uintptr_t holders = scratch_holders(e, c->pages[i]);
-        if (holders > 1) {
-            gm_map_put(&e->scratch_maps, c->pages[i], (void *)(holders - 1));
+        scratch_entry_t entry;
+        if (!scratch_get(e, c->pages[i], &entry) || entry.holders == 0)
             continue;
-        }
-        gm_map_remove(&e->scratch_maps, c->pages[i]);
-        e->backend.unmap(e->backend.ctx, c->pages[i], e->page);
+        entry.holders--;
+        if (entry.holders)
+            scratch_put(e, c->pages[i], entry);
+        else
+            scratch_drop(e, c->pages[i], entry.device);
     }
-    c->count = 0;
+    free(c->pages);
+    c->pages = NULL;
+    c->count = c->cap = 0;
     c->held = false;
     if (--e->covers == 0)
         pthread_cond_broadcast(&e->uncovered);
@@ -151,6 +211,7 @@ void gm_cover_wait(gm_engine_t *e) {
     e->cover_waiters++;
     while (e->covers)
         pthread_cond_wait(&e->uncovered, &e->lock);
+    gm_cover_retry_orphans(e);
     /* The caller maps or trims before it lets the lock go: new covers start after that. */
     if (--e->cover_waiters == 0)
         pthread_cond_broadcast(&e->uncovered);

@@ -221,7 +221,8 @@ struct gm_engine {
      * end (meanwhile no new cover starts); signalled when either count falls to zero. */
     uint32_t covers, cover_waiters;
     pthread_cond_t uncovered;
-    gm_map_t scratch_maps;                   /* page -> how many covers hold its scratch mapping */
+    gm_map_t scratch_maps; /* page -> its scratch mapping's device and holders (engine_cover.c) */
+    uint32_t scratch_orphans; /* scratch mappings whose unmap failed, to be retried */
     uint64_t scratch_handle[GM_MAX_DEVICES]; /* backend handles of one page; 0: none made yet */
 };
 

@@ -174,6 +174,8 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
         return st;
     if (e->covers && changes_mappings(e, x, stream))
         return GM_ERR_NOT_READY;
+    if (e->scratch_orphans)
+        gm_cover_retry_orphans(e);
     if (e->config.uaf_check)
         gm_uaf_poll(e);
     /* Groups, and windows taken back from stale parts, before anything is mapped. */

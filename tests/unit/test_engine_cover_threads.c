@@ -221,6 +221,57 @@ static void test_waiting_launch_goes_before_new_covers(void) {
     free(w);
 }
 
+/* A cover of more pages than any fixed table would hold (1,100 here) covers them all; a scratch
+ * mapping whose unmap fails stays as an orphan that the next launch unmaps before it maps; a page
+ * that holds one device's scratch page is not shared with a cover for another device. */
+static void test_cover_edges(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    uint64_t page = sim_page();
+    sim_graph_t big, small;
+    sim_one_alloc_graph(&s, &big, 1100 * page, false);
+    sim_one_alloc_graph(&s, &small, 128 * KiB, false);
+    REQUIRE(sim_instantiate(&s, &small, 0x5A, 0) == GM_OK);
+    uint64_t va_big = 0, va_small = 0, size = 0;
+    alloc_of(&big, &va_big, &size);
+    alloc_of(&small, &va_small, &size);
+    uint64_t mappings = host_backend_counts(s.hb).mappings;
+
+    gm_cover_t c;
+    gm_engine_cover_begin(s.engine, &c, 0);
+    gm_engine_cover_range(&c, va_big, 1100 * page);
+    CHECK_EQ_U64(c.count, 1100);
+    CHECK(host_backend_handle_at(s.hb, va_big + 1099 * page, NULL) != 0);
+    gm_engine_cover_end(&c);
+    CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings);
+
+    /* The unmap at the end of the cover fails: the launch that maps the page still succeeds. */
+    gm_engine_cover_begin(s.engine, &c, 0);
+    gm_engine_cover_range(&c, va_small, 4096);
+    REQUIRE(c.count == 1);
+    host_backend_fail_nth(s.hb, HOST_OP_UNMAP, 1, GM_ERR_BACKEND);
+    gm_engine_cover_end(&c);
+    CHECK(host_backend_handle_at(s.hb, va_small, NULL) != 0); /* the orphan */
+    CHECK_EQ_INT(sim_launch(&s, 0x5A, STREAM(0)), GM_OK);
+    CHECK(sim_run_data(&s, &small, NULL));
+    host_backend_complete_all(s.hb);
+
+    /* Device 0's scratch page is not shared with a cover for device 1. */
+    gm_cover_t d0, d1;
+    gm_engine_cover_begin(s.engine, &d0, 0);
+    gm_engine_cover_begin(s.engine, &d1, 1);
+    gm_engine_cover_range(&d0, va_big, 4096);
+    gm_engine_cover_range(&d1, va_big, 4096);
+    CHECK_EQ_U64(d0.count, 1);
+    CHECK_EQ_U64(d1.count, 0);
+    CHECK_EQ_U64(host_backend_access(s.hb, va_big), 1); /* device 0 only */
+    gm_engine_cover_end(&d1);
+    gm_engine_cover_end(&d0);
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va_big, NULL), 0);
+    CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
+    CHECK(sim_fini(&s));
+}
+
 /* The driver refuses a new memset or memcpy node on the address of an allocation that a free node
  * frees (SEMANTICS §A1.15): a cover asked to look says so for an address in such an allocation
  * (its start or inside), not for one in an allocation that escapes its graph. */
@@ -251,6 +302,7 @@ static void test_cover_flags_freed_addresses(void) {
 int main(void) {
     RUN_TEST(test_cover_maps_only_unmapped_pages);
     RUN_TEST(test_cover_flags_freed_addresses);
+    RUN_TEST(test_cover_edges);
     RUN_TEST(test_covers_hold_against_launch_and_trim);
     RUN_TEST(test_waiting_launch_goes_before_new_covers);
     return gm_check_summary();
