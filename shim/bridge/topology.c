@@ -207,6 +207,27 @@ static bool bodies_have_markers_locked(gm_engine_t *engine, CUgraph graph, int d
     return false;
 }
 
+void gm_touch_note(CUgraph graph) {
+    if (graph != NULL && !gm_touches(graph))
+        gm_nested_record(graph, &(CUgraph){NULL}, 1, GM_NESTED_TOUCH);
+}
+
+static bool touches_locked(CUgraph graph, int depth) {
+    for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++)
+        if (nested[i].parent == graph &&
+            (nested[i].kind == GM_NESTED_TOUCH ||
+             (nested[i].kind == GM_NESTED_CHILD && touches_locked(nested[i].graph, depth + 1))))
+            return true;
+    return false;
+}
+
+bool gm_touches(CUgraph graph) {
+    pthread_mutex_lock(&nested_lock);
+    bool found = touches_locked(graph, 0);
+    pthread_mutex_unlock(&nested_lock);
+    return found;
+}
+
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {
     pthread_mutex_lock(&nested_lock);
     bool found = bodies_have_markers_locked(engine, graph, 0);

@@ -25,16 +25,24 @@ CUresult gm_topology_read(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t 
 void gm_topology_free(gm_topology_buf_t *buf);
 
 /* Graphs owned by nodes of another graph: conditional bodies (memory nodes may be added, but the
- * driver refuses them at instantiation) and child graphs (memory nodes are refused outright). */
+ * driver refuses them at instantiation) and child graphs (memory nodes are refused outright).
+ * The same registry notes graphs whose memset or memcpy nodes touch graph memory (TOUCH, the
+ * graph as `parent`): even without a marker of its own such a graph needs the scratch cover while
+ * it is instantiated, when the memory is another graph's that never launched yet. */
 typedef enum gm_nested_kind {
     GM_NESTED_BODY,
     GM_NESTED_CHILD,
+    GM_NESTED_TOUCH,
 } gm_nested_kind_t;
 
 void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count, gm_nested_kind_t kind);
 /* True when a conditional body of `graph`, at any depth, holds a marker. */
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph);
 bool gm_nested_is_child(CUgraph graph);
+/* A memset or memcpy node of `graph` (NULL: none) touches graph memory. */
+void gm_touch_note(CUgraph graph);
+/* Whether `graph` or a child graph of it, at any depth, was noted by gm_touch_note. */
+bool gm_touches(CUgraph graph);
 /* Destroys `graph` through `call` (NULL fn: it is gone already, e.g. a failed capture's graph),
  * and forgets it and the graphs it owned, here and in the engine (NULL: not started), in one step.
  * GM_ERR_DRIVER when the call failed (nothing is forgotten). */

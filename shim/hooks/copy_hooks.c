@@ -4,12 +4,14 @@
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/scratch.h"
+#include "bridge/topology.h"
 
 /* One body for every hook of this file: while `when` holds, the driver's call runs with the cover
  * `c` up, `covers` naming the ranges it touches; otherwise the call goes to the driver as it is.
  * A node add (`add`) on the address of a freed graph allocation is refused as the driver refuses
- * it (engine.h, gm_engine_cover_range). */
-#define GM_COVERED(name, when, add, params, args, covers)                                          \
+ * it (engine.h, gm_engine_cover_range). `graph` (evaluated after a call that succeeded and
+ * covered graph memory; NULL: none) is the graph that received a node touching graph memory. */
+#define GM_COVERED(name, when, add, graph, params, args, covers)                                   \
     CUresult gm_hook_##name params {                                                               \
         if (!(when))                                                                               \
             return gm_real.name args;                                                              \
@@ -18,32 +20,34 @@
         c.check_freed = (add);                                                                     \
         covers;                                                                                    \
         CUresult r = (add) && c.freed ? CUDA_ERROR_INVALID_VALUE : gm_real.name args;              \
+        if (r == CUDA_SUCCESS && c.held)                                                           \
+            gm_touch_note(graph);                                                                  \
         gm_scratch_end(&c);                                                                        \
         return r;                                                                                  \
     }
 
 /* Node creation and set-params: the driver checks the targets on every such call. */
-GM_COVERED(cuGraphAddMemsetNode, true, true,
+GM_COVERED(cuGraphAddMemsetNode, true, true, hGraph,
            (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
             size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx),
            (phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx),
            gm_scratch_cover_memset(&c, memsetParams))
-GM_COVERED(cuGraphAddMemcpyNode, true, true,
+GM_COVERED(cuGraphAddMemcpyNode, true, true, hGraph,
            (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
             size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx),
            (phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx),
            gm_scratch_cover_memcpy(&c, copyParams))
-GM_COVERED(cuGraphMemsetNodeSetParams, true, false,
+GM_COVERED(cuGraphMemsetNodeSetParams, true, false, NULL,
            (CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams), (hNode, nodeParams),
            gm_scratch_cover_memset(&c, nodeParams))
-GM_COVERED(cuGraphMemcpyNodeSetParams, true, false,
+GM_COVERED(cuGraphMemcpyNodeSetParams, true, false, NULL,
            (CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams), (hNode, nodeParams),
            gm_scratch_cover_memcpy(&c, nodeParams))
-GM_COVERED(cuGraphExecMemsetNodeSetParams, true, false,
+GM_COVERED(cuGraphExecMemsetNodeSetParams, true, false, NULL,
            (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
             CUcontext ctx),
            (hGraphExec, hNode, memsetParams, ctx), gm_scratch_cover_memset(&c, memsetParams))
-GM_COVERED(cuGraphExecMemcpyNodeSetParams, true, false,
+GM_COVERED(cuGraphExecMemcpyNodeSetParams, true, false, NULL,
            (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams,
             CUcontext ctx),
            (hGraphExec, hNode, copyParams, ctx), gm_scratch_cover_memcpy(&c, copyParams))
@@ -61,10 +65,22 @@ static bool capturing(CUstream stream, bool ptsz) {
     return r == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
+/* The graph a capturing stream captures into (NULL when the driver does not say). */
+static CUgraph capture_graph(CUstream stream, bool ptsz) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUgraph graph = NULL;
+    if (GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz)(stream, &status, NULL, &graph, NULL, NULL,
+                                                    NULL) != CUDA_SUCCESS)
+        return NULL;
+    return graph;
+}
+
 /* The captured entries, each with its `_ptsz` twin: covered only while their stream captures. */
 #define GM_CAPTURED(name, params, args, stream, covers)                                            \
-    GM_COVERED(name, capturing(stream, false), false, params, args, covers)                        \
-    GM_COVERED(name##_ptsz, capturing(stream, true), false, params, args, covers)
+    GM_COVERED(name, capturing(stream, false), false, capture_graph(stream, false), params, args,  \
+               covers)                                                                             \
+    GM_COVERED(name##_ptsz, capturing(stream, true), false, capture_graph(stream, true), params,   \
+               args, covers)
 
 #define GM_MEMSET_1D(name, type, value, unit)                                                      \
     GM_CAPTURED(name, (CUdeviceptr dstDevice, type value, size_t N, CUstream hStream),             \

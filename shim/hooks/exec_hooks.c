@@ -44,6 +44,7 @@ static CUgraphNode first_marker(gm_engine_t *engine, CUgraph graph) {
 static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
                         CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
     inst->engine = NULL;
+    inst->topology = (gm_topology_buf_t){0};
     gm_scratch_begin(&inst->cover, NULL);
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || graph == NULL)
@@ -53,6 +54,12 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     if (!markers) {
         if (gm_conditional_bodies_have_markers(engine, graph))
             return CUDA_ERROR_INVALID_VALUE; /* memory nodes in a conditional body */
+        /* Memsets or copies on another graph's memory, maybe not mapped yet: covered as below,
+         * and nothing to plan. A read-back failure leaves the driver to answer. */
+        if (gm_touches(graph) && gm_topology_read(engine, graph, &inst->topology) == CUDA_SUCCESS) {
+            gm_scratch_begin(&inst->cover, engine);
+            gm_scratch_cover_topology(&inst->cover, &inst->topology);
+        }
         return CUDA_SUCCESS;
     }
     if (gm_engine_graph_instantiated(engine, key))
@@ -111,10 +118,12 @@ static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
  * sees one clean error. */
 static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CUgraphExec *exec,
                        unsigned long long flags, CUstream upload_stream) {
-    if (inst->engine == NULL)
-        return result;
-    uint64_t driver_ns = gm_now_ns() - inst->driver_started_ns;
     gm_scratch_end(&inst->cover); /* before anything maps the real memory */
+    if (inst->engine == NULL) {
+        gm_topology_free(&inst->topology);
+        return result;
+    }
+    uint64_t driver_ns = gm_now_ns() - inst->driver_started_ns;
     if (result == CUDA_SUCCESS) {
         uint64_t engine_started_ns = gm_now_ns();
         gm_status_t status;

@@ -147,6 +147,8 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
         *result = cover.freed
                       ? CUDA_ERROR_INVALID_VALUE /* as cuGraphAddMemsetNode */
                       : gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p);
+        if (*result == CUDA_SUCCESS && cover.held)
+            gm_touch_note(graph);
         gm_scratch_end(&cover);
         return true;
     }
@@ -165,8 +167,11 @@ static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
         gm_nested_record(graph, p->conditional.phGraph_out, p->conditional.size, GM_NESTED_BODY);
     CUgraph child = NULL;
     if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
-        gm_real.cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS)
+        gm_real.cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) {
         gm_nested_record(graph, &child, 1, GM_NESTED_CHILD);
+        if (child != p->graph.graph && gm_touches(p->graph.graph))
+            gm_touch_note(child); /* a clone touches what its original touches */
+    }
     if (engine == NULL)
         return;
     if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
@@ -212,15 +217,21 @@ CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGra
                                                        numDependencies, childGraph);
     CUgraph clone = NULL;
     if (result == CUDA_SUCCESS &&
-        gm_real.cuGraphChildGraphNodeGetGraph(*phGraphNode, &clone) == CUDA_SUCCESS)
+        gm_real.cuGraphChildGraphNodeGetGraph(*phGraphNode, &clone) == CUDA_SUCCESS) {
         gm_nested_record(hGraph, &clone, 1, GM_NESTED_CHILD);
+        if (gm_touches(childGraph))
+            gm_touch_note(clone); /* the clone touches what its original touches */
+    }
     return result;
 }
 
 CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     if (graph_has_markers(originalGraph))
         return CUDA_ERROR_NOT_SUPPORTED;
-    return gm_real.cuGraphClone(phGraphClone, originalGraph);
+    CUresult result = gm_real.cuGraphClone(phGraphClone, originalGraph);
+    if (result == CUDA_SUCCESS && gm_touches(originalGraph))
+        gm_touch_note(*phGraphClone);
+    return result;
 }
 
 /* Whether `node` belongs to a graph holding markers. The driver offers no node-to-graph query,

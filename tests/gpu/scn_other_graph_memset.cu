@@ -1,0 +1,52 @@
+// A graph without memory nodes whose memset targets another graph's allocation that was never
+// launched (so never mapped): graph G1 allocates A (it escapes); graph G2 holds only a memset of
+// A. The driver instantiates G2 before G1 ever launched (measured on an H100, driver 580), and so
+// must graphmem, whose addresses are mapped only at launch: it notes G2 when the memset node is
+// added and covers A while G2 is instantiated. Also a clone of G2, and a graph holding G2 as a
+// child graph; then G1 launches, G2 runs, and the data is checked.
+#include "common.cuh"
+
+static const size_t kBytes = 4u << 20;
+
+int main() {
+    require_graph_memory();
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    unsigned *bad = nullptr;
+    cudaMalloc(&bad, sizeof(unsigned));
+    cudaMemset(bad, 0, sizeof(unsigned));
+    cudaGraph_t g1, g2, clone = nullptr, parent;
+    cudaGraphCreate(&g1, 0);
+    cudaGraphNode_t al, n, child;
+    void *a = nullptr;
+    obs_rc("g1_alloc", add_alloc(&al, g1, nullptr, 0, kBytes, &a));
+    cudaGraphCreate(&g2, 0);
+    cudaMemsetParams m = memset_words(a, kBytes, 0x77u);
+    obs_rc("g2_memset_node", cudaGraphAddMemsetNode(&n, g2, nullptr, 0, &m));
+    cudaGraphExec_t e2 = nullptr, ec = nullptr, ep = nullptr, e1 = nullptr;
+    obs_rc("g2_instantiate_before_g1_launch", cudaGraphInstantiate(&e2, g2, 0));
+    obs_rc("clone", cudaGraphClone(&clone, g2));
+    obs_rc("clone_instantiate",
+           clone ? cudaGraphInstantiate(&ec, clone, 0) : cudaErrorInvalidValue);
+    cudaGraphCreate(&parent, 0);
+    obs_rc("child_node", cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, g2));
+    obs_rc("parent_instantiate", cudaGraphInstantiate(&ep, parent, 0));
+    obs_rc("g1_instantiate", cudaGraphInstantiate(&e1, g1, 0));
+    obs_rc("g1_launch", e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
+    obs_rc("g2_launch", e2 ? cudaGraphLaunch(e2, s) : cudaErrorInvalidValue);
+    obs_rc("sync", cudaStreamSynchronize(s));
+    k_check_value<<<kGrid, kBlock, 0, s>>>((const uint32_t *)a, kBytes / 4, 0x77u, bad);
+    unsigned h = 1;
+    cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost);
+    obs_int("wrong_words", h);
+    obs_rc("free_a", cudaFree(a));
+    for (cudaGraphExec_t e : {e1, e2, ec, ep})
+        if (e)
+            cudaGraphExecDestroy(e);
+    for (cudaGraph_t g : {g1, g2, clone, parent})
+        if (g)
+            cudaGraphDestroy(g);
+    cudaFree(bad);
+    cudaStreamDestroy(s);
+    return 0;
+}
