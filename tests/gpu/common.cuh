@@ -117,6 +117,15 @@ static __global__ void k_check(const uint32_t *p, size_t n, uint32_t v, unsigned
             atomicAdd(bad, 1u);
 }
 
+// A zeroed device counter of wrong words (NULL without device memory).
+static inline unsigned *new_counter(void) {
+    unsigned *d = nullptr;
+    if (cudaMalloc(&d, sizeof(unsigned)) == cudaSuccess)
+        cudaMemset(d, 0, sizeof(unsigned));
+    (void)cudaGetLastError();
+    return d;
+}
+
 // Every word holds `v` (what a 32-bit memset wrote).
 static __global__ void k_check_value(const uint32_t *p, size_t n, uint32_t v, unsigned *bad) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;

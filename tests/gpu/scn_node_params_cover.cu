@@ -24,9 +24,7 @@ int main() {
     require_graph_memory();
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    unsigned *bad = nullptr;
-    cudaMalloc(&bad, sizeof(unsigned));
-    cudaMemset(bad, 0, sizeof(unsigned));
+    unsigned *bad = new_counter();
     cudaGraph_t g;
     cudaGraphCreate(&g, 0);
     cudaGraphNode_t alloc, memset_node, check, free_node;

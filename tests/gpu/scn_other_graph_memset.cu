@@ -12,9 +12,7 @@ int main() {
     require_graph_memory();
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    unsigned *bad = nullptr;
-    cudaMalloc(&bad, sizeof(unsigned));
-    cudaMemset(bad, 0, sizeof(unsigned));
+    unsigned *bad = new_counter();
     cudaGraph_t g1, g2, clone = nullptr, parent;
     cudaGraphCreate(&g1, 0);
     cudaGraphNode_t al, n, child;

@@ -172,14 +172,6 @@ struct Gate {
     }
 };
 
-static inline unsigned *new_counter(void) {
-    unsigned *d = nullptr;
-    if (cudaMalloc(&d, sizeof(unsigned)) == cudaSuccess)
-        cudaMemset(d, 0, sizeof(unsigned));
-    (void)cudaGetLastError();
-    return d;
-}
-
 // OBS the device counter of wrong words ("unreadable" after a sticky error), then zero it.
 static inline void obs_wrong(const char *key, unsigned *d) {
     unsigned h = 0;
