@@ -215,10 +215,22 @@ void gm_touch_note(CUgraph graph) {
 static bool touches_locked(CUgraph graph, int depth) {
     for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++)
         if (nested[i].parent == graph &&
-            (nested[i].kind == GM_NESTED_TOUCH ||
-             (nested[i].kind == GM_NESTED_CHILD && touches_locked(nested[i].graph, depth + 1))))
+            (nested[i].kind == GM_NESTED_TOUCH || touches_locked(nested[i].graph, depth + 1)))
             return true;
     return false;
+}
+
+size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
+    pthread_mutex_lock(&nested_lock);
+    size_t n = 0;
+    for (size_t i = 0; i < nested_count; i++)
+        if (nested[i].parent == graph && nested[i].kind == GM_NESTED_BODY) {
+            if (n < cap)
+                out[n] = nested[i].graph;
+            n++;
+        }
+    pthread_mutex_unlock(&nested_lock);
+    return n;
 }
 
 bool gm_touches(CUgraph graph) {

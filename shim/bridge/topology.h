@@ -39,9 +39,12 @@ void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count, gm_
 /* True when a conditional body of `graph`, at any depth, holds a marker. */
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph);
 bool gm_nested_is_child(CUgraph graph);
+/* The conditional bodies of `graph` itself (up to `cap` into `out`); returns how many it has. */
+size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap);
 /* A memset or memcpy node of `graph` (NULL: none) touches graph memory. */
 void gm_touch_note(CUgraph graph);
-/* Whether `graph` or a child graph of it, at any depth, was noted by gm_touch_note. */
+/* Whether `graph` or a child graph or conditional body of it, at any depth, was noted by
+ * gm_touch_note. */
 bool gm_touches(CUgraph graph);
 /* Destroys `graph` through `call` (NULL fn: it is gone already, e.g. a failed capture's graph),
  * and forgets it and the graphs it owned, here and in the engine (NULL: not started), in one step.
