@@ -1,5 +1,7 @@
 #include "scratch.h"
 
+#include <stdlib.h>
+
 #include "captures.h"
 #include "interpose/driver.h"
 
@@ -19,10 +21,15 @@ void gm_scratch_cover_range(gm_scratch_t *s, CUdeviceptr start, uint64_t bytes) 
         GM_RELAXED(gm_engine_cover_range(s, start, bytes));
 }
 
+void gm_scratch_cover_rows(gm_scratch_t *s, CUdeviceptr start, size_t pitch, size_t row_bytes,
+                           size_t rows) {
+    if (rows)
+        gm_scratch_cover_range(s, start, (rows - 1) * pitch + row_bytes);
+}
+
 void gm_scratch_cover_memset(gm_scratch_t *s, const CUDA_MEMSET_NODE_PARAMS *p) {
-    if (p == NULL || p->height == 0)
-        return;
-    gm_scratch_cover_range(s, p->dst, (p->height - 1) * p->pitch + p->width * p->elementSize);
+    if (p != NULL)
+        gm_scratch_cover_rows(s, p->dst, p->pitch, p->width * p->elementSize, p->height);
 }
 
 static void cover_side(gm_scratch_t *s, CUmemorytype type, CUdeviceptr base, size_t x, size_t y,
@@ -47,27 +54,25 @@ void gm_scratch_cover_memcpy(gm_scratch_t *s, const CUDA_MEMCPY3D *p) {
 }
 
 void gm_scratch_cover_memcpy2d(gm_scratch_t *s, const CUDA_MEMCPY2D *p) {
-    if (p == NULL || p->Height == 0)
+    if (p == NULL)
         return;
     if (p->srcMemoryType == CU_MEMORYTYPE_DEVICE || p->srcMemoryType == CU_MEMORYTYPE_UNIFIED)
-        gm_scratch_cover_range(s, p->srcDevice + p->srcXInBytes + p->srcY * p->srcPitch,
-                               (p->Height - 1) * p->srcPitch + p->WidthInBytes);
+        gm_scratch_cover_rows(s, p->srcDevice + p->srcXInBytes + p->srcY * p->srcPitch, p->srcPitch,
+                              p->WidthInBytes, p->Height);
     if (p->dstMemoryType == CU_MEMORYTYPE_DEVICE || p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
-        gm_scratch_cover_range(s, p->dstDevice + p->dstXInBytes + p->dstY * p->dstPitch,
-                               (p->Height - 1) * p->dstPitch + p->WidthInBytes);
+        gm_scratch_cover_rows(s, p->dstDevice + p->dstXInBytes + p->dstY * p->dstPitch, p->dstPitch,
+                              p->WidthInBytes, p->Height);
 }
 
 void gm_scratch_cover_node(gm_scratch_t *s, const CUgraphNodeParams *p) {
     if (p != NULL && p->type == CU_GRAPH_NODE_TYPE_MEMSET)
-        gm_scratch_cover_range(s, p->memset.dst,
-                               p->memset.height ? (p->memset.height - 1) * p->memset.pitch +
-                                                      p->memset.width * p->memset.elementSize
-                                                : 0);
+        gm_scratch_cover_rows(s, p->memset.dst, p->memset.pitch,
+                              p->memset.width * p->memset.elementSize, p->memset.height);
     else if (p != NULL && p->type == CU_GRAPH_NODE_TYPE_MEMCPY)
         gm_scratch_cover_memcpy(s, &p->memcpy.copyParams);
 }
 
-void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo) {
+static void cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo) {
     for (uint32_t i = 0; s->engine && i < topo->view.node_count; i++) {
         CUgraphNode node = (CUgraphNode)(uintptr_t)topo->nodes[i];
         CUgraphNodeType type = topo->types[i];
@@ -81,6 +86,32 @@ void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo) {
                 gm_scratch_cover_memcpy(s, &p);
         }
     }
+}
+
+static void cover_bodies(gm_scratch_t *s, CUgraph graph, int depth) {
+    size_t n = gm_nested_bodies(graph, NULL, 0);
+    CUgraph *bodies = n && depth < GM_NESTING_MAX ? calloc(n, sizeof *bodies) : NULL;
+    if (bodies == NULL)
+        return;
+    size_t now = gm_nested_bodies(graph, bodies, n); /* fewer if some went meanwhile */
+    if (now < n)
+        n = now;
+    for (size_t i = 0; i < n; i++) {
+        gm_topology_buf_t body;
+        if (gm_topology_read(s->engine, bodies[i], &body) == CUDA_SUCCESS) {
+            cover_topology(s, &body);
+            gm_topology_free(&body);
+        }
+        cover_bodies(s, bodies[i], depth + 1);
+    }
+    free(bodies);
+}
+
+void gm_scratch_cover_graph(gm_scratch_t *s, CUgraph graph, const gm_topology_buf_t *topo) {
+    if (s->engine == NULL)
+        return;
+    cover_topology(s, topo);
+    cover_bodies(s, graph, 0);
 }
 
 void gm_scratch_end(gm_scratch_t *s) {

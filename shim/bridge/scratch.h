@@ -23,8 +23,13 @@ void gm_scratch_cover_memcpy2d(gm_scratch_t *s, const CUDA_MEMCPY2D *p);
 /* The memset or memcpy target of generic node parameters (cuGraphAddNode, cuGraphNodeSetParams,
  * cuGraphExecNodeSetParams); other node types touch nothing it covers. */
 void gm_scratch_cover_node(gm_scratch_t *s, const CUgraphNodeParams *p);
-/* Every memset and memcpy node of a topology read back. */
-void gm_scratch_cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo);
+/* `rows` rows of `row_bytes` bytes, `pitch` apart, from `start` (memsets and 2D copies). */
+void gm_scratch_cover_rows(gm_scratch_t *s, CUdeviceptr start, size_t pitch, size_t row_bytes,
+                           size_t rows);
+/* Every memset and memcpy node of `graph`, read back as `topo`, and of its conditional bodies at
+ * any depth: they run inside their conditional node, outside the topology the engine plans, and
+ * the driver checks their targets when it instantiates too (tests/SEMANTICS.md §A1.17). */
+void gm_scratch_cover_graph(gm_scratch_t *s, CUgraph graph, const gm_topology_buf_t *topo);
 /* Removes every mapping the cover made and lets waiting launches and trims go on. */
 void gm_scratch_end(gm_scratch_t *s);
 

@@ -91,8 +91,7 @@ static CUgraph capture_graph(CUstream stream, bool ptsz) {
                 (CUdeviceptr dstDevice, size_t dstPitch, type value, size_t Width, size_t Height,  \
                  CUstream hStream),                                                                \
                 (dstDevice, dstPitch, value, Width, Height, hStream), hStream,                     \
-                gm_scratch_cover_range(&c, dstDevice,                                              \
-                                       Height ? (Height - 1) * dstPitch + Width *(unit) : 0))
+                gm_scratch_cover_rows(&c, dstDevice, dstPitch, Width *(unit), Height))
 
 GM_MEMSET_1D(cuMemsetD8Async, unsigned char, uc, 1)
 GM_MEMSET_1D(cuMemsetD16Async, unsigned short, us, 2)

@@ -39,28 +39,6 @@ static CUgraphNode first_marker(gm_engine_t *engine, CUgraph graph) {
     return found;
 }
 
-/* The memsets and copies inside the conditional bodies of `graph`, at any depth: they run inside
- * their conditional node, outside the topology the engine plans, and the driver checks their
- * targets when it instantiates too (measured: an IF body's memset of the graph's allocation). */
-static void cover_bodies(instantiation_t *inst, gm_engine_t *engine, CUgraph graph, int depth) {
-    size_t n = gm_nested_bodies(graph, NULL, 0);
-    CUgraph *bodies = n && depth < GM_NESTING_MAX ? calloc(n, sizeof *bodies) : NULL;
-    if (bodies == NULL)
-        return;
-    size_t now = gm_nested_bodies(graph, bodies, n); /* fewer if some went meanwhile */
-    if (now < n)
-        n = now;
-    for (size_t i = 0; i < n; i++) {
-        gm_topology_buf_t body;
-        if (gm_topology_read(engine, bodies[i], &body) == CUDA_SUCCESS) {
-            gm_scratch_cover_topology(&inst->cover, &body);
-            gm_topology_free(&body);
-        }
-        cover_bodies(inst, engine, bodies[i], depth + 1);
-    }
-    free(bodies);
-}
-
 /* Before the driver instantiates: the restrictions the driver puts on memory nodes, then the
  * topology (read now, while the graph is known to be unchanged). */
 static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
@@ -80,8 +58,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
          * and nothing to plan. A read-back failure leaves the driver to answer. */
         if (gm_touches(graph) && gm_topology_read(engine, graph, &inst->topology) == CUDA_SUCCESS) {
             gm_scratch_begin(&inst->cover, engine);
-            gm_scratch_cover_topology(&inst->cover, &inst->topology);
-            cover_bodies(inst, engine, graph, 0);
+            gm_scratch_cover_graph(&inst->cover, graph, &inst->topology);
         }
         return CUDA_SUCCESS;
     }
@@ -108,8 +85,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     }
     inst->engine = engine;
     gm_scratch_begin(&inst->cover, engine);
-    gm_scratch_cover_topology(&inst->cover, &inst->topology);
-    cover_bodies(inst, engine, graph, 0);
+    gm_scratch_cover_graph(&inst->cover, graph, &inst->topology);
     inst->driver_started_ns = gm_now_ns();
     inst->read_ns = inst->driver_started_ns - inst->started_ns;
     return CUDA_SUCCESS;

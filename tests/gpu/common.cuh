@@ -234,13 +234,16 @@ static inline cudaError_t add_add(cudaGraphNode_t *node, cudaGraph_t g, const cu
     return cudaGraphAddKernelNode(node, g, deps, ndeps, &k);
 }
 
+// A kernel node checking the n words at p: k_check (the k_fill pattern from v) or, given as
+// `kernel`, k_check_value (every word v).
 static inline cudaError_t add_check(cudaGraphNode_t *node, cudaGraph_t g,
                                     const cudaGraphNode_t *deps, size_t ndeps, const void *p,
-                                    size_t n, uint32_t v, unsigned *bad) {
+                                    size_t n, uint32_t v, unsigned *bad,
+                                    const void *kernel = (const void *)k_check) {
     const uint32_t *words = (const uint32_t *)p;
     void *args[] = {&words, &n, &v, &bad};
     cudaKernelNodeParams k = {};
-    k.func = (void *)k_check;
+    k.func = (void *)kernel;
     k.gridDim = dim3(kGrid);
     k.blockDim = dim3(kBlock);
     k.kernelParams = args;

@@ -39,16 +39,8 @@ int main() {
     cudaMemsetParams m = memset_words(a, kBytes, kValue);
     obs_rc("body_memset",
            cudaGraphAddMemsetNode(&body_memset, cp.conditional.phGraph_out[0], nullptr, 0, &m));
-    const uint32_t *words = (const uint32_t *)a;
-    size_t n = kBytes / 4;
-    uint32_t v = kValue;
-    void *check_args[] = {&words, &n, &v, &bad};
-    cudaKernelNodeParams kp = {};
-    kp.func = (void *)k_check_value;
-    kp.gridDim = dim3(kGrid);
-    kp.blockDim = dim3(kBlock);
-    kp.kernelParams = check_args;
-    obs_rc("check_node", cudaGraphAddKernelNode(&check, g, &cond, 1, &kp));
+    obs_rc("check_node",
+           add_check(&check, g, &cond, 1, a, kBytes / 4, kValue, bad, (const void *)k_check_value));
     obs_rc("free_node", cudaGraphAddMemFreeNode(&fr, g, &check, 1, a));
     cudaGraphExec_t e = nullptr;
     obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));

@@ -26,16 +26,8 @@ int main() {
     obs_rc("alloc_node", add_alloc(&alloc, g, nullptr, 0, kBytes, &a));
     cudaMemsetParams mp = memset_words(a, kBytes, kValue);
     obs_rc("memset_node", cudaGraphAddMemsetNode(&memset_node, g, &alloc, 1, &mp));
-    const uint32_t *words = (const uint32_t *)a;
-    size_t n = kBytes / 4;
-    uint32_t v = kValue;
-    void *args[] = {&words, &n, &v, &bad};
-    cudaKernelNodeParams k = {};
-    k.func = (void *)k_check_value;
-    k.gridDim = dim3(kGrid);
-    k.blockDim = dim3(kBlock);
-    k.kernelParams = args;
-    obs_rc("check_node", cudaGraphAddKernelNode(&check, g, &memset_node, 1, &k));
+    obs_rc("check_node", add_check(&check, g, &memset_node, 1, a, kBytes / 4, kValue, bad,
+                                   (const void *)k_check_value));
     obs_rc("free_node", cudaGraphAddMemFreeNode(&free_node, g, &check, 1, a));
     cudaGraphExec_t e = nullptr;
     obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));
