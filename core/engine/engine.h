@@ -55,6 +55,7 @@ typedef struct gm_engine_config {
     bool no_alias;        /* every allocation gets its own physical memory, nothing shared */
     bool uaf_check;       /* memory is mapped only while an allocation may be live (see README) */
     bool free_on_destroy; /* destroying an exec frees its live allocations after its last run */
+    bool defer_fences;    /* a launch's fence is recorded when first needed (core/README.md) */
 } gm_engine_config_t;
 
 /* The driver call an engine operation makes for the shim, run inside the engine's critical
@@ -201,6 +202,13 @@ gm_status_t gm_engine_free_outside(gm_engine_t *engine, uint64_t va, uint64_t st
 /* cuStreamDestroy through `call` (as gm_engine_exec_destroy): its handle may name a new stream
  * from now on, so the engine forgets it. Fences recorded on it keep the order of what it ran. */
 gm_status_t gm_engine_stream_destroy(gm_engine_t *engine, uint64_t stream, gm_driver_call_t call);
+/* Around a driver call by which `stream` may enter a capture (begin capture, waiting for an event)
+ * or by which streams go away with their context (stream = GM_NO_STREAM: every stream): begin
+ * realizes the stream's deferred fences, and no launch defers a new one until end
+ * (core/README.md, "Deferred fences"). begin returns what end must be given. Takes no engine
+ * lock; two atomic operations while no fence is deferred. */
+bool gm_engine_join_begin(gm_engine_t *engine, uint64_t stream);
+void gm_engine_join_end(gm_engine_t *engine, bool held);
 
 typedef enum gm_attr {
     GM_ATTR_USED_CURRENT = 0, /* bytes mapped by at least one graph */

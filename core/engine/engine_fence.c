@@ -1,10 +1,14 @@
-/* Fences shared by their holders. A fence is recorded only by the call that enqueued the work it
- * follows, on the stream that call was handed: recording later, or on another stream, could land
- * in a capture that began in between (an event record captured into someone's graph, or an error
- * that invalidates it). Queries never block; the engine never waits on the host under its lock. */
+/* Fences shared by their holders. A fence is recorded by the call that enqueued the work it
+ * follows, on the stream that call was handed, or it is deferred: it stands for everything
+ * enqueued on its stream until it is realized, which happens only when something needs the proof
+ * (core/README.md, "Deferred fences"). Queries never block; the engine never waits on the host
+ * under its lock. */
 #include "engine_fence.h"
 
+#include <sched.h>
 #include <stdlib.h>
+
+#include "log.h"
 
 gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out) {
     gm_fence_t *f = calloc(1, sizeof *f);
@@ -16,15 +20,135 @@ gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out) {
         return st;
     }
     f->refs = 1;
+    f->stream = stream;
     *out = f;
     return GM_OK;
 }
 
-void gm_fence_unref(gm_engine_t *e, gm_fence_t *f) {
-    if (f && --f->refs == 0) {
-        e->backend.fence_destroy(e->backend.ctx, f->handle);
-        free(f);
+/* ---- deferred fences ------------------------------------------------------------------------ */
+
+static void unlist(gm_engine_t *e, gm_fence_t *f) {
+    for (gm_fence_t **at = &e->deferred; *at; at = &(*at)->deferred_next)
+        if (*at == f) {
+            *at = f->deferred_next;
+            atomic_fetch_sub(&e->defer_active, 1);
+            return;
+        }
+}
+
+/* Under defer_lock. The proof is taken now: the stream is not capturing, since every way into a
+ * capture realizes the stream's deferred fence first under the same lock. An idle stream proves
+ * everything done without an event; otherwise an event recorded now follows the deferred work
+ * (and whatever came after it on that stream: later, never earlier). A stream the backend cannot
+ * reach any more went away with its context, whose destruction waited for its work. */
+static void realize_locked(gm_engine_t *e, gm_fence_t *f) {
+    if (!atomic_load_explicit(&f->deferred, memory_order_relaxed))
+        return;
+    const gm_backend_t *b = &e->backend;
+    gm_status_t st = b->stream_idle(b->ctx, f->stream);
+    if (st == GM_ERR_NOT_READY)
+        st = b->fence_record(b->ctx, f->stream, &f->handle);
+    else if (st == GM_OK)
+        f->done = true;
+    if (st != GM_OK) {
+        gm_log(GM_LOG_DEBUG, "deferred fence on stream %#llx: the stream is gone (%s)",
+               (unsigned long long)f->stream, gm_status_name(st));
+        f->done = true;
     }
+    atomic_store_explicit(&f->deferred, false, memory_order_release);
+    unlist(e, f);
+}
+
+void gm_fence_realize(gm_engine_t *e, gm_fence_t *f) {
+    if (!f || !atomic_load_explicit(&f->deferred, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&e->defer_lock);
+    realize_locked(e, f);
+    pthread_mutex_unlock(&e->defer_lock);
+}
+
+bool gm_fence_may_defer(const gm_engine_t *e, uint64_t stream) {
+    return e->config.defer_fences && e->backend.stream_idle && e->backend.fence_may_defer &&
+           e->backend.fence_may_defer(e->backend.ctx, stream);
+}
+
+void gm_fence_launch_begin(gm_engine_t *e) {
+    pthread_mutex_lock(&e->defer_lock);
+    /* Dekker with gm_fence_join_begin: either a joiner sees defer_active and waits for the lock,
+     * or this sees it running unlocked and lets its driver call finish first (it cannot block on
+     * us). */
+    atomic_fetch_add(&e->defer_active, 1);
+    while (atomic_load(&e->joins_unlocked))
+        sched_yield();
+}
+
+/* The stream's deferred fence, a new reference (NULL: no host memory). */
+static gm_fence_t *deferred_on(gm_engine_t *e, uint64_t stream) {
+    for (gm_fence_t *d = e->deferred; d; d = d->deferred_next)
+        if (d->stream == stream) {
+            d->refs++;
+            return d;
+        }
+    gm_fence_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    *f = (gm_fence_t){.refs = 1, .stream = stream, .deferred_next = e->deferred};
+    atomic_init(&f->deferred, true);
+    e->deferred = f;
+    atomic_fetch_add(&e->defer_active, 1); /* held while it is listed */
+    return f;
+}
+
+gm_fence_t *gm_fence_launch_end(gm_engine_t *e, uint64_t stream, bool launched, bool defer) {
+    gm_fence_t *f = NULL;
+    if (launched && defer)
+        f = deferred_on(e, stream);
+    /* Recording can fail only when the stream or the context is broken; then waiting for the
+     * stream on the host is the proof left (NULL: done). */
+    if (launched && !f && gm_fence_record(e, stream, &f) != GM_OK) {
+        f = NULL;
+        e->backend.stream_sync(e->backend.ctx, stream);
+    }
+    atomic_fetch_sub(&e->defer_active, 1);
+    pthread_mutex_unlock(&e->defer_lock);
+    return f;
+}
+
+bool gm_fence_join_begin(gm_engine_t *e, uint64_t stream) {
+    atomic_fetch_add(&e->joins_unlocked, 1);
+    if (!atomic_load(&e->defer_active))
+        return false;
+    atomic_fetch_sub(&e->joins_unlocked, 1);
+    pthread_mutex_lock(&e->defer_lock);
+    for (gm_fence_t *f = e->deferred, *next; f; f = next) {
+        next = f->deferred_next;
+        if (stream == GM_NO_STREAM || f->stream == stream)
+            realize_locked(e, f);
+    }
+    return true;
+}
+
+void gm_fence_join_end(gm_engine_t *e, bool held) {
+    if (held)
+        pthread_mutex_unlock(&e->defer_lock);
+    else
+        atomic_fetch_sub(&e->joins_unlocked, 1);
+}
+
+/* ---- references and queries ----------------------------------------------------------------- */
+
+void gm_fence_unref(gm_engine_t *e, gm_fence_t *f) {
+    if (!f || --f->refs)
+        return;
+    if (atomic_load_explicit(&f->deferred, memory_order_acquire)) {
+        pthread_mutex_lock(&e->defer_lock); /* a join may be realizing it now */
+        if (atomic_load_explicit(&f->deferred, memory_order_relaxed))
+            unlist(e, f);
+        pthread_mutex_unlock(&e->defer_lock);
+    }
+    if (f->handle)
+        e->backend.fence_destroy(e->backend.ctx, f->handle);
+    free(f);
 }
 
 void gm_fence_set(gm_engine_t *e, gm_fence_t **slot, gm_fence_t *f) {
@@ -35,8 +159,19 @@ void gm_fence_set(gm_engine_t *e, gm_fence_t **slot, gm_fence_t *f) {
 }
 
 bool gm_fence_done(gm_engine_t *e, gm_fence_t *f) {
-    if (!f || f->done)
+    if (!f)
         return true;
-    f->done = e->backend.fence_query(e->backend.ctx, f->handle) == GM_OK;
+    gm_fence_realize(e, f); /* first: a join may be writing done and handle until then */
+    if (!f->done)
+        f->done = e->backend.fence_query(e->backend.ctx, f->handle) == GM_OK;
     return f->done;
+}
+
+gm_status_t gm_fence_wait_stream(gm_engine_t *e, uint64_t stream, gm_fence_t *f, bool *waited) {
+    *waited = false;
+    if (gm_fence_done(e, f))
+        return GM_OK;
+    gm_status_t st = e->backend.fence_wait_stream(e->backend.ctx, stream, f->handle);
+    *waited = st == GM_OK;
+    return st;
 }

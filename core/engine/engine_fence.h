@@ -6,10 +6,31 @@
 
 /* Records a fence on `stream` (handed over by the caller of the current engine call). */
 gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out);
+/* Deferred fences (core/README.md, "Deferred fences"). Whether a launch on `stream` may leave its
+ * fence deferred: the option, and a backend that can prove a stream idle and says the stream
+ * cannot enter a capture without passing gm_fence_join. */
+bool gm_fence_may_defer(const gm_engine_t *e, uint64_t stream);
+/* Around the driver's call of a served launch or upload and its fence: begin takes the defer
+ * lock, so no stream joins a capture between the call and the fence (a fence recorded after a
+ * capture began on the stream would land in it); end returns the fence that follows the call (a
+ * new reference): the stream's deferred one when `defer`, else one recorded now; NULL when
+ * !launched, or when recording failed and the stream was synchronized instead. */
+void gm_fence_launch_begin(gm_engine_t *e);
+gm_fence_t *gm_fence_launch_end(gm_engine_t *e, uint64_t stream, bool launched, bool defer);
+/* Realizes a deferred fence now (nothing for a recorded one or NULL). Engine lock held. */
+void gm_fence_realize(gm_engine_t *e, gm_fence_t *f);
+/* Around a call by which `stream` (GM_NO_STREAM: any stream) may enter a capture or go away:
+ * begin realizes the stream's deferred fences, and no launch defers one until end. begin
+ * returns whether it took the defer lock, which end is given. */
+bool gm_fence_join_begin(gm_engine_t *e, uint64_t stream);
+void gm_fence_join_end(gm_engine_t *e, bool held);
+/* Makes `stream` wait for f unless it is done; *waited says whether a wait was enqueued. */
+gm_status_t gm_fence_wait_stream(gm_engine_t *e, uint64_t stream, gm_fence_t *f, bool *waited);
 void gm_fence_unref(gm_engine_t *e, gm_fence_t *f); /* NULL is fine */
 /* Points *slot at f (a new reference), releasing what it held. */
 void gm_fence_set(gm_engine_t *e, gm_fence_t **slot, gm_fence_t *f);
-/* Whether the work before f has finished (NULL: nothing to wait for). Never blocks. */
+/* Whether the work before f has finished (NULL: nothing to wait for); realizes a deferred f.
+ * Never blocks. */
 bool gm_fence_done(gm_engine_t *e, gm_fence_t *f);
 
 #endif

@@ -128,12 +128,18 @@ typedef struct gm_maplist {
 } gm_maplist_t;
 
 /* GPU order as the engine sees it: a backend fence recorded, at the call that enqueued the work,
- * on the stream the caller handed over (never later, never on another stream: that stream may be
- * capturing by then). `done` caches a completed query. */
+ * on the stream the caller handed over, or deferred: no handle yet, it stands for everything
+ * enqueued on `stream` until it is realized (engine_fence.c; listed in the engine's `deferred`
+ * while so). `done` caches a completed query. */
 typedef struct gm_fence {
     uint64_t handle;
+    uint64_t stream;
     uint32_t refs;
     bool done;
+    /* Cleared, with release, under defer_lock by whichever thread realizes it (a join holds no
+     * engine lock): handle and done are read only after it was seen false with acquire. */
+    atomic_bool deferred;
+    struct gm_fence *deferred_next;
 } gm_fence_t;
 
 /* A free of one of the part's allocations enqueued on `stream` (GM_NO_STREAM once that stream is
@@ -224,6 +230,13 @@ struct gm_engine {
     gm_map_t scratch_maps; /* page -> its scratch mapping's device and holders (engine_cover.c) */
     uint32_t scratch_orphans; /* scratch mappings whose unmap failed, to be retried */
     uint64_t scratch_handle[GM_MAX_DEVICES]; /* backend handles of one page; 0: none made yet */
+    /* Deferred fences (engine_fence.c), at most one per stream. defer_lock (taken after `lock`
+     * when both are) guards the list and is held across the driver's call of a launch that
+     * defers and of a call by which a stream joins a capture. defer_active counts the listed
+     * fences and the launches deferring now; joins_unlocked the joins running without the lock. */
+    pthread_mutex_t defer_lock;
+    gm_fence_t *deferred;
+    atomic_uint defer_active, joins_unlocked;
 };
 
 #endif

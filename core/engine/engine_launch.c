@@ -61,25 +61,19 @@ static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait
  * this exec's own launch: the driver orders an exec's launches), and after frees of the part's
  * allocations enqueued on other streams (the launch reuses their bytes). */
 static gm_status_t order(gm_engine_t *e, gm_part_t *p, uint64_t stream, bool upload) {
-    const gm_backend_t *b = &e->backend;
     const gm_group_t *g = p->group;
     bool ordered = g->last_stream == stream || (g->last_part == p && g->last_launch);
-    if (g->last_fence && !ordered && !g->last_fence->done) {
-        gm_status_t st = b->fence_wait_stream(b->ctx, stream, g->last_fence->handle);
-        if (st != GM_OK)
-            return st;
-        p->exec->report.waits++;
-    }
-    for (uint32_t i = 0; !upload && i < p->point_count; i++) {
+    bool waited = false;
+    gm_status_t st = ordered ? GM_OK : gm_fence_wait_stream(e, stream, g->last_fence, &waited);
+    p->exec->report.waits += waited;
+    for (uint32_t i = 0; st == GM_OK && !upload && i < p->point_count; i++) {
         const gm_free_point_t *pt = &p->points[i];
-        if (pt->stream == stream || pt->fence->done)
+        if (pt->stream == stream)
             continue;
-        gm_status_t st = b->fence_wait_stream(b->ctx, stream, pt->fence->handle);
-        if (st != GM_OK)
-            return st;
-        p->exec->report.waits++;
+        st = gm_fence_wait_stream(e, stream, pt->fence, &waited);
+        p->exec->report.waits += waited;
     }
-    return GM_OK;
+    return st;
 }
 
 /* Room for the free points a launch of `x` adds, so that recording it cannot fail. */
@@ -93,19 +87,9 @@ static gm_status_t reserve_points(gm_exec_t *x) {
     return GM_OK;
 }
 
-/* The fence that follows a launch on `stream`. Recording can fail only when the stream or the
- * context is broken; then waiting for the stream on the host is the proof left (NULL: done). */
-static gm_fence_t *fence_after(gm_engine_t *e, uint64_t stream) {
-    gm_fence_t *f = NULL;
-    if (gm_fence_record(e, stream, &f) == GM_OK)
-        return f;
-    e->backend.stream_sync(e->backend.ctx, stream);
-    return NULL;
-}
-
-/* The launch happened: what it does to the engine's state. */
-static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload) {
-    gm_fence_t *f = fence_after(e, stream);
+/* The launch happened, followed by fence f (a reference this takes over; NULL: proven done):
+ * what it does to the engine's state. */
+static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, gm_fence_t *f) {
     if (upload)
         x->report.uploads++;
     else
@@ -201,8 +185,19 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
         st = reserve_points(x);
     for (uint32_t i = 0; i < x->part_count && st == GM_OK; i++)
         st = order(e, x->parts[i], stream, upload);
-    if (st == GM_OK && !call.fn(call.arg))
-        st = GM_ERR_DRIVER;
+    /* The fence is deferred where a later proof is possible: not for uploads (rare), nor when the
+     * launch frees other graphs' allocations (their free points keep a fence of their own), nor
+     * under uaf_check, which polls every fence. */
+    bool defer =
+        !upload && !x->foreign_count && !e->config.uaf_check && gm_fence_may_defer(e, stream);
+    gm_fence_t *fence = NULL;
+    if (st == GM_OK) {
+        gm_fence_launch_begin(e);
+        bool launched = call.fn(call.arg);
+        fence = gm_fence_launch_end(e, stream, launched, defer);
+        if (!launched)
+            st = GM_ERR_DRIVER;
+    }
     for (uint32_t i = 0; i < mapped; i++) {
         if (st == GM_OK)
             gm_map_undo_fini(&undo[i]);
@@ -210,7 +205,7 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
             gm_part_map_undo(e, x->parts[i], &undo[i]);
     }
     if (st == GM_OK)
-        commit(e, x, stream, upload);
+        commit(e, x, stream, upload, fence);
     for (uint32_t i = 0; i < x->part_count; i++)
         gm_pool_settle(e->pools[x->parts[i]->device]);
     return st;
@@ -273,9 +268,21 @@ out:
     return st;
 }
 
+bool gm_engine_join_begin(gm_engine_t *e, uint64_t stream) {
+    return gm_fence_join_begin(e, stream);
+}
+
+void gm_engine_join_end(gm_engine_t *e, bool held) {
+    gm_fence_join_end(e, held);
+}
+
 gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_call_t call) {
     pthread_mutex_lock(&e->lock);
-    if (call.fn && !call.fn(call.arg)) {
+    /* Its deferred fence is realized while the handle still names it. */
+    bool held = gm_fence_join_begin(e, stream);
+    bool destroyed = !call.fn || call.fn(call.arg);
+    gm_fence_join_end(e, held);
+    if (!destroyed) {
         pthread_mutex_unlock(&e->lock);
         return GM_ERR_DRIVER;
     }

@@ -24,6 +24,7 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     if (!e)
         return NULL;
     pthread_mutex_init(&e->lock, NULL);
+    pthread_mutex_init(&e->defer_lock, NULL);
     pthread_cond_init(&e->uncovered, NULL);
     e->backend = *backend;
     e->config = *config;
@@ -69,6 +70,7 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_keyset_fini(&e->address_keys);
     free(e->dead_reports);
     pthread_cond_destroy(&e->uncovered);
+    pthread_mutex_destroy(&e->defer_lock);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }

@@ -11,6 +11,7 @@
 #ifndef GRAPHMEM_BACKEND_H
 #define GRAPHMEM_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -43,6 +44,13 @@ typedef struct gm_backend {
     /* Waits on the host for everything enqueued on `stream` (a stream the current call was handed):
      * the proof left when a fence cannot be recorded after a launch. */
     gm_status_t (*stream_sync)(void *ctx, uint64_t stream);
+    /* Optional (NULL: every launch records its fence at once). Whether a launch on `stream` may
+     * leave its fence deferred, to be realized later by a call that was not handed the stream:
+     * only for a stream whose every way into a capture passes gm_engine_stream_join, and that
+     * any thread may name. stream_idle then says whether everything enqueued on it finished
+     * (GM_OK, GM_ERR_NOT_READY), and fence_record may be called for it from any thread. */
+    bool (*fence_may_defer)(void *ctx, uint64_t stream);
+    gm_status_t (*stream_idle)(void *ctx, uint64_t stream);
 } gm_backend_t;
 
 #endif

@@ -219,6 +219,19 @@ static CUresult in_context(CUcontext context, CUresult (*op)(CUstream, void *), 
     return r;
 }
 
+/* Runs `op` on `stream` in the current context, or, when the stream belongs to another one (a
+ * launch on another device's stream, or a thread with no context at all), in the stream's own. */
+static CUresult in_stream_context(CUcontext context, CUresult (*op)(CUstream, void *),
+                                  CUstream stream, void *arg) {
+    CUresult r = in_context(context, op, stream, arg);
+    if ((r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_CONTEXT) && !context) {
+        CUcontext own = NULL;
+        if (gm_drv.cuStreamGetCtx(stream, &own) == CUDA_SUCCESS && own)
+            r = in_context(own, op, stream, arg);
+    }
+    return r;
+}
+
 static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_out) {
     (void)ctx;
     CUcontext context;
@@ -226,18 +239,43 @@ static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_
     if (!gm_stream_handle(stream_key, &stream, &context))
         return status_of(CUDA_ERROR_INVALID_HANDLE, "fence on another thread's stream");
     fence_t *f = NULL;
-    CUresult r = in_context(context, record_here, stream, &f);
-    if (r == CUDA_ERROR_INVALID_HANDLE && !context) {
-        /* A stream of another context than the current one (a launch on another device's
-         * stream): record in the stream's context. */
-        CUcontext own = NULL;
-        if (gm_drv.cuStreamGetCtx(stream, &own) == CUDA_SUCCESS && own)
-            r = in_context(own, record_here, stream, &f);
-    }
+    CUresult r = in_stream_context(context, record_here, stream, &f);
     if (r != CUDA_SUCCESS)
         return status_of(r, "cuEventRecord");
     *fence_out = (uint64_t)(uintptr_t)f;
     return GM_OK;
+}
+
+/* Deferred fences only on streams the application created: a default stream has no handle
+ * another thread can name (per-thread), or is shared by every thread of its context (legacy),
+ * and every way a created stream enters a capture is hooked (shim/hooks/capture_hooks.c and
+ * stream_hooks.c). */
+static bool fence_may_defer(void *ctx, uint64_t stream_key) {
+    (void)ctx;
+    CUcontext context;
+    CUstream stream;
+    return gm_stream_handle(stream_key, &stream, &context) && context == NULL &&
+           stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD && stream != NULL;
+}
+
+static CUresult query(CUstream stream, void *unused) {
+    (void)unused;
+    return gm_drv.cuStreamQuery(stream);
+}
+
+static gm_status_t stream_idle(void *ctx, uint64_t stream_key) {
+    (void)ctx;
+    CUcontext context;
+    CUstream stream;
+    if (!gm_stream_handle(stream_key, &stream, &context))
+        return GM_ERR_INVALID_VALUE;
+    CUresult r = in_stream_context(context, query, stream, NULL);
+    if (r == CUDA_ERROR_NOT_READY)
+        return GM_ERR_NOT_READY;
+    if (r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_CONTEXT ||
+        r == CUDA_ERROR_CONTEXT_IS_DESTROYED)
+        return GM_ERR_INVALID_VALUE; /* gone with its context: the engine logs it */
+    return status_of(r, "cuStreamQuery");
 }
 
 static CUevent event_of(uint64_t fence) {
@@ -332,6 +370,8 @@ void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity) {
         .fence_wait_host = fence_wait_host,
         .fence_destroy = fence_destroy,
         .stream_sync = stream_sync,
+        .fence_may_defer = fence_may_defer,
+        .stream_idle = stream_idle,
     };
 }
 

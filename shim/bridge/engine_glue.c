@@ -104,6 +104,7 @@ static gm_engine_t *start_engine(void) {
         .no_alias = gm_option_bool(GM_OPT_NO_ALIAS) || gm_option_bool(GM_OPT_UAF_CHECK),
         .uaf_check = gm_option_bool(GM_OPT_UAF_CHECK),
         .free_on_destroy = gm_option_bool(GM_OPT_FREE_ON_DESTROY),
+        .defer_fences = !gm_option_bool(GM_OPT_EAGER_FENCES),
     };
     /* The driver refuses a graph allocation above twice the device's memory when the node is
      * made (tests/probe/alloc_limits.cu: 158.4 GiB on an 79.2 GiB H100, 280 GiB on an H200). */
@@ -193,4 +194,21 @@ gm_engine_t *gm_glue_engine_if_started(void) {
 
 int gm_glue_device_count(void) {
     return device_count;
+}
+
+gm_join_t gm_join_begin(CUstream stream, bool ptsz, bool every_stream) {
+    gm_join_t join = {gm_glue_engine_if_started(), false};
+    if (join.engine == NULL || (!every_stream && (stream == NULL || stream == CU_STREAM_LEGACY ||
+                                                  stream == CU_STREAM_PER_THREAD))) {
+        join.engine = NULL;
+        return join;
+    }
+    uint64_t key = every_stream ? GM_NO_STREAM : gm_stream_key(stream, ptsz);
+    GM_RELAXED(join.held = gm_engine_join_begin(join.engine, key));
+    return join;
+}
+
+void gm_join_end(gm_join_t join) {
+    if (join.engine != NULL)
+        gm_engine_join_end(join.engine, join.held);
 }

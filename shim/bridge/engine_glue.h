@@ -35,4 +35,15 @@ typedef struct gm_app_call {
 gm_driver_call_t gm_app_call_begin(gm_app_call_t *call, CUresult (*fn)(void *), void *args);
 void gm_app_call_end(gm_app_call_t *call);
 
+/* Around a driver call by which `stream` may join a capture (begin capture, waiting for an event;
+ * every_stream: a context going away): the engine's deferred fence on it is realized first, and
+ * none is deferred on it until the end (core/README.md, "Deferred fences"). Default streams never
+ * carry one and cost nothing. */
+typedef struct gm_join {
+    gm_engine_t *engine; /* NULL: nothing to end */
+    bool held;
+} gm_join_t;
+gm_join_t gm_join_begin(CUstream stream, bool ptsz, bool every_stream);
+void gm_join_end(gm_join_t join);
+
 #endif

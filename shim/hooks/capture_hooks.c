@@ -16,13 +16,16 @@ static void start_before_capture(void) {
 
 /* The count goes up before the driver's call: from the moment a capture may exist, every other
  * thread's internal driver calls run in RELAXED mode (GM_RELAXED skips the exchange only
- * while the count is zero). Down again when the capture did not begin. */
-static void beginning(void) {
+ * while the count is zero). Down again when the capture did not begin. The stream's deferred fence
+ * is realized before it can capture (core/README.md, "Deferred fences"). */
+static gm_join_t beginning(CUstream stream, bool ptsz) {
     start_before_capture();
     atomic_fetch_add_explicit(&gm_captures_in_flight, 1, memory_order_seq_cst);
+    return gm_join_begin(stream, ptsz, false);
 }
 
-static CUresult began(CUresult result) {
+static CUresult began(CUresult result, gm_join_t join) {
+    gm_join_end(join);
     if (result == CUDA_SUCCESS)
         gm_stat_add(GM_STAT_captures, 1);
     else
@@ -30,31 +33,34 @@ static CUresult began(CUresult result) {
     return result;
 }
 
-/* The comma sequences the count before the driver's call. */
-#define GM_BEGIN(call) (beginning(), began(call))
-
 CUresult gm_hook_cuStreamBeginCapture(CUstream hStream) {
-    return GM_BEGIN(gm_real.cuStreamBeginCapture(hStream));
+    gm_join_t join = beginning(hStream, false);
+    return began(gm_real.cuStreamBeginCapture(hStream), join);
 }
 
 CUresult gm_hook_cuStreamBeginCapture_ptsz(CUstream hStream) {
-    return GM_BEGIN(gm_real.cuStreamBeginCapture_ptsz(hStream));
+    gm_join_t join = beginning(hStream, true);
+    return began(gm_real.cuStreamBeginCapture_ptsz(hStream), join);
 }
 
 CUresult gm_hook_cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-    return GM_BEGIN(gm_real.cuStreamBeginCapture_v2(hStream, mode));
+    gm_join_t join = beginning(hStream, false);
+    return began(gm_real.cuStreamBeginCapture_v2(hStream, mode), join);
 }
 
 CUresult gm_hook_cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
-    return GM_BEGIN(gm_real.cuStreamBeginCapture_v2_ptsz(hStream, mode));
+    gm_join_t join = beginning(hStream, true);
+    return began(gm_real.cuStreamBeginCapture_v2_ptsz(hStream, mode), join);
 }
 
 CUresult gm_hook_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
                                              const CUgraphNode *dependencies,
                                              const CUgraphEdgeData *dependencyData,
                                              size_t numDependencies, CUstreamCaptureMode mode) {
-    return GM_BEGIN(gm_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies,
-                                                        dependencyData, numDependencies, mode));
+    gm_join_t join = beginning(hStream, false);
+    return began(gm_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData,
+                                                     numDependencies, mode),
+                 join);
 }
 
 CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
@@ -62,8 +68,10 @@ CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
                                                   const CUgraphEdgeData *dependencyData,
                                                   size_t numDependencies,
                                                   CUstreamCaptureMode mode) {
-    return GM_BEGIN(gm_real.cuStreamBeginCaptureToGraph_ptsz(
-        hStream, hGraph, dependencies, dependencyData, numDependencies, mode));
+    gm_join_t join = beginning(hStream, true);
+    return began(gm_real.cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies,
+                                                          dependencyData, numDependencies, mode),
+                 join);
 }
 
 /* A capture ends with EndCapture whatever its outcome (success, invalidated, unjoined): count it

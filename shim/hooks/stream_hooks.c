@@ -1,4 +1,9 @@
-/* Stream destruction. The engine forgets a stream in the same step as the driver destroys it: the
+/* Stream destruction, and the other calls by which a stream may join a capture or go away:
+ * waiting for an event (a stream that waits for an event recorded in a capture joins it) and a
+ * context's destruction or reset (its streams go, their handles may come back). Each realizes the
+ * engine's deferred fences on the stream first (core/README.md, "Deferred fences").
+ *
+ * Stream destruction. The engine forgets a stream in the same step as the driver destroys it: the
  * driver may hand the handle out again at once, to another thread, and a new stream with that
  * handle must not meet the fences recorded on the old one. A stream that received markers in a
  * capture still open leaves its last captured nodes to the unjoined check first
@@ -39,4 +44,46 @@ CUresult gm_hook_cuStreamDestroy(CUstream hStream) {
 
 CUresult gm_hook_cuStreamDestroy_v2(CUstream hStream) {
     return stream_destroy(gm_real.cuStreamDestroy_v2, hStream);
+}
+
+static CUresult wait_event(CUresult (*real)(CUstream, CUevent, unsigned int), CUstream stream,
+                           CUevent event, unsigned int flags, bool ptsz) {
+    gm_join_t join = gm_join_begin(stream, ptsz, false);
+    CUresult result = real(stream, event, flags);
+    gm_join_end(join);
+    return result;
+}
+
+CUresult gm_hook_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+    return wait_event(gm_real.cuStreamWaitEvent, hStream, hEvent, Flags, false);
+}
+
+CUresult gm_hook_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+    return wait_event(gm_real.cuStreamWaitEvent_ptsz, hStream, hEvent, Flags, true);
+}
+
+/* Every deferred fence is realized while its stream still exists; the driver's call, which
+ * waits for the context's work, runs without the engine's locks. */
+static void context_going(void) {
+    gm_join_end(gm_join_begin(NULL, false, true));
+}
+
+CUresult gm_hook_cuCtxDestroy(CUcontext ctx) {
+    context_going();
+    return gm_real.cuCtxDestroy(ctx);
+}
+
+CUresult gm_hook_cuCtxDestroy_v2(CUcontext ctx) {
+    context_going();
+    return gm_real.cuCtxDestroy_v2(ctx);
+}
+
+CUresult gm_hook_cuDevicePrimaryCtxReset(CUdevice dev) {
+    context_going();
+    return gm_real.cuDevicePrimaryCtxReset(dev);
+}
+
+CUresult gm_hook_cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+    context_going();
+    return gm_real.cuDevicePrimaryCtxReset_v2(dev);
 }

@@ -52,11 +52,16 @@ static void test_explicit_alloc_free(void) {
     CHECK(sim_run_data(&s, &g, NULL));
     /* Freed inside its graph: never live, so an outside free is refused (§A8.3). */
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], GM_NO_STREAM), GM_ERR_INVALID_VALUE);
-    /* Relaunch on the same stream: one backend call, the fence that follows the launch. */
+    /* Relaunch on the same stream: no backend call, its fence is deferred until needed; with
+     * deferral off, one call, the fence that follows the launch. */
     host_backend_reset_calls(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_U64(host_backend_total_calls(s.hb), 0);
+    host_backend_set_deferral(s.hb, false);
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
     CHECK_EQ_U64(host_backend_total_calls(s.hb), 1);
     CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 1);
+    host_backend_set_deferral(s.hb, true);
     /* An exec the engine does not serve: the driver's call, nothing else. */
     host_backend_reset_calls(s.hb);
     CHECK_EQ_INT(sim_launch(&s, 0xBAD, S1), GM_OK);
@@ -183,7 +188,8 @@ static void test_auto_free_loop(void) {
         CHECK(gm_engine_owns(s.engine, g.va[a]));
     }
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 3 * MiB);
-    /* Freed on S2, relaunched on S1: the relaunch waits for S2. */
+    /* Freed on S2 behind work not finished, relaunched on S1: the relaunch waits for S2. */
+    host_backend_submit(s.hb, S2);
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S2), GM_OK);
     sim_forget_live(&s, g.va[a]);
     uint64_t waits = host_backend_stream_waits(s.hb);

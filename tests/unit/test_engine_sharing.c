@@ -327,9 +327,9 @@ static void test_two_devices(void) {
     CHECK(sim_fini(&s));
 }
 
-/* A destroyed stream is forgotten at once, with no backend call (its fences were recorded when
- * its work was enqueued): a new stream that gets the same handle waits for what the old one ran
- * instead of being taken for it. */
+/* A destroyed stream is forgotten at once; its deferred fence is realized first, while the handle
+ * still names it (a query, and a record since its work is not finished): a new stream that gets the
+ * same handle waits for what the old one ran instead of being taken for it. */
 static void test_stream_destroyed(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -341,7 +341,9 @@ static void test_stream_destroyed(void) {
     REQUIRE(sim_launch(&s, 0xA, 0x51) == GM_OK);
     host_backend_reset_calls(s.hb);
     CHECK_EQ_INT(gm_engine_stream_destroy(s.engine, 0x51, GM_NO_CALL), GM_OK);
-    CHECK_EQ_U64(host_backend_total_calls(s.hb), 0);
+    CHECK_EQ_U64(host_backend_total_calls(s.hb), 2);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_IDLE), 1);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 1);
     REQUIRE(sim_launch(&s, 0xB, 0x51) == GM_OK);
     CHECK_EQ_U64(host_backend_stream_waits(s.hb), 1);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);

@@ -5,7 +5,11 @@
  * allocations outside graphs and destroy and re-instantiate execs, all at once, under a cap so that
  * some launches fail for memory and roll back. Two live allocations that share a byte show up as a
  * wrong word (or as a data race under ThreadSanitizer); memory unmapped under a running launch as a
- * crash. Run with both cross-stream policies. */
+ * crash. Meanwhile a capturer thread begins and ends simulated captures on two streams that the
+ * host threads also launch on (through the engine's join, as the shim does): a launch into a
+ * capture is refused by the "driver" and rolls back, and any fence, query or synchronize graphmem
+ * makes on a capturing stream is misuse (deferred fences must be realized before the capture).
+ * Run with both cross-stream policies. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -22,6 +26,10 @@
 #define GRAPHS 8
 #define MAX_ALLOCS 3
 #define STREAM(i) (0x100u + (uint64_t)(i))
+#define SHARED_STREAMS 2
+#define SHARED(i)                                                                                  \
+    (0x200u + (uint64_t)(i)) /* launched on by every host thread, captured at times                \
+                              */
 
 typedef struct tgraph {
     sim_graph_t g;
@@ -42,7 +50,9 @@ typedef struct tgraph {
 typedef struct world {
     sim_t s;
     tgraph_t t[GRAPHS];
-    atomic_uint_fast64_t wrong, launches, failed_for_memory, unexpected;
+    atomic_uint_fast64_t wrong, launches, failed_for_memory, unexpected, refused_in_capture;
+    atomic_uint_fast64_t captures;
+    atomic_bool stop_capturing;
     atomic_uint_fast64_t next_exec, pattern;
     atomic_bool stop;
     uint32_t ops_per_thread;
@@ -105,6 +115,8 @@ typedef struct submit_ctx {
 /* The driver's launch: an item that waits for the exec's previous one. */
 static bool submit(void *arg) {
     submit_ctx_t *c = arg;
+    if (host_backend_capturing(c->w->s.hb, c->stream))
+        return false; /* the driver refuses a launch into a capture */
     work_t *k = NULL;
     if (!c->upload) {
         k = malloc(sizeof *k);
@@ -141,7 +153,9 @@ static void free_all_live(world_t *w, tgraph_t *t, uint64_t stream) {
             free_outside(w, t, a, stream);
 }
 
-static void one_launch(world_t *w, tgraph_t *t, uint64_t stream, uint64_t *rng) {
+/* A launch on `stream`; frees the program makes first go to `free_stream`. */
+static void one_launch(world_t *w, tgraph_t *t, uint64_t stream, uint64_t free_stream,
+                       uint64_t *rng) {
     bool unfreed = false;
     for (uint32_t a = 0; a < t->count; a++)
         unfreed = unfreed || t->live[a];
@@ -149,7 +163,7 @@ static void one_launch(world_t *w, tgraph_t *t, uint64_t stream, uint64_t *rng) 
         /* The driver refuses the relaunch (§A6.1); the program frees, then launches. */
         if (launch(w, t, stream, false) != GM_ERR_INVALID_VALUE)
             atomic_fetch_add(&w->unexpected, 1);
-        free_all_live(w, t, stream);
+        free_all_live(w, t, free_stream);
     }
     bool upload = gm_rand(rng) % 8 == 0;
     gm_status_t st = launch(w, t, stream, upload);
@@ -159,6 +173,8 @@ static void one_launch(world_t *w, tgraph_t *t, uint64_t stream, uint64_t *rng) 
             t->live[a] = t->escaping[a];
     } else if (st == GM_ERR_OUT_OF_MEMORY) {
         atomic_fetch_add(&w->failed_for_memory, 1);
+    } else if (st == GM_ERR_DRIVER && stream != free_stream) {
+        atomic_fetch_add(&w->refused_in_capture, 1);
     } else if (st != GM_OK) {
         atomic_fetch_add(&w->unexpected, 1);
     }
@@ -203,9 +219,31 @@ static void *host_main(void *arg) {
             reinstantiate(w, t, stream);
         else if (roll < 20)
             free_all_live(w, t, stream);
+        else if (roll < 35)
+            one_launch(w, t, SHARED(gm_rand(&rng) % SHARED_STREAMS), stream, &rng);
         else
-            one_launch(w, t, stream, &rng);
+            one_launch(w, t, stream, stream, &rng);
         pthread_mutex_unlock(&t->lock);
+    }
+    return NULL;
+}
+
+/* Begins a capture on a shared stream through the engine's join, as the shim's BeginCapture hook
+ * does, lets the others run a while, and ends it. */
+static void *capturer_main(void *arg) {
+    world_t *w = arg;
+    uint64_t rng = w->seed * 77 + 5;
+    while (!atomic_load(&w->stop_capturing)) {
+        uint64_t stream = SHARED(gm_rand(&rng) % SHARED_STREAMS);
+        bool held = gm_engine_join_begin(w->s.engine, stream);
+        host_backend_set_capturing(w->s.hb, stream, true);
+        gm_engine_join_end(w->s.engine, held);
+        atomic_fetch_add(&w->captures, 1);
+        for (int i = 0; i < 50; i++)
+            sched_yield();
+        host_backend_set_capturing(w->s.hb, stream, false);
+        for (int i = 0; i < 50; i++)
+            sched_yield();
     }
     return NULL;
 }
@@ -264,16 +302,18 @@ static void run_world(gm_cross_stream_policy_t policy) {
         build_graph(&w, &w.t[i], i, &rng);
         REQUIRE(sim_instantiate(&w.s, &w.t[i].g, w.t[i].exec, w.t[i].flags) == GM_OK);
     }
-    worker_t workers[THREADS];
-    pthread_t worker_ids[THREADS], host_ids[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        workers[i] = (worker_t){&w, STREAM(i)};
+    enum { WORKERS = THREADS + SHARED_STREAMS };
+    worker_t workers[WORKERS];
+    pthread_t worker_ids[WORKERS], host_ids[THREADS], capturer;
+    for (int i = 0; i < WORKERS; i++) {
+        workers[i] = (worker_t){&w, i < THREADS ? STREAM(i) : SHARED(i - THREADS)};
         pthread_create(&worker_ids[i], NULL, worker_main, &workers[i]);
     }
     /* One stream first: the execs join one sharing group and alias each other's memory. */
     for (int i = 0; i < GRAPHS; i++)
-        one_launch(&w, &w.t[i], STREAM(0), &rng);
+        one_launch(&w, &w.t[i], STREAM(0), STREAM(0), &rng);
     host_backend_drain(w.s.hb);
+    pthread_create(&capturer, NULL, capturer_main, &w);
     host_thread_t hosts[THREADS];
     for (int i = 0; i < THREADS; i++) {
         hosts[i] = (host_thread_t){&w, i};
@@ -281,16 +321,21 @@ static void run_world(gm_cross_stream_policy_t policy) {
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(host_ids[i], NULL);
+    atomic_store(&w.stop_capturing, true);
+    pthread_join(capturer, NULL);
     for (int i = 0; i < GRAPHS; i++)
         free_all_live(&w, &w.t[i], STREAM(0));
     host_backend_drain(w.s.hb);
     atomic_store(&w.stop, true);
-    for (int i = 0; i < THREADS; i++)
+    for (int i = 0; i < WORKERS; i++)
         pthread_join(worker_ids[i], NULL);
-    printf("%s: %llu launches, %llu failed for memory, seed %llu\n",
+    printf("%s: %llu launches, %llu failed for memory, %llu refused in %llu captures, seed %llu\n",
            policy == GM_CROSS_STREAM_SERIALIZE ? "serialize" : "remap",
            (unsigned long long)atomic_load(&w.launches),
-           (unsigned long long)atomic_load(&w.failed_for_memory), (unsigned long long)w.seed);
+           (unsigned long long)atomic_load(&w.failed_for_memory),
+           (unsigned long long)atomic_load(&w.refused_in_capture),
+           (unsigned long long)atomic_load(&w.captures), (unsigned long long)w.seed);
+    CHECK(atomic_load(&w.captures) > 0);
     CHECK_EQ_U64(atomic_load(&w.wrong), 0);
     CHECK_EQ_U64(atomic_load(&w.unexpected), 0);
     CHECK(atomic_load(&w.launches) > THREADS * w.ops_per_thread / 4);

@@ -16,6 +16,7 @@ gm_engine_config_t sim_default_config(void) {
         .max_reserved = 0,
         .release_threshold = UINT64_MAX,
         .cross_stream = GM_CROSS_STREAM_SERIALIZE,
+        .defer_fences = true, /* as the library's default (GRAPHMEM_EAGER_FENCES=0) */
     };
 }
 

@@ -9,7 +9,7 @@
 static const char *const op_names[HOST_OP_COUNT] = {
     "va_reserve",      "va_release",  "handle_create", "handle_release", "map",
     "unmap",           "set_access",  "fence_record",  "fence_query",    "fence_wait_stream",
-    "fence_wait_host", "stream_sync",
+    "fence_wait_host", "stream_sync", "stream_idle",
 };
 
 const char *host_op_name(host_op_t op) {
@@ -323,7 +323,10 @@ host_backend_t *host_backend_create(uint64_t granularity, int device_count) {
         .fence_wait_host = hb_fence_wait_host,
         .fence_destroy = hb_fence_destroy,
         .stream_sync = hb_stream_sync,
+        .fence_may_defer = hb_fence_may_defer,
+        .stream_idle = hb_stream_idle,
     };
+    hb->defer = true;
     return hb;
 }
 

@@ -40,6 +40,7 @@ typedef enum host_op {
     HOST_OP_FENCE_WAIT_STREAM,
     HOST_OP_FENCE_WAIT_HOST,
     HOST_OP_STREAM_SYNC,
+    HOST_OP_STREAM_IDLE,
     HOST_OP_COUNT,
 } host_op_t;
 
@@ -85,6 +86,16 @@ void host_backend_complete_all(host_backend_t *hb);
 uint64_t host_backend_completed(const host_backend_t *hb, uint64_t stream);
 uint64_t host_backend_stream_waits(const host_backend_t *hb); /* fence_wait_stream calls done */
 uint64_t host_backend_host_waits(const host_backend_t *hb);   /* fence_wait_host calls done */
+
+/* Deferred fences (core/README.md): on by default for every stream; off, every launch records
+ * its fence at once. */
+void host_backend_set_deferral(host_backend_t *hb, bool on);
+/* A simulated capture on `stream`: while it lasts, a fence recorded, a query or a synchronize on
+ * the stream is misuse (graphmem would have broken someone's capture; a wait enqueued by a launch
+ * that the driver then refuses for the capture is not). Begin through the engine's
+ * join (gm_engine_join_begin/end), as the shim does. */
+void host_backend_set_capturing(host_backend_t *hb, uint64_t stream, bool capturing);
+bool host_backend_capturing(host_backend_t *hb, uint64_t stream);
 
 /* What exists now. */
 typedef struct host_backend_counts {

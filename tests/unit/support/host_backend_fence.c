@@ -51,6 +51,10 @@ gm_status_t hb_fence_record(void *ctx, uint64_t stream, uint64_t *fence_out) {
         goto out;
     uint32_t si;
     hb_stream_t *s = stream_get(hb, stream, &si);
+    if (s->capturing) {
+        st = hb_misuse(hb, "fence_record on a capturing stream");
+        goto out;
+    }
     hb->fences = hb_grow(hb->fences, &hb->fence_cap, hb->fence_count, sizeof *hb->fences);
     hb->fences[hb->fence_count++] = (hb_fence_t){true, si, s->submitted};
     *fence_out = hb->fence_count;
@@ -105,6 +109,7 @@ gm_status_t hb_fence_wait_stream(void *ctx, uint64_t stream, uint64_t fence) {
     }
     hb_fence_t awaited = *f;
     hb_stream_t *s = stream_get(hb, stream, NULL);
+
     s->waits = hb_grow(s->waits, &s->wait_cap, s->wait_count, sizeof *s->waits);
     s->waits[s->wait_count++] =
         (hb_wait_t){push_item(hb, s, NULL, NULL), awaited.stream, awaited.pos};
@@ -149,12 +154,53 @@ gm_status_t hb_stream_sync(void *ctx, uint64_t stream) {
     pthread_mutex_lock(&hb->lock);
     if (!hb_inject(hb, HOST_OP_STREAM_SYNC, &st)) {
         uint32_t si;
-        stream_get(hb, stream, &si);
+        if (stream_get(hb, stream, &si)->capturing) {
+            st = hb_misuse(hb, "stream_sync on a capturing stream");
+            goto out;
+        }
         complete_through(hb, si, hb->streams[si].submitted);
         hb->host_waits++;
     }
+out:
     pthread_mutex_unlock(&hb->lock);
     return st;
+}
+
+bool hb_fence_may_defer(void *ctx, uint64_t stream) {
+    (void)stream;
+    return ((host_backend_t *)ctx)->defer;
+}
+
+gm_status_t hb_stream_idle(void *ctx, uint64_t stream) {
+    host_backend_t *hb = ctx;
+    gm_status_t st = GM_OK;
+    pthread_mutex_lock(&hb->lock);
+    if (!hb_inject(hb, HOST_OP_STREAM_IDLE, &st)) {
+        hb_stream_t *s = stream_get(hb, stream, NULL);
+        if (s->capturing)
+            st = hb_misuse(hb, "stream_idle on a capturing stream");
+        else if (s->completed < s->submitted)
+            st = GM_ERR_NOT_READY;
+    }
+    pthread_mutex_unlock(&hb->lock);
+    return st;
+}
+
+void host_backend_set_deferral(host_backend_t *hb, bool on) {
+    hb->defer = on;
+}
+
+void host_backend_set_capturing(host_backend_t *hb, uint64_t stream, bool capturing) {
+    pthread_mutex_lock(&hb->lock);
+    stream_get(hb, stream, NULL)->capturing = capturing;
+    pthread_mutex_unlock(&hb->lock);
+}
+
+bool host_backend_capturing(host_backend_t *hb, uint64_t stream) {
+    pthread_mutex_lock(&hb->lock);
+    bool capturing = stream_get(hb, stream, NULL)->capturing;
+    pthread_mutex_unlock(&hb->lock);
+    return capturing;
 }
 
 uint64_t host_backend_submit(host_backend_t *hb, uint64_t stream) {

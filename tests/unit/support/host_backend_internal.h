@@ -39,7 +39,8 @@ typedef struct hb_item {
 typedef struct hb_stream {
     uint64_t key;
     uint64_t submitted, completed;
-    bool running; /* worker mode: item completed + 1 is being run */
+    bool running;   /* worker mode: item completed + 1 is being run */
+    bool capturing; /* host_backend_set_capturing */
     hb_wait_t *waits;
     size_t wait_count, wait_cap;
     hb_item_t *items; /* worker mode: item at position p is items[p - 1] */
@@ -62,6 +63,7 @@ struct host_backend {
     pthread_mutex_t lock;
     pthread_cond_t progress; /* worker mode: an item completed or was submitted */
     bool workers;
+    bool defer; /* fence_may_defer's answer */
     int device_count;
     uint64_t capacity[64];
     hb_reservation_t *res;
@@ -84,6 +86,8 @@ void *hb_grow(void *array, size_t *cap, size_t count, size_t elem);
 /* Counts the call and reports an injected fault. */
 bool hb_inject(host_backend_t *hb, host_op_t op, gm_status_t *status);
 gm_status_t hb_misuse(host_backend_t *hb, const char *what);
+bool hb_fence_may_defer(void *ctx, uint64_t stream);
+gm_status_t hb_stream_idle(void *ctx, uint64_t stream);
 
 /* host_backend_fence.c */
 gm_status_t hb_fence_record(void *ctx, uint64_t stream, uint64_t *fence_out);

@@ -1,0 +1,139 @@
+/* Deferred fences (core/README.md, "Deferred fences"): a served launch records no fence; the proof
+ * that its work finished is taken when something first needs it (a trim, a launch on another
+ * stream sharing the memory, a stream going away or joining a capture), from an idle stream
+ * without an event, otherwise from an event recorded then; never on a stream while it captures. */
+#include "check.h"
+#include "engine_sim.h"
+
+#define MiB (1ull << 20)
+#define S1 0x51u
+#define S2 0x52u
+
+/* Two graphs of one 1 MiB allocation each, launched on S1: they share one group's memory. */
+static void two_execs(sim_t *s, sim_graph_t *a, sim_graph_t *b) {
+    REQUIRE(sim_init(s, NULL));
+    sim_one_alloc_graph(s, a, 1 * MiB, false);
+    sim_one_alloc_graph(s, b, 1 * MiB, false);
+    REQUIRE(sim_instantiate(s, a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_instantiate(s, b, 0xB, 0) == GM_OK);
+    REQUIRE(sim_launch(s, 0xA, S1) == GM_OK);
+    REQUIRE(sim_launch(s, 0xB, S1) == GM_OK);
+}
+
+/* Launches on one stream cost no backend call; a trim realizes the stream's one deferred fence:
+ * while the work runs, with an event (memory kept), once it is done, from the idle stream. */
+static void test_trim_realizes(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b);
+    host_backend_reset_calls(s.hb);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ_INT(sim_launch(&s, i % 2 ? 0xA : 0xB, S1), GM_OK);
+    CHECK_EQ_U64(host_backend_total_calls(s.hb), 0);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_IDLE), 1);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 1);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    /* Launched again and finished: the idle stream is the proof, no event. */
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    host_backend_complete_all(s.hb);
+    host_backend_reset_calls(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK(sim_fini(&s));
+}
+
+/* An exec sharing the group's memory launched on another stream waits there for the deferred
+ * fence of the group's latest user, realized then; its data stays intact. */
+static void test_other_stream_waits(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b);
+    uint64_t waits = host_backend_stream_waits(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S2), GM_OK);
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 1);
+    CHECK(sim_run_data(&s, &a, NULL));
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+}
+
+/* A stream that joins a capture has its deferred fence realized first; while it captures, a trim
+ * touches it no more (the host backend counts any touch as misuse, which sim_fini reports). */
+static void test_join_realizes(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b);
+    host_backend_reset_calls(s.hb);
+    bool held = gm_engine_join_begin(s.engine, S1);
+    CHECK(held); /* a fence is deferred: the join takes the lock */
+    host_backend_set_capturing(s.hb, S1, true);
+    gm_engine_join_end(s.engine, held);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 1);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
+    /* The capture refuses a launch: nothing deferred, nothing changed. */
+    s.fail_submits = 1;
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_ERR_DRIVER);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    host_backend_set_capturing(s.hb, S1, false);
+    /* With nothing deferred a join costs no lock. */
+    held = gm_engine_join_begin(s.engine, S2);
+    CHECK(!held);
+    gm_engine_join_end(s.engine, held);
+    CHECK(sim_fini(&s));
+}
+
+/* A context going away (GM_NO_STREAM) realizes every stream's deferred fence. */
+static void test_join_every_stream(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b);
+    sim_graph_t c;
+    sim_one_alloc_graph(&s, &c, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &c, 0xC, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xC, S2), GM_OK); /* another group: S1's fence stays deferred */
+    host_backend_complete_all(s.hb);
+    host_backend_reset_calls(s.hb);
+    gm_engine_join_end(s.engine, gm_engine_join_begin(s.engine, GM_NO_STREAM));
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_IDLE), 2);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 0);
+    host_backend_reset_calls(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK); /* proven idle: no further backend query */
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_IDLE), 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK(sim_fini(&s));
+}
+
+/* A stream that the backend can no longer reach went away with its context: its deferred fence
+ * counts as done. A failed fence record after a launch leaves the stream synchronized instead. */
+static void test_unreachable_stream(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b);
+    host_backend_complete_all(s.hb);
+    host_backend_fail_nth(s.hb, HOST_OP_STREAM_IDLE, 1, GM_ERR_BACKEND);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    host_backend_set_deferral(s.hb, false);
+    host_backend_fail_nth(s.hb, HOST_OP_FENCE_RECORD, 1, GM_ERR_BACKEND);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_SYNC), 1);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK(sim_fini(&s));
+}
+
+int main(void) {
+    RUN_TEST(test_trim_realizes);
+    RUN_TEST(test_other_stream_waits);
+    RUN_TEST(test_join_realizes);
+    RUN_TEST(test_join_every_stream);
+    RUN_TEST(test_unreachable_stream);
+    return gm_check_summary();
+}
