@@ -203,12 +203,15 @@ gm_status_t gm_engine_free_outside(gm_engine_t *engine, uint64_t va, uint64_t st
  * from now on, so the engine forgets it. Fences recorded on it keep the order of what it ran. */
 gm_status_t gm_engine_stream_destroy(gm_engine_t *engine, uint64_t stream, gm_driver_call_t call);
 /* Around a driver call by which `stream` may enter a capture (begin capture, waiting for an event)
- * or by which streams go away with their context (stream = GM_NO_STREAM: every stream): begin
- * realizes the stream's deferred fences, and no launch defers a new one until end
- * (core/README.md, "Deferred fences"). begin returns what end must be given. Takes no engine
- * lock; two atomic operations while no fence is deferred. */
+ * or by which streams go away with their context (stream = GM_NO_STREAM: every stream): the
+ * stream's deferred fences are realized first, and no launch defers a new one until the end
+ * (core/README.md, "Deferred fences"). join_fast takes no lock (two atomic operations) and is
+ * enough when it returns true; otherwise join_slow realizes, holding the defer lock until end.
+ * end gets join_fast's answer. join_begin is both steps in one (true: fast). No engine lock. */
+bool gm_engine_join_fast(gm_engine_t *engine);
+void gm_engine_join_slow(gm_engine_t *engine, uint64_t stream);
 bool gm_engine_join_begin(gm_engine_t *engine, uint64_t stream);
-void gm_engine_join_end(gm_engine_t *engine, bool held);
+void gm_engine_join_end(gm_engine_t *engine, bool fast);
 
 typedef enum gm_attr {
     GM_ATTR_USED_CURRENT = 0, /* bytes mapped by at least one graph */

@@ -19,11 +19,11 @@ void gm_fence_launch_begin(gm_engine_t *e);
 gm_fence_t *gm_fence_launch_end(gm_engine_t *e, uint64_t stream, bool launched, bool defer);
 /* Realizes a deferred fence now (nothing for a recorded one or NULL). Engine lock held. */
 void gm_fence_realize(gm_engine_t *e, gm_fence_t *f);
-/* Around a call by which `stream` (GM_NO_STREAM: any stream) may enter a capture or go away:
- * begin realizes the stream's deferred fences, and no launch defers one until end. begin
- * returns whether it took the defer lock, which end is given. */
-bool gm_fence_join_begin(gm_engine_t *e, uint64_t stream);
-void gm_fence_join_end(gm_engine_t *e, bool held);
+/* Around a call by which `stream` (GM_NO_STREAM: any stream) may enter a capture or go away
+ * (gm_engine_join_fast/slow/end in engine.h). */
+bool gm_fence_join_fast(gm_engine_t *e);
+void gm_fence_join_slow(gm_engine_t *e, uint64_t stream);
+void gm_fence_join_end(gm_engine_t *e, bool fast);
 /* Makes `stream` wait for f unless it is done; *waited says whether a wait was enqueued. */
 gm_status_t gm_fence_wait_stream(gm_engine_t *e, uint64_t stream, gm_fence_t *f, bool *waited);
 void gm_fence_unref(gm_engine_t *e, gm_fence_t *f); /* NULL is fine */

@@ -197,18 +197,21 @@ int gm_glue_device_count(void) {
 }
 
 gm_join_t gm_join_begin(CUstream stream, bool ptsz, bool every_stream) {
-    gm_join_t join = {gm_glue_engine_if_started(), false};
+    gm_join_t join = {gm_glue_engine_if_started(), true};
     if (join.engine == NULL || (!every_stream && (stream == NULL || stream == CU_STREAM_LEGACY ||
                                                   stream == CU_STREAM_PER_THREAD))) {
         join.engine = NULL;
         return join;
     }
-    uint64_t key = every_stream ? GM_NO_STREAM : gm_stream_key(stream, ptsz);
-    GM_RELAXED(join.held = gm_engine_join_begin(join.engine, key));
+    join.fast = gm_engine_join_fast(join.engine);
+    if (!join.fast) { /* realizing calls the driver: keep those calls out of any capture */
+        uint64_t key = every_stream ? GM_NO_STREAM : gm_stream_key(stream, ptsz);
+        GM_RELAXED(gm_engine_join_slow(join.engine, key));
+    }
     return join;
 }
 
 void gm_join_end(gm_join_t join) {
     if (join.engine != NULL)
-        gm_engine_join_end(join.engine, join.held);
+        gm_engine_join_end(join.engine, join.fast);
 }

@@ -41,7 +41,7 @@ void gm_app_call_end(gm_app_call_t *call);
  * carry one and cost nothing. */
 typedef struct gm_join {
     gm_engine_t *engine; /* NULL: nothing to end */
-    bool held;
+    bool fast;           /* gm_engine_join_fast's answer */
 } gm_join_t;
 gm_join_t gm_join_begin(CUstream stream, bool ptsz, bool every_stream);
 void gm_join_end(gm_join_t join);

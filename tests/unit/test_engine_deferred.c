@@ -68,10 +68,10 @@ static void test_join_realizes(void) {
     sim_graph_t a, b;
     two_execs(&s, &a, &b);
     host_backend_reset_calls(s.hb);
-    bool held = gm_engine_join_begin(s.engine, S1);
-    CHECK(held); /* a fence is deferred: the join takes the lock */
+    bool fast = gm_engine_join_begin(s.engine, S1);
+    CHECK(!fast); /* a fence is deferred: the join takes the lock */
     host_backend_set_capturing(s.hb, S1, true);
-    gm_engine_join_end(s.engine, held);
+    gm_engine_join_end(s.engine, fast);
     CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 1);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
@@ -83,9 +83,9 @@ static void test_join_realizes(void) {
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
     host_backend_set_capturing(s.hb, S1, false);
     /* With nothing deferred a join costs no lock. */
-    held = gm_engine_join_begin(s.engine, S2);
-    CHECK(!held);
-    gm_engine_join_end(s.engine, held);
+    fast = gm_engine_join_begin(s.engine, S2);
+    CHECK(fast);
+    gm_engine_join_end(s.engine, fast);
     CHECK(sim_fini(&s));
 }
 

@@ -235,9 +235,9 @@ static void *capturer_main(void *arg) {
     uint64_t rng = w->seed * 77 + 5;
     while (!atomic_load(&w->stop_capturing)) {
         uint64_t stream = SHARED(gm_rand(&rng) % SHARED_STREAMS);
-        bool held = gm_engine_join_begin(w->s.engine, stream);
+        bool fast = gm_engine_join_begin(w->s.engine, stream);
         host_backend_set_capturing(w->s.hb, stream, true);
-        gm_engine_join_end(w->s.engine, held);
+        gm_engine_join_end(w->s.engine, fast);
         atomic_fetch_add(&w->captures, 1);
         for (int i = 0; i < 50; i++)
             sched_yield();
