@@ -180,7 +180,7 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
         }
         hold_page(e, c, page);
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
 }
 
 void gm_engine_cover_end(gm_cover_t *c) {
@@ -204,7 +204,7 @@ void gm_engine_cover_end(gm_cover_t *c) {
     c->held = false;
     if (--e->covers == 0)
         pthread_cond_broadcast(&e->uncovered);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
 }
 
 void gm_cover_wait(gm_engine_t *e) {

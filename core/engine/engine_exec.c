@@ -130,7 +130,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
     }
     gm_exec_register(e, x);
 out:
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return st;
 }
 
@@ -138,7 +138,7 @@ bool gm_engine_graph_instantiated(gm_engine_t *e, uint64_t graph) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *g = gm_graph_get(e, graph, false);
     bool inst = g && g->exec;
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return inst;
 }
 
@@ -180,7 +180,7 @@ gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call
     if (x)
         gm_exec_retire(e, x);
 out:
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return st;
 }
 

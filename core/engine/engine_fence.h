@@ -17,6 +17,10 @@ bool gm_fence_may_defer(const gm_engine_t *e, uint64_t stream);
  * !launched, or when recording failed and the stream was synchronized instead. */
 void gm_fence_launch_begin(gm_engine_t *e);
 gm_fence_t *gm_fence_launch_end(gm_engine_t *e, uint64_t stream, bool launched, bool defer);
+/* Whether f is still deferred (its stream's listed one, nothing realized it since). */
+static inline bool gm_fence_still_deferred(gm_fence_t *f) {
+    return atomic_load_explicit(&f->deferred, memory_order_acquire);
+}
 /* Realizes a deferred fence now (nothing for a recorded one or NULL). Engine lock held. */
 void gm_fence_realize(gm_engine_t *e, gm_fence_t *f);
 /* Around a call by which `stream` (GM_NO_STREAM: any stream) may enter a capture or go away

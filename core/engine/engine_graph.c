@@ -49,7 +49,7 @@ gm_status_t gm_engine_alloc_create(gm_engine_t *e, uint64_t graph, const gm_allo
     g->records[g->record_count++] = r;
     *va_out = r->va;
 out:
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return st;
 }
 
@@ -79,7 +79,7 @@ void gm_engine_alloc_attach(gm_engine_t *e, uint64_t va, uint64_t node) {
         r->alloc.node = node;
         marker_known(e, node);
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
 }
 
 void gm_engine_alloc_abort(gm_engine_t *e, uint64_t va) {
@@ -97,7 +97,7 @@ void gm_engine_alloc_abort(gm_engine_t *e, uint64_t va) {
         }
         gm_record_abort(e, r);
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
 }
 
 /* ---- free markers -------------------------------------------------------------------------- */
@@ -147,7 +147,7 @@ gm_status_t gm_engine_free_create(gm_engine_t *e, uint64_t graph, uint64_t va,
     }
     st = GM_OK;
 out:
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return st;
 }
 
@@ -162,7 +162,7 @@ void gm_engine_free_attach(gm_engine_t *e, uint64_t graph, uint64_t va, uint64_t
         g->frees[g->free_count++] = m;
         g->pending_free = NULL;
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
 }
 
 /* Undoes a free marker that was created but never attached. */
@@ -185,7 +185,7 @@ void gm_engine_free_abort(gm_engine_t *e, uint64_t graph, uint64_t va) {
     gm_graph_t *g = gm_graph_get(e, graph, false);
     if (g && g->pending_free && g->pending_free->record->va == va)
         free_undo(e, g->pending_free);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
 }
 
 /* ---- introspection and the end of graphs -------------------------------------------------- */
@@ -198,7 +198,7 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_
         info_out->va = m->record->va;
         info_out->params = m->record->params;
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return kind;
 }
 
@@ -206,7 +206,7 @@ bool gm_engine_graph_has_markers(gm_engine_t *e, uint64_t graph) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *g = gm_graph_get(e, graph, false);
     bool has = (g && (g->record_count || g->free_count)) || gm_map_get(&e->moved, graph);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return has;
 }
 
@@ -227,7 +227,7 @@ size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap)
     for (pos = 0; gm_map_next(&e->moved, &pos, &key, &value); count++)
         if (count < cap)
             graphs_out[count] = key;
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return count;
 }
 
@@ -282,7 +282,7 @@ gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, siz
                 graph_free(e, g);
         }
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return st;
 }
 
@@ -330,5 +330,5 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
             q->graph_serial = p->serial;
     graph_free(e, c);
 out:
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
 }

@@ -200,6 +200,11 @@ struct gm_exec {
     gm_record_t **foreign; /* allocations of other graphs its launches free */
     uint32_t foreign_count;
     bool destroyed;
+    /* The launch fast path (engine_launch.c): its last launch, on steady_stream, left nothing for
+     * a relaunch there to do but the driver's call, as long as the engine's epoch is still
+     * steady_epoch and steady_fence (the stream's deferred fence) is not realized. */
+    uint64_t steady_stream, steady_epoch;
+    gm_fence_t *steady_fence;
     gm_shape_t shape;        /* what cuGraphExecUpdate pairs (shape.h) */
     gm_exec_report_t report; /* counters; bytes are filled when reported */
 };
@@ -237,6 +242,15 @@ struct gm_engine {
     pthread_mutex_t defer_lock;
     gm_fence_t *deferred;
     atomic_uint defer_active, joins_unlocked;
+    /* Raised by every release of `lock` except the launch fast path's (gm_engine_unlock): an exec
+     * whose steady_epoch equals it has seen nothing change since its last launch. */
+    uint64_t epoch;
 };
+
+/* Releases the engine lock after anything that may have changed the engine's state. */
+static inline void gm_engine_unlock(gm_engine_t *e) {
+    e->epoch++;
+    pthread_mutex_unlock(&e->lock);
+}
 
 #endif

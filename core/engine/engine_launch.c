@@ -145,6 +145,46 @@ static bool changes_mappings(const gm_engine_t *e, const gm_exec_t *x, uint64_t 
     return false;
 }
 
+/* The fast path: a relaunch on the stream of the exec's last launch, when nothing in the engine
+ * changed since (no other launch, free, trim, destruction or cover: each raises the epoch) and the
+ * stream's deferred fence that followed that launch is still deferred. Then steps 1-5 and 7 of
+ * the protocol would change nothing: the same checks pass, everything is mapped, the group's
+ * latest user is this exec on this stream, and the fence of this launch is that same deferred
+ * fence. What is left is step 6 under both locks. */
+static bool launch_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, gm_driver_call_t call,
+                        gm_status_t *st) {
+    if (x->steady_stream != stream || x->steady_epoch != e->epoch)
+        return false;
+    gm_fence_launch_begin(e);
+    if (!gm_fence_still_deferred(x->steady_fence)) {
+        gm_fence_launch_end(e, stream, false, true);
+        return false;
+    }
+    bool launched = call.fn(call.arg);
+    gm_fence_launch_end(e, stream, false, true);
+    *st = launched ? GM_OK : GM_ERR_DRIVER;
+    x->report.launches += launched;
+    return true;
+}
+
+/* After a launch: whether the next one on the same stream may take the fast path. Not after an
+ * upload (the driver orders launches after launches only), nor with an immediate fence, nor when a
+ * relaunch has checks to make or frees to record (unfreed allocations without AutoFree, frees of
+ * other graphs' allocations), nor while scratch mappings wait to be retried. */
+static void arm_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload,
+                     gm_fence_t *fence) {
+    x->steady_stream = GM_NO_STREAM;
+    if (upload || !fence || !gm_fence_still_deferred(fence) || x->foreign_count ||
+        e->scratch_orphans)
+        return;
+    for (uint32_t i = 0; i < x->part_count; i++)
+        if (x->parts[i]->escaping_count && !(x->flags & GM_EXEC_AUTO_FREE))
+            return;
+    x->steady_stream = stream;
+    x->steady_fence = fence;
+    x->steady_epoch = e->epoch + 1; /* what releasing the lock makes it */
+}
+
 /* One attempt under the lock. GM_ERR_NOT_READY with *wait (a fence to wait for on the host, the
  * lock released) when a mapping must first be given up by a run that has not finished; without
  * *wait when a cover holds the mappings still. */
@@ -204,8 +244,10 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
         else
             gm_part_map_undo(e, x->parts[i], &undo[i]);
     }
-    if (st == GM_OK)
+    if (st == GM_OK) {
         commit(e, x, stream, upload, fence);
+        arm_fast(e, x, stream, upload, fence);
+    }
     for (uint32_t i = 0; i < x->part_count; i++)
         gm_pool_settle(e->pools[x->parts[i]->device]);
     return st;
@@ -215,6 +257,11 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
                              gm_driver_call_t call) {
     pthread_mutex_lock(&e->lock);
     gm_status_t st;
+    gm_exec_t *x = upload ? NULL : gm_map_get(&e->execs, exec);
+    if (x && launch_fast(e, x, stream, call, &st)) {
+        pthread_mutex_unlock(&e->lock); /* nothing changed: the epoch stays */
+        return st;
+    }
     for (;;) {
         gm_fence_t *wait = NULL;
         st = launch_locked(e, exec, stream, upload, call, &wait);
@@ -227,7 +274,7 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
         /* A host wait, never under the lock: hold the fence, let others go on meanwhile, then
          * decide again from scratch. */
         wait->refs++;
-        pthread_mutex_unlock(&e->lock);
+        gm_engine_unlock(e);
         gm_status_t waited = e->backend.fence_wait_host(e->backend.ctx, wait->handle);
         pthread_mutex_lock(&e->lock);
         if (waited == GM_OK)
@@ -238,7 +285,7 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
             break;
         }
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return st;
 }
 
@@ -264,7 +311,7 @@ gm_status_t gm_engine_free_outside(gm_engine_t *e, uint64_t va, uint64_t stream)
         gm_uaf_poll(e);
     st = GM_OK;
 out:
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return st;
 }
 
@@ -294,7 +341,7 @@ gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_
     bool destroyed = !call.fn || call.fn(call.arg);
     gm_fence_join_end(e, fast);
     if (!destroyed) {
-        pthread_mutex_unlock(&e->lock);
+        gm_engine_unlock(e);
         return GM_ERR_DRIVER;
     }
     /* Its handle may come back for a new stream, which is not ordered after the old one: forget
@@ -308,6 +355,6 @@ gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_
         if (p->group && p->group->last_stream == stream)
             p->group->last_stream = GM_NO_STREAM;
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return GM_OK;
 }

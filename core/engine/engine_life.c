@@ -84,7 +84,7 @@ gm_status_t gm_engine_attr_get(gm_engine_t *e, int device, int attr, uint64_t *v
     if (e->config.uaf_check)
         gm_uaf_poll(e);
     gm_pool_stats_t s = gm_pool_stats(e->pools[device]);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     const uint64_t values[] = {s.used, s.used_high, s.reserved, s.reserved_high};
     *value = values[attr];
     return GM_OK;
@@ -100,7 +100,7 @@ gm_status_t gm_engine_attr_set(gm_engine_t *e, int device, int attr, uint64_t va
         gm_pool_reset_used_high(e->pools[device]);
     else
         gm_pool_reset_reserved_high(e->pools[device]);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return GM_OK;
 }
 
@@ -128,12 +128,12 @@ void gm_engine_report(gm_engine_t *e, void (*fn)(const gm_exec_report_t *, void 
     }
     for (uint32_t i = 0; i < e->dead_count; i++)
         fn(&e->dead_reports[i], arg);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
 }
 
 bool gm_engine_reserved(gm_engine_t *e, uint64_t va) {
     pthread_mutex_lock(&e->lock);
     bool inside = gm_vaspace_contains(e->vas, va);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return inside;
 }

@@ -23,6 +23,6 @@ gm_status_t gm_engine_trim(gm_engine_t *e, int device) {
     pthread_mutex_lock(&e->lock);
     gm_cover_wait(e); /* a covered page must stay as the driver's check found it */
     gm_trim_device(e, device);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return GM_OK;
 }

@@ -63,6 +63,6 @@ out:
     if (y)
         gm_exec_discard(e, y);
     gm_shape_free(&b);
-    pthread_mutex_unlock(&e->lock);
+    gm_engine_unlock(e);
     return st;
 }

@@ -129,11 +129,69 @@ static void test_unreachable_stream(void) {
     CHECK(sim_fini(&s));
 }
 
+/* The launch fast path (a relaunch on the same stream with nothing changed) makes no backend call,
+ * and anything that changed in between sends the next launch through the whole protocol: a trim
+ * that unmapped the memory (the launch maps it again), a join that realized the deferred fence
+ * (the launch defers a new one, which a trim must respect), a relaunch with an unfreed allocation
+ * (refused, as without the fast path). */
+static void test_fast_path(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a, esc;
+    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
+    sim_one_alloc_graph(&s, &esc, 1 * MiB, true);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &esc, 0xE, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    host_backend_reset_calls(s.hb);
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    CHECK_EQ_U64(host_backend_total_calls(s.hb), 0);
+    CHECK(sim_run_data(&s, &a, NULL));
+    /* A trim once the runs finished unmaps; the next launch maps again. */
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
+    CHECK(sim_run_data(&s, &a, NULL));
+    /* A join realizes the deferred fence (the run is done: no event); the relaunch defers a new
+     * one, and a trim while that run is pending keeps the memory. */
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    host_backend_complete_all(s.hb);
+    gm_engine_join_end(s.engine, gm_engine_join_begin(s.engine, S1));
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
+    /* Another exec of the group launched in between: the next launch of `a` must make it the
+     * group's latest user again, or `b` on another stream would not wait for it. */
+    sim_graph_t b;
+    sim_one_alloc_graph(&s, &b, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xB, S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    uint64_t waits = host_backend_stream_waits(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xB, S2), GM_OK);
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 1);
+    host_backend_complete_all(s.hb);
+    /* An exec whose allocation escapes is never relaunched before the free (§A6.1). */
+    CHECK_EQ_INT(sim_launch(&s, 0xE, S1), GM_OK);
+    CHECK(sim_run_data(&s, &esc, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xE, S1), GM_ERR_INVALID_VALUE);
+    CHECK_EQ_INT(sim_launch(&s, 0xE, S1), GM_ERR_INVALID_VALUE);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_forget_live(&s, esc.va[0]));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, esc.va[0], GM_NO_STREAM), GM_OK);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_trim_realizes);
     RUN_TEST(test_other_stream_waits);
     RUN_TEST(test_join_realizes);
     RUN_TEST(test_join_every_stream);
     RUN_TEST(test_unreachable_stream);
+    RUN_TEST(test_fast_path);
     return gm_check_summary();
 }
