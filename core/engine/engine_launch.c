@@ -155,13 +155,16 @@ static bool launch_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, gm_driver
                         gm_status_t *st) {
     if (x->steady_stream != stream || x->steady_epoch != e->epoch)
         return false;
-    gm_fence_launch_begin(e);
+    /* The defer lock alone, without gm_fence_launch_begin's handshake: the fence is listed, so
+     * defer_active has counted it since before the launch that made it, which waited for the joins
+     * running unlocked then; every later join takes this lock. */
+    pthread_mutex_lock(&e->defer_lock);
     if (!gm_fence_still_deferred(x->steady_fence)) {
-        gm_fence_launch_end(e, stream, false, true);
+        pthread_mutex_unlock(&e->defer_lock);
         return false;
     }
     bool launched = call.fn(call.arg);
-    gm_fence_launch_end(e, stream, false, true);
+    pthread_mutex_unlock(&e->defer_lock);
     *st = launched ? GM_OK : GM_ERR_DRIVER;
     x->report.launches += launched;
     return true;
