@@ -68,22 +68,13 @@ static void context_going(void) {
     gm_join_end(gm_join_begin(NULL, false, true));
 }
 
-CUresult gm_hook_cuCtxDestroy(CUcontext ctx) {
-    context_going();
-    return gm_real.cuCtxDestroy(ctx);
-}
-
-CUresult gm_hook_cuCtxDestroy_v2(CUcontext ctx) {
-    context_going();
-    return gm_real.cuCtxDestroy_v2(ctx);
-}
-
-CUresult gm_hook_cuDevicePrimaryCtxReset(CUdevice dev) {
-    context_going();
-    return gm_real.cuDevicePrimaryCtxReset(dev);
-}
-
-CUresult gm_hook_cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-    context_going();
-    return gm_real.cuDevicePrimaryCtxReset_v2(dev);
-}
+/* The context destruction and reset hooks: context_going, then the driver. */
+#define GM_CONTEXT_GOING(name, param_type)                                                         \
+    CUresult gm_hook_##name(param_type arg) {                                                      \
+        context_going();                                                                           \
+        return gm_real.name(arg);                                                                  \
+    }
+GM_CONTEXT_GOING(cuCtxDestroy, CUcontext)
+GM_CONTEXT_GOING(cuCtxDestroy_v2, CUcontext)
+GM_CONTEXT_GOING(cuDevicePrimaryCtxReset, CUdevice)
+GM_CONTEXT_GOING(cuDevicePrimaryCtxReset_v2, CUdevice)

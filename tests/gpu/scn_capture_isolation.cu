@@ -18,12 +18,8 @@ static uint32_t *out;
 static unsigned *bad;
 
 static cudaError_t prime(cudaStream_t s) {
-    cudaError_t rc = cudaGraphLaunch(x.exec, s);
-    if (rc == cudaSuccess)
-        rc = cudaGraphLaunch(y.exec, s);
-    if (rc == cudaSuccess)
-        rc = cudaStreamSynchronize(s);
-    return rc;
+    cudaError_t rc = launch_both(&x, &y, s);
+    return rc == cudaSuccess ? cudaStreamSynchronize(s) : rc;
 }
 
 // The capture: out = v + i, then out += 1.
@@ -37,11 +33,6 @@ static void end_part(cudaStream_t s, cudaGraph_t *g, cudaError_t *rc) {
     *rc = cudaStreamEndCapture(s, g);
 }
 
-static void key_of(char *key, size_t size, const char *tag, const char *what) {
-    snprintf(key, size, "%s_%s", tag, what);
-}
-#define KEY(what) (key_of(key, sizeof key, tag, what), key)
-
 // Ends a capture the stream should not be in (left behind by a broken launch).
 static void cleanup(const char *tag, cudaStream_t s) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -52,21 +43,6 @@ static void cleanup(const char *tag, cudaStream_t s) {
         if (g)
             cudaGraphDestroy(g);
     }
-    (void)cudaGetLastError();
-}
-
-static void finish(const char *tag, cudaGraph_t g, uint32_t v) {
-    char key[96];
-    cudaGraphExec_t e = nullptr;
-    obs_rc(KEY("instantiate"), g ? cudaGraphInstantiate(&e, g, 0) : cudaErrorInvalidValue);
-    if (e)
-        obs_rc(KEY("captured_launch"), cudaGraphLaunch(e, s1));
-    obs_ok(KEY("captured_data"), e && check_words(s1, out, kWords, v + 1));
-    obs_wrong(KEY("x_wrong_words"), bad);
-    if (e)
-        cudaGraphExecDestroy(e);
-    if (g)
-        cudaGraphDestroy(g);
     (void)cudaGetLastError();
 }
 
@@ -103,7 +79,7 @@ static void case_streams(const char *tag, cudaStreamCaptureMode mode, bool other
     obs_rc(KEY("end_capture"), end);
     cleanup(tag, s2);
     obs_rc(KEY("sync_s2"), cudaStreamSynchronize(s2));
-    finish(tag, g, v);
+    finish_capture(tag, g, s1, out, kWords, v, bad);
 }
 
 static void case_per_thread(const char *tag, uint32_t v) {
@@ -146,7 +122,7 @@ static void case_per_thread(const char *tag, uint32_t v) {
     obs(KEY("capturer_capturing"), c_status);
     obs_rc(KEY("end_capture"), end);
     obs_rc(KEY("sync_launcher"), sync);
-    finish(tag, g, v);
+    finish_capture(tag, g, s1, out, kWords, v, bad);
 }
 
 int main() {
@@ -154,11 +130,7 @@ int main() {
     cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
     cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
     bad = new_counter();
-    cudaMalloc(&out, kWords * sizeof(uint32_t));
-    // Kernels loaded and check_words' counter allocated before any capture.
-    obs_rc("warm_fill", fill_words(s1, out, kWords, 0));
-    k_add<<<kGrid, kBlock, 0, s1>>>(out, out, kWords, 1);
-    obs_ok("warm_check", check_words(s1, out, kWords, 1));
+    out = capture_buffer(s1, kWords);
     obs_rc("make_x", make_work(&x, s1, 8u << 20, 1, 20000, 2, bad, false, 0));
     obs_rc("make_y", make_work(&y, s1, 8u << 20, 2, 20000, 2, bad, false, 0));
 

@@ -18,33 +18,9 @@ static Work x, y;
 static uint32_t *out;
 static unsigned *bad;
 
-static void key_of(char *key, size_t size, const char *tag, const char *what) {
-    snprintf(key, size, "%s_%s", tag, what);
-}
-#define KEY(what) (key_of(key, sizeof key, tag, what), key)
-
 // X then Y on s, left running: Y's kernel signs and re-checks its words for about 2 ms.
 static cudaError_t pending(cudaStream_t s) {
-    cudaError_t rc = cudaGraphLaunch(x.exec, s);
-    if (rc == cudaSuccess)
-        rc = cudaGraphLaunch(y.exec, s);
-    return rc;
-}
-
-static void finish(const char *tag, cudaGraph_t g, uint32_t v) {
-    char key[96];
-    cudaGraphExec_t e = nullptr;
-    obs_rc(KEY("instantiate"), g ? cudaGraphInstantiate(&e, g, 0) : cudaErrorInvalidValue);
-    if (e)
-        obs_rc(KEY("captured_launch"), cudaGraphLaunch(e, s1));
-    obs_ok(KEY("captured_data"), e && check_words(s1, out, kWords, v + 1));
-    obs_rc(KEY("sync"), cudaDeviceSynchronize());
-    obs_wrong(KEY("wrong_words"), bad);
-    if (e)
-        cudaGraphExecDestroy(e);
-    if (g)
-        cudaGraphDestroy(g);
-    (void)cudaGetLastError();
+    return launch_both(&x, &y, s);
 }
 
 static void case_begin(const char *tag, bool trim_thread, uint32_t v) {
@@ -73,7 +49,7 @@ static void case_begin(const char *tag, bool trim_thread, uint32_t v) {
     if (trimmer.joinable())
         trimmer.join();
     obs_ok(KEY("trims_ran"), !trim_thread || trims.load() > 0);
-    finish(tag, g, v);
+    finish_capture(tag, g, s1, out, kWords, v, bad);
 }
 
 static void case_wait_event(const char *tag, uint32_t v) {
@@ -95,7 +71,7 @@ static void case_wait_event(const char *tag, uint32_t v) {
     obs_rc(KEY("s3_waits"), cudaStreamWaitEvent(s3, e1, 0));
     obs_rc(KEY("end_capture"), cudaStreamEndCapture(s3, &g));
     obs_capturing(KEY("s1_after"), s1);
-    finish(tag, g, v);
+    finish_capture(tag, g, s1, out, kWords, v, bad);
     cudaEventDestroy(e3);
     cudaEventDestroy(e1);
 }
@@ -120,11 +96,7 @@ int main() {
     cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
     cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking);
     bad = new_counter();
-    cudaMalloc(&out, kWords * sizeof(uint32_t));
-    // Kernels loaded and check_words' counter allocated before any capture.
-    obs_rc("warm_fill", fill_words(s1, out, kWords, 0));
-    k_add<<<kGrid, kBlock, 0, s1>>>(out, out, kWords, 1);
-    obs_ok("warm_check", check_words(s1, out, kWords, 1));
+    out = capture_buffer(s1, kWords);
     obs_rc("make_x", make_work(&x, s1, 8u << 20, 1, 20000, 2, bad, false, 0));
     obs_rc("make_y", make_work(&y, s1, 8u << 20, 2, 1000000, 2, bad, false, 0));
 

@@ -211,3 +211,47 @@ static inline double host_seconds(void) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
+
+// Launches a then b on s (no synchronize).
+static inline cudaError_t launch_both(const Work *a, const Work *b, cudaStream_t s) {
+    cudaError_t rc = cudaGraphLaunch(a->exec, s);
+    return rc == cudaSuccess ? cudaGraphLaunch(b->exec, s) : rc;
+}
+
+// Observation keys of one case: "<tag>_<what>" (KEY needs `char key[96]` and `tag` in scope).
+static inline void key_of(char *key, size_t size, const char *tag, const char *what) {
+    snprintf(key, size, "%s_%s", tag, what);
+}
+#define KEY(what) (key_of(key, sizeof key, tag, what), key)
+
+// The buffer a capture fills, with the fill/add/check kernels loaded and check_words' counter
+// allocated before any capture begins (doing so inside a capture would break it): out = 0, then
+// out += 1, checked.
+static inline uint32_t *capture_buffer(cudaStream_t s, size_t words) {
+    uint32_t *out = nullptr;
+    cudaMalloc(&out, words * sizeof(uint32_t));
+    obs_rc("warm_fill", fill_words(s, out, words, 0));
+    k_add<<<kGrid, kBlock, 0, s>>>(out, out, words, 1);
+    obs_ok("warm_check", check_words(s, out, words, 1));
+    return out;
+}
+
+// A capture that filled out with v and added 1: instantiates it, launches it on s, checks out
+// holds v + 1 everywhere, waits for the device and reports the wrong words the signature kernels
+// counted meanwhile. Destroys the graph.
+static inline void finish_capture(const char *tag, cudaGraph_t g, cudaStream_t s, uint32_t *out,
+                                  size_t words, uint32_t v, unsigned *bad) {
+    char key[96];
+    cudaGraphExec_t e = nullptr;
+    obs_rc(KEY("instantiate"), g ? cudaGraphInstantiate(&e, g, 0) : cudaErrorInvalidValue);
+    if (e)
+        obs_rc(KEY("captured_launch"), cudaGraphLaunch(e, s));
+    obs_ok(KEY("captured_data"), e && check_words(s, out, words, v + 1));
+    obs_rc(KEY("sync"), cudaDeviceSynchronize());
+    obs_wrong(KEY("wrong_words"), bad);
+    if (e)
+        cudaGraphExecDestroy(e);
+    if (g)
+        cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+}

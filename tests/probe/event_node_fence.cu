@@ -13,19 +13,7 @@
 #include <unistd.h>
 #include <vector>
 
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        int r_ = (int)(x);                                                                         \
-        if (r_) {                                                                                  \
-            printf("%s:%d %s -> %d\n", __FILE__, __LINE__, #x, r_);                                \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
-
-__global__ void touch(int *p) {
-    if (p)
-        p[threadIdx.x] += 1;
-}
+#include "launch_timing.cuh"
 
 // Spins for `ns` nanoseconds of GPU time, then writes `value` to mapped host memory.
 __global__ void spin_then_mark(volatile unsigned *flag, unsigned value, unsigned long long ns) {
@@ -40,42 +28,16 @@ __global__ void copy_flag(volatile unsigned *from, volatile unsigned *to) {
     *to = *from;
 }
 
-static double now_us() {
-    return std::chrono::duration<double, std::micro>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 static cudaStream_t s, t;
 static cudaEvent_t after_event;
 
 static double measure(cudaGraphExec_t e, bool record_after) {
-    for (int i = 0; i < 50; i++)
-        if (cudaGraphLaunch(e, s) || (record_after && cudaEventRecord(after_event, s)))
-            return -1;
-    cudaStreamSynchronize(s);
-    std::vector<double> samples;
-    for (int rep = 0; rep < 30; rep++) {
-        double t0 = now_us();
-        for (int i = 0; i < 20; i++)
-            if (cudaGraphLaunch(e, s) || (record_after && cudaEventRecord(after_event, s)))
-                return -1;
-        samples.push_back((now_us() - t0) / 20);
-        cudaStreamSynchronize(s);
-    }
-    std::sort(samples.begin(), samples.end());
-    return samples[samples.size() / 2];
+    return launch_us(e, s, [&](int) { return record_after && cudaEventRecord(after_event, s); });
 }
 
-// GPU time per launch where launches outrun the GPU: 2000 launches and one synchronize.
 static double throughput(cudaGraphExec_t e, bool record_after) {
-    cudaStreamSynchronize(s);
-    double t0 = now_us();
-    for (int i = 0; i < 2000; i++)
-        if (cudaGraphLaunch(e, s) || (record_after && cudaEventRecord(after_event, s)))
-            return -1;
-    cudaStreamSynchronize(s);
-    return (now_us() - t0) / 2000;
+    return throughput_us(e, s,
+                         [&](int) { return record_after && cudaEventRecord(after_event, s); });
 }
 
 // empty -> kernel -> empty (the shape of a served graph of one allocation), and with `event` an

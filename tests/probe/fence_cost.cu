@@ -15,25 +15,7 @@
 #include <cuda_runtime.h>
 #include <vector>
 
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        int r_ = (int)(x);                                                                         \
-        if (r_) {                                                                                  \
-            printf("%s:%d %s -> %d\n", __FILE__, __LINE__, #x, r_);                                \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
-
-__global__ void touch(int *p) {
-    if (p)
-        p[threadIdx.x] += 1;
-}
-
-static double now_us() {
-    return std::chrono::duration<double, std::micro>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
+#include "launch_timing.cuh"
 
 static cudaStream_t s;
 static CUkernel count_kernel;
@@ -87,21 +69,7 @@ static int after(kind k, int i) {
 }
 
 static double measure(cudaGraphExec_t e, kind k) {
-    for (int i = 0; i < 50; i++)
-        if (cudaGraphLaunch(e, s) || after(k, i))
-            return -1;
-    cudaStreamSynchronize(s);
-    std::vector<double> samples;
-    for (int rep = 0; rep < 30; rep++) {
-        double t0 = now_us();
-        for (int i = 0; i < 20; i++)
-            if (cudaGraphLaunch(e, s) || after(k, i))
-                return -1;
-        samples.push_back((now_us() - t0) / 20);
-        cudaStreamSynchronize(s);
-    }
-    std::sort(samples.begin(), samples.end());
-    return samples[samples.size() / 2];
+    return launch_us(e, s, [&](int i) { return after(k, i); });
 }
 
 static cudaGraphExec_t chain(int kernels, int *buf) {
@@ -149,13 +117,7 @@ static cudaGraphExec_t marked(int *buf, CUkernel counter = nullptr) {
 }
 
 static double throughput(cudaGraphExec_t e, kind k) {
-    cudaStreamSynchronize(s);
-    double t0 = now_us();
-    for (int i = 0; i < 2000; i++)
-        if (cudaGraphLaunch(e, s) || after(k, i))
-            return -1;
-    cudaStreamSynchronize(s);
-    return (now_us() - t0) / 2000;
+    return throughput_us(e, s, [&](int i) { return after(k, i); });
 }
 
 int main() {
