@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "captures.h"
 #include "streams.h"
 #include "interpose/driver.h"
 #include "log.h"
@@ -21,10 +22,13 @@ static gm_status_t status_of(CUresult result, const char *what) {
     return GM_ERR_BACKEND;
 }
 
+/* RELAXED here, not only by the callers: a captured allocation runs in the application's capture
+ * mode and may need a new slab of address space. */
 static gm_status_t va_reserve(void *ctx, uint64_t size, uint64_t *va_out) {
     (void)ctx;
     CUdeviceptr va = 0;
-    CUresult r = gm_drv.cuMemAddressReserve(&va, size, 0, 0, 0);
+    CUresult r;
+    GM_RELAXED(r = gm_drv.cuMemAddressReserve(&va, size, 0, 0, 0));
     if (r == CUDA_SUCCESS)
         *va_out = va;
     return status_of(r, "cuMemAddressReserve");
@@ -32,7 +36,9 @@ static gm_status_t va_reserve(void *ctx, uint64_t size, uint64_t *va_out) {
 
 static gm_status_t va_release(void *ctx, uint64_t va, uint64_t size) {
     (void)ctx;
-    return status_of(gm_drv.cuMemAddressFree(va, size), "cuMemAddressFree");
+    CUresult r;
+    GM_RELAXED(r = gm_drv.cuMemAddressFree(va, size));
+    return status_of(r, "cuMemAddressFree");
 }
 
 CUmemAllocationProp gm_device_memory(int device) {

@@ -44,7 +44,7 @@ static CUresult set_frontier(CUstream stream, bool ptsz, CUgraphNode node) {
  * even from a RELAXED thread; cuStreamGetCtx and cuCtxGetDevice_v2 do not
  * (tests/probe/capture_safety.cu). Drivers older than 13.0 lack cuCtxGetDevice_v2: the current
  * device then (README, known limitations). */
-static bool stream_device(CUstream stream, CUdevice *device) {
+static bool stream_device_now(CUstream stream, CUdevice *device) {
     CUcontext context = NULL;
     if (gm_drv.cuCtxGetDevice_v2 == NULL)
         return gm_drv.cuCtxGetDevice(device) == CUDA_SUCCESS;
@@ -54,15 +54,36 @@ static bool stream_device(CUstream stream, CUdevice *device) {
     return gm_drv.cuCtxGetDevice_v2(device, context) == CUDA_SUCCESS;
 }
 
+/* The device of the capturing stream at `point`, asked once per capture sequence and stream: a
+ * stream's device cannot change, and a default stream of another context is another capture. */
+static bool stream_device(CUstream stream, const capture_point_t *point, CUdevice *device) {
+    static _Thread_local struct {
+        CUstream stream;
+        cuuint64_t capture;
+        CUdevice device;
+        bool known;
+    } last;
+    if (last.known && last.stream == stream && last.capture == point->id) {
+        *device = last.device;
+        return true;
+    }
+    bool known;
+    GM_RELAXED(known = stream_device_now(stream, device));
+    if (known)
+        last.stream = stream, last.capture = point->id, last.device = *device, last.known = true;
+    return known;
+}
+
 /* The pool a captured allocation takes its properties from (cuMemAllocAsync: the current pool of
  * the capturing stream's device, which need not be the current one; FromPool: the one given);
  * false when graphmem cannot serve it (IPC, host or managed pools, pools it does not know): the
  * driver makes the node then. Nothing here asks the driver about pools: such queries can
  * invalidate a GLOBAL capture. */
-static bool capture_pool(CUmemoryPool pool, CUstream stream, gm_alloc_params_t *params) {
+static bool capture_pool(CUmemoryPool pool, CUstream stream, const capture_point_t *point,
+                         gm_alloc_params_t *params) {
     if (pool == NULL) {
         CUdevice device = 0;
-        if (!stream_device(stream, &device))
+        if (!stream_device(stream, point, &device))
             return false;
         pool = gm_mempool_current(device);
     }
@@ -104,7 +125,7 @@ static CUresult alloc_in_capture(gm_engine_t *engine, const capture_point_t *poi
                                  const alloc_call_t *call) {
     gm_alloc_params_t params = {
         .device = 0, .size = call->size, .access_mask = 0, .listed_mask = 0};
-    if (!capture_pool(call->pool, call->stream, &params)) {
+    if (!capture_pool(call->pool, call->stream, point, &params)) {
         gm_stat_add(GM_STAT_passthrough_allocations, 1);
         return call->forward(call);
     }
@@ -124,9 +145,10 @@ static CUresult alloc_async(const alloc_call_t *call) {
     gm_engine_t *engine = gm_glue_engine();
     if (engine == NULL)
         return call->forward(call);
-    CUresult result;
-    GM_RELAXED(result = alloc_in_capture(engine, &point, call));
-    return result;
+    /* In the application's capture mode: every driver call on this path is one a capture allows
+     * (graph and capture-dependency calls), except the device lookup, made RELAXED above, and an
+     * address reservation, which the backend makes RELAXED (shim/README.md, "Capture modes"). */
+    return alloc_in_capture(engine, &point, call);
 }
 
 static CUresult forward_alloc(const alloc_call_t *c) {
@@ -191,11 +213,15 @@ static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, 
     return CUDA_SUCCESS;
 }
 
-/* A free of a graphmem address: a marker on a capturing stream, else the end of its lifetime. */
+/* A free of a graphmem address: a marker on a capturing stream (in the application's mode, as a
+ * captured allocation), else the end of its lifetime (RELAXED: it records a fence). */
 static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stream, bool ptsz) {
     capture_point_t point;
-    if (!capturing(stream, ptsz, &point))
-        return free_outside(engine, dptr, true, stream, ptsz);
+    CUresult result;
+    if (!capturing(stream, ptsz, &point)) {
+        GM_RELAXED(result = free_outside(engine, dptr, true, stream, ptsz));
+        return result;
+    }
     /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit one. */
     if (gm_nested_is_child(point.site.graph))
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -206,9 +232,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || !gm_engine_owns(engine, dptr))
         return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
-    CUresult result;
-    GM_RELAXED(result = free_served(engine, dptr, stream, ptsz));
-    return result;
+    return free_served(engine, dptr, stream, ptsz);
 }
 
 CUresult gm_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
