@@ -3,7 +3,9 @@
 // handle maps 32 MiB. This times, for 256 windows, cuMemMap of one 32 MiB handle each followed by
 // cuMemSetAccess over the whole 32 MiB, or over the allocation's 4 MiB only (the driver answers
 // that with an error: access covers whole mappings), and the same with a 4 MiB handle per window
-// (the driver's shape), then the unmaps.
+// (the driver's shape), then the unmaps; and one 1 GiB window of 32 mappings with access and unmap
+// per mapping or in one call. On an H100 the cost follows the number of mappings (about 30 us
+// each for access), whatever their size or the number of calls (bench/RESULTS.md).
 #include <chrono>
 #include <cstdio>
 #include <cuda.h>
@@ -62,6 +64,48 @@ static int run(const char *name, size_t handle_bytes, size_t access_bytes) {
     return 0;
 }
 
+// One 1 GiB window backed by 32 handles of 32 MiB mapped back to back (a large allocation): access
+// and unmap per mapping, or one call over the whole window.
+static int joint(bool one_call) {
+    const int n = 32;
+    const size_t hb = 32 * MiB;
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemAccessDesc access = {};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    std::vector<CUmemGenericAllocationHandle> handles(n);
+    for (auto &h : handles)
+        CK(cuMemCreate(&h, hb, &prop, 0));
+    CUdeviceptr base;
+    CK(cuMemAddressReserve(&base, hb * n, 0, 0, 0));
+    double t0 = now_ms();
+    for (int i = 0; i < n; i++)
+        CK(cuMemMap(base + i * hb, hb, 0, handles[i], 0));
+    double t1 = now_ms();
+    CUresult set = CUDA_SUCCESS;
+    if (one_call)
+        set = cuMemSetAccess(base, hb * n, &access, 1);
+    for (int i = 0; !one_call && i < n && set == CUDA_SUCCESS; i++)
+        set = cuMemSetAccess(base + i * hb, hb, &access, 1);
+    double t2 = now_ms();
+    CUresult unmap = CUDA_SUCCESS;
+    if (one_call)
+        unmap = cuMemUnmap(base, hb * n);
+    for (int i = 0; (!one_call || unmap != CUDA_SUCCESS) && i < n; i++)
+        cuMemUnmap(base + i * hb, hb);
+    double t3 = now_ms();
+    printf("set_access_cost 1GiB_of_32_handles_%-10s map %.2f ms, set access %.2f ms (%d), unmap "
+           "%.2f ms (%d)\n",
+           one_call ? "one_call" : "per_handle", t1 - t0, t2 - t1, (int)set, t3 - t2, (int)unmap);
+    for (auto h : handles)
+        CK(cuMemRelease(h));
+    CK(cuMemAddressFree(base, hb * n));
+    return 0;
+}
+
 int main() {
     CUdevice dev;
     CUcontext ctx;
@@ -72,7 +116,7 @@ int main() {
     for (int round = 0; round < 3; round++) {
         if (run("32MiB_handle_access_32MiB", 32 * MiB, 32 * MiB) ||
             run("32MiB_handle_access_4MiB", 32 * MiB, 4 * MiB) ||
-            run("4MiB_handle_access_4MiB", 4 * MiB, 4 * MiB))
+            run("4MiB_handle_access_4MiB", 4 * MiB, 4 * MiB) || joint(false) || joint(true))
             return 1;
     }
     return 0;
