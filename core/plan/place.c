@@ -197,7 +197,9 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     if (!ws.order || !ws.placed || !ws.spans || !ws.scratch || !ws.offset || !keys)
         goto out;
     uint64_t best = UINT64_MAX;
-    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
+    /* A later order is kept only when strictly smaller, so stopping at a lower bound changes
+     * nothing but the time. */
+    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0] && best > in->enough; s++) {
         make_order(in, strategies[s].order, keys, ws.order);
         memset(ws.offset, 0, (size_t)n * sizeof *ws.offset);
         uint64_t arena = run(&ws, strategies[s].best_fit, best);

@@ -17,6 +17,8 @@ typedef struct gm_place_input {
     const uint64_t *start; /* per item: topological rank of its earliest allocation */
     const uint64_t *fixed; /* per item: a given offset, or GM_PLACE_FREE; may be NULL */
     uint64_t barrier;      /* no item may straddle this page offset (0 = none) */
+    uint64_t enough; /* an arena this small cannot be beaten (a lower bound): stop trying other
+                      * orders once one reaches it (0 = try every order) */
 } gm_place_input_t;
 
 #define GM_PLACE_FREE UINT64_MAX

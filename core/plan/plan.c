@@ -219,8 +219,10 @@ static gm_status_t place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
                     if (w->dag.rank[w->alloc_node[k]] < start[g])
                         start[g] = w->dag.rank[w->alloc_node[k]];
             }
-            gm_place_input_t pin = {w->m,  pages,  w->group_conflict, gm_bits_words(w->m), start,
-                                    fixed, barrier};
+            /* Every placement holds the allocations live together: the lower bound in pages. */
+            gm_place_input_t pin = {
+                w->m,  pages, w->group_conflict, gm_bits_words(w->m),
+                start, fixed, barrier,           pages_of(plan->lower_bound, in->page)};
             uint64_t total = 0;
             st = gm_place(&pin, offset, &total);
             for (uint32_t g = 0; g < w->m && st == GM_OK; g++) {

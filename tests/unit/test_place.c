@@ -133,11 +133,21 @@ static void test_against_reference(void) {
                 }
         }
         /* Fixed items are pairwise disjoint, so they may conflict; nothing else is. */
-        gm_place_input_t in = {n,        pages, conflict, words, start, with_fixed ? fixed : NULL,
-                               fixed_top};
+        gm_place_input_t in = {n,         pages, conflict, words, start, with_fixed ? fixed : NULL,
+                               fixed_top, 0};
         uint64_t arena = 0;
         REQUIRE(gm_place(&in, got, &arena) == GM_OK);
         CHECK_EQ_U64(arena, reference(&in, want));
+        /* Told that the arena it finds cannot be beaten, it stops there with the same answer. */
+        uint64_t *again = malloc(n * sizeof *again), arena_again = 0;
+        REQUIRE(again != NULL);
+        in.enough = arena;
+        REQUIRE(gm_place(&in, again, &arena_again) == GM_OK);
+        CHECK_EQ_U64(arena_again, arena);
+        for (uint32_t i = 0; i < n; i++)
+            CHECK_EQ_U64(again[i], got[i]);
+        free(again);
+        in.enough = 0;
         for (uint32_t i = 0; i < n; i++) {
             CHECK_EQ_U64(got[i], want[i]);
             if (pages[i] == 0)
