@@ -41,6 +41,10 @@ static void case_begin(const char *tag, bool trim_thread, uint32_t v) {
     k_fill<<<kGrid, kBlock, 0, s1>>>(out, kWords, v);
     obs_rc(KEY("launch_x_s2"), cudaGraphLaunch(x.exec, s2));
     obs_rc(KEY("trim"), cudaDeviceGraphMemTrim(0));
+    // The trimming thread trims at least twice while s1 captures.
+    int seen = trims.load();
+    while (trim_thread && trims.load() < seen + 2)
+        std::this_thread::yield();
     obs_capturing(KEY("s1_capturing"), s1);
     obs_capturing(KEY("s2_capturing"), s2);
     k_add<<<kGrid, kBlock, 0, s1>>>(out, out, kWords, 1);
