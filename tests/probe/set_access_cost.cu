@@ -26,17 +26,27 @@ static double now_ms() {
         .count();
 }
 
-static const int kWindows = 256;
-static const size_t MiB = 1 << 20;
-
-static int run(const char *name, size_t handle_bytes, size_t access_bytes) {
+static CUmemAllocationProp device_memory() {
     CUmemAllocationProp prop = {};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = 0;
+    return prop;
+}
+
+static CUmemAccessDesc read_write(const CUmemAllocationProp &prop) {
     CUmemAccessDesc access = {};
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return access;
+}
+
+static const int kWindows = 256;
+static const size_t MiB = 1 << 20;
+
+static int run(const char *name, size_t handle_bytes, size_t access_bytes) {
+    CUmemAllocationProp prop = device_memory();
+    CUmemAccessDesc access = read_write(prop);
     std::vector<CUmemGenericAllocationHandle> handles(kWindows);
     for (auto &h : handles)
         CK(cuMemCreate(&h, handle_bytes, &prop, 0));
@@ -69,13 +79,8 @@ static int run(const char *name, size_t handle_bytes, size_t access_bytes) {
 static int joint(bool one_call) {
     const int n = 32;
     const size_t hb = 32 * MiB;
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
-    CUmemAccessDesc access = {};
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CUmemAllocationProp prop = device_memory();
+    CUmemAccessDesc access = read_write(prop);
     std::vector<CUmemGenericAllocationHandle> handles(n);
     for (auto &h : handles)
         CK(cuMemCreate(&h, hb, &prop, 0));
