@@ -261,7 +261,7 @@ static bool fence_may_defer(void *ctx, uint64_t stream_key) {
     CUcontext context;
     CUstream stream;
     return gm_stream_handle(stream_key, &stream, &context) && context == NULL &&
-           stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD && stream != NULL;
+           !gm_stream_is_default(stream);
 }
 
 static CUresult query(CUstream stream, void *unused) {

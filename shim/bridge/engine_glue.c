@@ -198,8 +198,7 @@ int gm_glue_device_count(void) {
 
 gm_join_t gm_join_begin(CUstream stream, bool ptsz, bool every_stream) {
     gm_join_t join = {gm_glue_engine_if_started(), true};
-    if (join.engine == NULL || (!every_stream && (stream == NULL || stream == CU_STREAM_LEGACY ||
-                                                  stream == CU_STREAM_PER_THREAD))) {
+    if (join.engine == NULL || (!every_stream && gm_stream_is_default(stream))) {
         join.engine = NULL;
         return join;
     }

@@ -8,6 +8,11 @@
 #include "interpose/shim.h"
 
 uint64_t gm_stream_key(CUstream stream, bool ptsz);
+/* Whether `stream` names a default stream (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) rather
+ * than one the application created. */
+static inline bool gm_stream_is_default(CUstream stream) {
+    return stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+}
 /* The handle of a stream identity, usable from this thread once `*context` (when not NULL) is
  * current; a regular stream carries its own context (`*context` NULL). False for another thread's
  * per-thread default stream, which no other thread can name: graphmem only ever records and waits

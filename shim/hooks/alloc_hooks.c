@@ -48,8 +48,7 @@ static bool stream_device_now(CUstream stream, CUdevice *device) {
     CUcontext context = NULL;
     if (gm_drv.cuCtxGetDevice_v2 == NULL)
         return gm_drv.cuCtxGetDevice(device) == CUDA_SUCCESS;
-    if (stream != NULL && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD &&
-        gm_drv.cuStreamGetCtx(stream, &context) != CUDA_SUCCESS)
+    if (!gm_stream_is_default(stream) && gm_drv.cuStreamGetCtx(stream, &context) != CUDA_SUCCESS)
         return false;
     return gm_drv.cuCtxGetDevice_v2(device, context) == CUDA_SUCCESS;
 }

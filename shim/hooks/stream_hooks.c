@@ -25,8 +25,7 @@ static CUresult call_stream_destroy(void *arg) {
 
 static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
     gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine == NULL || stream == NULL || stream == CU_STREAM_LEGACY ||
-        stream == CU_STREAM_PER_THREAD)
+    if (engine == NULL || gm_stream_is_default(stream))
         return real(stream);
     if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed))
         gm_joins_stream_destroyed(stream);
