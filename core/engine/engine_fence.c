@@ -74,7 +74,7 @@ bool gm_fence_may_defer(const gm_engine_t *e, uint64_t stream) {
 
 void gm_fence_launch_begin(gm_engine_t *e) {
     pthread_mutex_lock(&e->defer_lock);
-    /* Dekker with gm_fence_join_fast: either a joiner sees defer_active and waits for the lock,
+    /* Dekker with gm_engine_join_fast: either a joiner sees defer_active and waits for the lock,
      * or this sees it running unlocked and lets its driver call finish first (it cannot block on
      * us). */
     atomic_fetch_add(&e->defer_active, 1);
@@ -114,7 +114,7 @@ gm_fence_t *gm_fence_launch_end(gm_engine_t *e, uint64_t stream, bool launched, 
     return f;
 }
 
-bool gm_fence_join_fast(gm_engine_t *e) {
+bool gm_engine_join_fast(gm_engine_t *e) {
     atomic_fetch_add(&e->joins_unlocked, 1);
     if (!atomic_load(&e->defer_active))
         return true;
@@ -122,7 +122,7 @@ bool gm_fence_join_fast(gm_engine_t *e) {
     return false;
 }
 
-void gm_fence_join_slow(gm_engine_t *e, uint64_t stream) {
+void gm_engine_join_slow(gm_engine_t *e, uint64_t stream) {
     pthread_mutex_lock(&e->defer_lock);
     for (gm_fence_t *f = e->deferred, *next; f; f = next) {
         next = f->deferred_next;
@@ -131,7 +131,14 @@ void gm_fence_join_slow(gm_engine_t *e, uint64_t stream) {
     }
 }
 
-void gm_fence_join_end(gm_engine_t *e, bool fast) {
+bool gm_engine_join_begin(gm_engine_t *e, uint64_t stream) {
+    bool fast = gm_engine_join_fast(e);
+    if (!fast)
+        gm_engine_join_slow(e, stream);
+    return fast;
+}
+
+void gm_engine_join_end(gm_engine_t *e, bool fast) {
     if (fast)
         atomic_fetch_sub(&e->joins_unlocked, 1);
     else

@@ -8,7 +8,7 @@
 gm_status_t gm_fence_record(gm_engine_t *e, uint64_t stream, gm_fence_t **out);
 /* Deferred fences (core/README.md, "Deferred fences"). Whether a launch on `stream` may leave its
  * fence deferred: the option, and a backend that can prove a stream idle and says the stream
- * cannot enter a capture without passing gm_fence_join. */
+ * cannot enter a capture without a join (gm_engine_join_*, engine.h). */
 bool gm_fence_may_defer(const gm_engine_t *e, uint64_t stream);
 /* Around the driver's call of a served launch or upload and its fence: begin takes the defer
  * lock, so no stream joins a capture between the call and the fence (a fence recorded after a
@@ -23,11 +23,6 @@ static inline bool gm_fence_still_deferred(gm_fence_t *f) {
 }
 /* Realizes a deferred fence now (nothing for a recorded one or NULL). Engine lock held. */
 void gm_fence_realize(gm_engine_t *e, gm_fence_t *f);
-/* Around a call by which `stream` (GM_NO_STREAM: any stream) may enter a capture or go away
- * (gm_engine_join_fast/slow/end in engine.h). */
-bool gm_fence_join_fast(gm_engine_t *e);
-void gm_fence_join_slow(gm_engine_t *e, uint64_t stream);
-void gm_fence_join_end(gm_engine_t *e, bool fast);
 /* Makes `stream` wait for f unless it is done; *waited says whether a wait was enqueued. */
 gm_status_t gm_fence_wait_stream(gm_engine_t *e, uint64_t stream, gm_fence_t *f, bool *waited);
 void gm_fence_unref(gm_engine_t *e, gm_fence_t *f); /* NULL is fine */

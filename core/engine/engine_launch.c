@@ -318,31 +318,12 @@ out:
     return st;
 }
 
-bool gm_engine_join_fast(gm_engine_t *e) {
-    return gm_fence_join_fast(e);
-}
-
-void gm_engine_join_slow(gm_engine_t *e, uint64_t stream) {
-    gm_fence_join_slow(e, stream);
-}
-
-bool gm_engine_join_begin(gm_engine_t *e, uint64_t stream) {
-    bool fast = gm_fence_join_fast(e);
-    if (!fast)
-        gm_fence_join_slow(e, stream);
-    return fast;
-}
-
-void gm_engine_join_end(gm_engine_t *e, bool fast) {
-    gm_fence_join_end(e, fast);
-}
-
 gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_call_t call) {
     pthread_mutex_lock(&e->lock);
     /* Its deferred fence is realized while the handle still names it. */
     bool fast = gm_engine_join_begin(e, stream);
     bool destroyed = !call.fn || call.fn(call.arg);
-    gm_fence_join_end(e, fast);
+    gm_engine_join_end(e, fast);
     if (!destroyed) {
         gm_engine_unlock(e);
         return GM_ERR_DRIVER;
