@@ -55,8 +55,10 @@ static void realize_locked(gm_engine_t *e, gm_fence_t *f) {
                (unsigned long long)f->stream, gm_status_name(st));
         f->done = true;
     }
-    atomic_store_explicit(&f->deferred, false, memory_order_release);
+    /* Off the list first: once `deferred` reads false, gm_fence_unref may free f without the
+     * lock, so nothing here may touch f after the store. */
     unlist(e, f);
+    atomic_store_explicit(&f->deferred, false, memory_order_release);
 }
 
 void gm_fence_realize(gm_engine_t *e, gm_fence_t *f) {
