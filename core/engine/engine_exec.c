@@ -138,7 +138,7 @@ bool gm_engine_graph_instantiated(gm_engine_t *e, uint64_t graph) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *g = gm_graph_get(e, graph, false);
     bool inst = g && g->exec;
-    gm_engine_unlock(e);
+    gm_engine_unlock_unchanged(e);
     return inst;
 }
 

@@ -198,7 +198,7 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_
         info_out->va = m->record->va;
         info_out->params = m->record->params;
     }
-    gm_engine_unlock(e);
+    gm_engine_unlock_unchanged(e);
     return kind;
 }
 
@@ -206,7 +206,7 @@ bool gm_engine_graph_has_markers(gm_engine_t *e, uint64_t graph) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *g = gm_graph_get(e, graph, false);
     bool has = (g && (g->record_count || g->free_count)) || gm_map_get(&e->moved, graph);
-    gm_engine_unlock(e);
+    gm_engine_unlock_unchanged(e);
     return has;
 }
 
@@ -227,7 +227,7 @@ size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap)
     for (pos = 0; gm_map_next(&e->moved, &pos, &key, &value); count++)
         if (count < cap)
             graphs_out[count] = key;
-    gm_engine_unlock(e);
+    gm_engine_unlock_unchanged(e);
     return count;
 }
 

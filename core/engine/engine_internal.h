@@ -242,14 +242,21 @@ struct gm_engine {
     pthread_mutex_t defer_lock;
     gm_fence_t *deferred;
     atomic_uint defer_active, joins_unlocked;
-    /* Raised by every release of `lock` except the launch fast path's (gm_engine_unlock): an exec
-     * whose steady_epoch equals it has seen nothing change since its last launch. */
+    /* Raised by every release of `lock` after a change (gm_engine_unlock; lookups and the launch
+     * fast path release it with gm_engine_unlock_unchanged): an exec whose steady_epoch equals it
+     * has seen nothing change since its last launch. */
     uint64_t epoch;
 };
 
 /* Releases the engine lock after anything that may have changed the engine's state. */
 static inline void gm_engine_unlock(gm_engine_t *e) {
     e->epoch++;
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Releases it after a section that changed nothing (a lookup, a read of counters, a fast-path
+ * launch): the launch fast path of every exec stays armed. */
+static inline void gm_engine_unlock_unchanged(gm_engine_t *e) {
     pthread_mutex_unlock(&e->lock);
 }
 

@@ -262,7 +262,7 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
     gm_status_t st;
     gm_exec_t *x = upload ? NULL : gm_map_get(&e->execs, exec);
     if (x && launch_fast(e, x, stream, call, &st)) {
-        pthread_mutex_unlock(&e->lock); /* nothing changed: the epoch stays */
+        gm_engine_unlock_unchanged(e);
         return st;
     }
     for (;;) {

@@ -81,10 +81,15 @@ gm_status_t gm_engine_attr_get(gm_engine_t *e, int device, int attr, uint64_t *v
     if (!value || attr < GM_ATTR_USED_CURRENT || attr > GM_ATTR_RESERVED_HIGH)
         return GM_ERR_INVALID_VALUE;
     pthread_mutex_lock(&e->lock);
-    if (e->config.uaf_check)
+    gm_pool_stats_t s;
+    if (e->config.uaf_check) { /* the poll may unmap */
         gm_uaf_poll(e);
-    gm_pool_stats_t s = gm_pool_stats(e->pools[device]);
-    gm_engine_unlock(e);
+        s = gm_pool_stats(e->pools[device]);
+        gm_engine_unlock(e);
+    } else {
+        s = gm_pool_stats(e->pools[device]);
+        gm_engine_unlock_unchanged(e);
+    }
     const uint64_t values[] = {s.used, s.used_high, s.reserved, s.reserved_high};
     *value = values[attr];
     return GM_OK;
@@ -128,12 +133,12 @@ void gm_engine_report(gm_engine_t *e, void (*fn)(const gm_exec_report_t *, void 
     }
     for (uint32_t i = 0; i < e->dead_count; i++)
         fn(&e->dead_reports[i], arg);
-    gm_engine_unlock(e);
+    gm_engine_unlock_unchanged(e);
 }
 
 bool gm_engine_reserved(gm_engine_t *e, uint64_t va) {
     pthread_mutex_lock(&e->lock);
     bool inside = gm_vaspace_contains(e->vas, va);
-    gm_engine_unlock(e);
+    gm_engine_unlock_unchanged(e);
     return inside;
 }

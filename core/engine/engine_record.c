@@ -299,6 +299,6 @@ bool gm_engine_owns(gm_engine_t *e, uint64_t va) {
     bool owns = false;
     for (gm_record_t *r = gm_map_get(&e->addresses, va); r && !owns; r = r->va_next)
         owns = r->owner || r->live || r->exec_refs; /* an exec still makes it at its launches */
-    gm_engine_unlock(e);
+    gm_engine_unlock_unchanged(e);
     return owns;
 }
