@@ -15,7 +15,10 @@
 // (1,000 allocations of 4 KiB..1 MiB, forward activations kept for the backward pass),
 // single_1MiB, 100x1MiB_sequential, 100x1MiB_concurrent, escape (allocations freed by cudaFree
 // after the launch), 4graphs_1stream (four graphs one after another on one stream),
-// 4graphs_events (the same four alternating between two streams, ordered by events).
+// 4graphs_events (the same four alternating between two streams, ordered by events),
+// 8graphs_8streams (eight 64 MiB graphs on eight streams; the first is short and has finished
+// before the eighth is launched, the others run 50 ms: seven are live at once, 448 MiB). The
+// last has no exec lines: its execs run at the same time, so the largest bound is not its bound.
 #include "bench_common.cuh"
 
 static cudaStream_t st[5];
@@ -183,6 +186,26 @@ static cudaGraphExec_t escape(std::vector<void *> *escaping) {
     return instantiate(end_capture(st[0]));
 }
 
+// Spins for `ns` nanoseconds of the GPU's global timer, then writes p[0].
+__global__ void spin(char *p, unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    while (now - start < ns);
+    p[0] = 1;
+}
+
+// One 64 MiB allocation, written, then a kernel running `ns`, then freed.
+static cudaGraphExec_t long_graph(cudaStream_t s, unsigned long long ns) {
+    begin_capture(s);
+    void *p = alloc_on(s, 64 * MiB);
+    touch_on(s, p);
+    spin<<<1, 1, 0, s>>>((char *)p, ns);
+    free_on(s, p);
+    return instantiate(end_capture(s));
+}
+
 // Four two-live chains of different sizes (bounds 128, 256, 512 and 384 MiB).
 static std::vector<cudaGraphExec_t> four_graphs() {
     std::vector<cudaGraphExec_t> execs;
@@ -254,6 +277,24 @@ int main(int, char **argv) {
                       }
                   },
                   {});
+    }
+    {
+        cudaStream_t s8[8];
+        std::vector<cudaGraphExec_t> execs;
+        for (int i = 0; i < 8; i++) {
+            s8[i] = new_stream();
+            used_streams.push_back(s8[i]);
+            execs.push_back(long_graph(s8[i], i ? 50000000ull : 0));
+        }
+        footprint("8graphs_8streams", {},
+                  [&] {
+                      for (int i = 0; i < 7; i++)
+                          launch(execs[i], s8[i]);
+                      CK(cudaStreamSynchronize(s8[0]));
+                      launch(execs[7], s8[7]);
+                  },
+                  {});
+        kept.insert(kept.end(), execs.begin(), execs.end());
     }
 
     CK(cudaDeviceSynchronize());

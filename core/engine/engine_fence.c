@@ -179,6 +179,20 @@ bool gm_fence_done(gm_engine_t *e, gm_fence_t *f) {
     return f->done;
 }
 
+bool gm_fence_finished(gm_engine_t *e, gm_fence_t *f) {
+    if (f && atomic_load_explicit(&f->deferred, memory_order_acquire)) {
+        pthread_mutex_lock(&e->defer_lock);
+        bool busy = atomic_load_explicit(&f->deferred, memory_order_relaxed) &&
+                    e->backend.stream_idle(e->backend.ctx, f->stream) == GM_ERR_NOT_READY;
+        if (!busy)
+            realize_locked(e, f); /* idle (or gone): done without an event */
+        pthread_mutex_unlock(&e->defer_lock);
+        if (busy)
+            return false;
+    }
+    return gm_fence_done(e, f);
+}
+
 gm_status_t gm_fence_wait_stream(gm_engine_t *e, uint64_t stream, gm_fence_t *f, bool *waited) {
     *waited = false;
     if (gm_fence_done(e, f))

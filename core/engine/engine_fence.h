@@ -31,5 +31,9 @@ void gm_fence_set(gm_engine_t *e, gm_fence_t **slot, gm_fence_t *f);
 /* Whether the work before f has finished (NULL: nothing to wait for); realizes a deferred f.
  * Never blocks. */
 bool gm_fence_done(gm_engine_t *e, gm_fence_t *f);
+/* The same, for a question whose "no" costs nothing: a deferred f whose stream is still busy
+ * stays deferred (no event recorded on a stream the caller was not handed, and the stream's
+ * launches keep their fast path). */
+bool gm_fence_finished(gm_engine_t *e, gm_fence_t *f);
 
 #endif

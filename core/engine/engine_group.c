@@ -78,8 +78,8 @@ void gm_groups_destroy_all(gm_engine_t *e) {
     }
 }
 
-gm_status_t gm_group_join(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
-    gm_group_t *g = group_for(e, p->device, stream);
+gm_status_t gm_group_join(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_group_t *into) {
+    gm_group_t *g = into ? into : group_for(e, p->device, stream);
     if (!g)
         return GM_ERR_OUT_OF_MEMORY;
     p->group = g;
@@ -87,6 +87,13 @@ gm_status_t gm_group_join(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
     g->members = p;
     g->member_count++;
     return GM_OK;
+}
+
+uint64_t gm_group_held_pages(const gm_group_t *g) {
+    uint64_t held = 0;
+    for (uint32_t i = 0; i < g->arena.count; i++)
+        held += g->arena.handles[i] ? g->arena.pages[i] : 0;
+    return held;
 }
 
 /* Cuts the new tail where the plan cuts its handles. */

@@ -201,6 +201,48 @@ void gm_part_free_live(gm_engine_t *e, gm_part_t *p) {
 
 /* ---- its group ----------------------------------------------------------------------------- */
 
+/* Whether nothing that maps the group's memory may still be running: its latest user and every
+ * member finished (queries only, gm_fence_finished). */
+static bool group_idle(gm_engine_t *e, gm_group_t *g) {
+    if (!gm_fence_finished(e, g->last_fence))
+        return false;
+    for (gm_part_t *m = g->members; m; m = m->group_next)
+        if (m->busy || !gm_fence_finished(e, m->run_fence))
+            return false;
+    return true;
+}
+
+/* A part's first group. Its stream's group, unless that holds less of the memory the part needs
+ * than a group of another stream whose users have all finished: then it joins that one, and
+ * reuses its memory without a wait, where a group of its own would grow the footprint by the
+ * other's bytes (eight 64 MiB graphs on eight streams, the first finished before the eighth is
+ * launched: the driver reuses the first's memory). Like every member of a group, it then runs
+ * after the group's latest user when launched on another stream than that one (the driver, too,
+ * "may introduce synchronization between future graph launches"). Not under `remap`, whose
+ * members leave for their stream's group at a stream change, nor under no_alias. */
+static gm_group_t *first_group(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
+    uint64_t need = p->plan.shared.pages;
+    if (need == 0 || e->config.no_alias || e->config.cross_stream != GM_CROSS_STREAM_SERIALIZE)
+        return NULL;
+    gm_group_t *home = gm_map_get(&e->groups[p->device], stream), *best = NULL;
+    uint64_t held = home ? gm_group_held_pages(home) : 0;
+    if (held >= need)
+        return NULL;
+    uint32_t pos = 0;
+    void *v;
+    while (gm_map_next(&e->groups[p->device], &pos, NULL, &v)) {
+        gm_group_t *g = v;
+        uint64_t h = gm_group_held_pages(g);
+        if (g != home && h > held && group_idle(e, g)) {
+            best = g;
+            held = h;
+            if (held >= need)
+                break;
+        }
+    }
+    return best;
+}
+
 gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait) {
     gm_group_t *g = p->group;
     if (g && g->stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP) {
@@ -216,7 +258,11 @@ gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fenc
         gm_group_leave(e, p);
         g = NULL;
     }
-    return g ? GM_OK : gm_group_join(e, p, stream);
+    if (g)
+        return GM_OK;
+    g = first_group(e, p, stream);
+    p->exec->report.adopted += g != NULL;
+    return gm_group_join(e, p, stream, g);
 }
 
 /* ---- mapping ------------------------------------------------------------------------------- */

@@ -52,6 +52,57 @@ static void test_eight_streams_sum(void) {
     CHECK(sim_fini(&s));
 }
 
+static void sum_adopted(const gm_exec_report_t *rep, void *arg) {
+    *(uint64_t *)arg += rep->adopted;
+}
+
+/* 8 graphs on 8 streams, the first finished before the eighth is launched: the eighth takes the
+ * first's memory instead of growing the footprint (the driver does the same), and from then on
+ * the two run one after the other: the first, launched again while the eighth runs, waits for it.
+ * A busy group is never taken, and its streams get no event recorded by the question. */
+static void test_finished_group_reused(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g[8];
+    for (int i = 0; i < 8; i++) {
+        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
+        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
+    }
+    for (int i = 0; i < 7; i++) {
+        REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK);
+        CHECK(sim_run_data(&s, &g[i], NULL));
+    }
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 28 * MiB);
+    host_backend_complete(s.hb, 0x100, UINT64_MAX);
+    host_backend_reset_calls(s.hb);
+    REQUIRE(sim_launch(&s, 0xE7, 0x107) == GM_OK);
+    CHECK(sim_run_data(&s, &g[7], NULL));
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 28 * MiB);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_HIGH), 28 * MiB);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 0);
+    uint64_t adopted = 0;
+    gm_engine_report(s.engine, sum_adopted, &adopted);
+    CHECK_EQ_U64(adopted, 1);
+    uint64_t waits = host_backend_stream_waits(s.hb);
+    REQUIRE(sim_launch(&s, 0xE0, 0x100) == GM_OK);
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 1);
+    CHECK(sim_run_data(&s, &g[0], NULL));
+    /* Under remap each stream keeps memory of its own. */
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+    gm_engine_config_t c = sim_default_config();
+    c.cross_stream = GM_CROSS_STREAM_REMAP;
+    REQUIRE(sim_init(&s, &c));
+    for (int i = 0; i < 2; i++) {
+        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
+        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
+        REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK);
+        host_backend_complete_all(s.hb);
+    }
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 8 * MiB);
+    CHECK(sim_fini(&s));
+}
+
 /* 8 graphs each leaving 4 MiB unfreed: the sum, and a trim keeps it (§A6.9, §A11.1). */
 static void test_eight_unfreed_sum(void) {
     sim_t s;
@@ -356,6 +407,7 @@ static void test_stream_destroyed(void) {
 int main(void) {
     RUN_TEST(test_eight_graphs_one_stream_share);
     RUN_TEST(test_eight_streams_sum);
+    RUN_TEST(test_finished_group_reused);
     RUN_TEST(test_eight_unfreed_sum);
     RUN_TEST(test_attributes_double_memory);
     RUN_TEST(test_trim_respects_running_launch);
