@@ -9,7 +9,9 @@
  * host threads also launch on (through the engine's join, as the shim does): a launch into a
  * capture is refused by the "driver" and rolls back, and any fence, query or synchronize graphmem
  * makes on a capturing stream is misuse (deferred fences must be realized before the capture).
- * Run with both cross-stream policies. */
+ * Run with both cross-stream policies, and once more with each exec first launched alone on a
+ * stream of its own and no cap, so that first launches take the memory of other streams' finished
+ * groups (core/README.md, "Finished memory of another stream") while the rest goes on. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -285,12 +287,18 @@ static void build_graph(world_t *w, tgraph_t *t, int i, uint64_t *rng) {
     pthread_mutex_init(&t->lock, NULL);
 }
 
-static void run_world(gm_cross_stream_policy_t policy) {
+static void sum_adopted(const gm_exec_report_t *rep, void *arg) {
+    *(uint64_t *)arg += rep->adopted;
+}
+
+static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
     static world_t w; /* large: not on a thread's stack */
     memset(&w, 0, sizeof w);
     gm_engine_config_t c = sim_default_config();
     c.cross_stream = policy;
-    c.max_reserved = 64 * sim_page(); /* tight: some launches fail for memory and roll back */
+    /* Tight: some launches fail for memory and roll back. Without a cap, memory stays held, which
+     * is what a first launch can adopt. */
+    c.max_reserved = adopt ? 0 : 64 * sim_page();
     c.release_threshold = 4 * sim_page();
     REQUIRE(sim_init(&w.s, &c));
     host_backend_use_workers(w.s.hb);
@@ -309,9 +317,14 @@ static void run_world(gm_cross_stream_policy_t policy) {
         workers[i] = (worker_t){&w, i < THREADS ? STREAM(i) : SHARED(i - THREADS)};
         pthread_create(&worker_ids[i], NULL, worker_main, &workers[i]);
     }
-    /* One stream first: the execs join one sharing group and alias each other's memory. */
-    for (int i = 0; i < GRAPHS; i++)
-        one_launch(&w, &w.t[i], STREAM(0), STREAM(0), &rng);
+    /* One stream first: the execs join one sharing group and alias each other's memory. Or each
+     * alone on a stream of its own, finished before the next: they adopt each other's groups. */
+    for (int i = 0; i < GRAPHS; i++) {
+        uint64_t stream = adopt ? STREAM(i % THREADS) : STREAM(0);
+        one_launch(&w, &w.t[i], stream, stream, &rng);
+        if (adopt)
+            host_backend_drain(w.s.hb);
+    }
     host_backend_drain(w.s.hb);
     pthread_create(&capturer, NULL, capturer_main, &w);
     host_thread_t hosts[THREADS];
@@ -329,9 +342,14 @@ static void run_world(gm_cross_stream_policy_t policy) {
     atomic_store(&w.stop, true);
     for (int i = 0; i < WORKERS; i++)
         pthread_join(worker_ids[i], NULL);
-    printf("%s: %llu launches, %llu failed for memory, %llu refused in %llu captures, seed %llu\n",
-           policy == GM_CROSS_STREAM_SERIALIZE ? "serialize" : "remap",
-           (unsigned long long)atomic_load(&w.launches),
+    uint64_t adopted = 0;
+    gm_engine_report(w.s.engine, sum_adopted, &adopted);
+    if (adopt)
+        CHECK(adopted > 0);
+    printf("%s%s: %llu adopted, %llu launches, %llu failed for memory, %llu refused in %llu "
+           "captures, seed %llu\n",
+           policy == GM_CROSS_STREAM_SERIALIZE ? "serialize" : "remap", adopt ? ", adopting" : "",
+           (unsigned long long)adopted, (unsigned long long)atomic_load(&w.launches),
            (unsigned long long)atomic_load(&w.failed_for_memory),
            (unsigned long long)atomic_load(&w.refused_in_capture),
            (unsigned long long)atomic_load(&w.captures), (unsigned long long)w.seed);
@@ -349,16 +367,21 @@ static void run_world(gm_cross_stream_policy_t policy) {
     CHECK(sim_fini(&w.s));
 }
 
+static void test_threads_adopt(void) {
+    run_world(GM_CROSS_STREAM_SERIALIZE, true);
+}
+
 static void test_threads_serialize(void) {
-    run_world(GM_CROSS_STREAM_SERIALIZE);
+    run_world(GM_CROSS_STREAM_SERIALIZE, false);
 }
 
 static void test_threads_remap(void) {
-    run_world(GM_CROSS_STREAM_REMAP);
+    run_world(GM_CROSS_STREAM_REMAP, false);
 }
 
 int main(void) {
     RUN_TEST(test_threads_serialize);
     RUN_TEST(test_threads_remap);
+    RUN_TEST(test_threads_adopt);
     return gm_check_summary();
 }
