@@ -196,7 +196,7 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     if (!ws.order || !ws.placed || !ws.spans || !ws.scratch || !ws.offset || !keys)
         goto out;
-    uint64_t best = in->ceiling ? in->ceiling : UINT64_MAX;
+    uint64_t best = UINT64_MAX;
     /* A later order is kept only when strictly smaller, so stopping at a lower bound changes
      * nothing but the time. */
     for (size_t s = 0; s < sizeof strategies / sizeof strategies[0] && best > in->enough; s++) {
@@ -208,7 +208,7 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
             memcpy(offset_out, ws.offset, (size_t)n * sizeof *offset_out);
         }
     }
-    *arena_out = in->ceiling && best == in->ceiling ? UINT64_MAX : best;
+    *arena_out = best;
     st = GM_OK;
 out:
     free(ws.order);

@@ -17,16 +17,13 @@ typedef struct gm_place_input {
     const uint64_t *start; /* per item: topological rank of its earliest allocation */
     const uint64_t *fixed; /* per item: a given offset, or GM_PLACE_FREE; may be NULL */
     uint64_t barrier;      /* no item may straddle this page offset (0 = none) */
-    uint64_t enough;  /* an arena this small cannot be beaten (a lower bound): stop trying other
-                       * orders once one reaches it (0 = try every order) */
-    uint64_t ceiling; /* keep only an arena strictly smaller than this (0 = any): an order stops
-                       * as soon as it reaches it */
+    uint64_t enough; /* an arena this small cannot be beaten (a lower bound): stop trying other
+                      * orders once one reaches it (0 = try every order) */
 } gm_place_input_t;
 
 #define GM_PLACE_FREE UINT64_MAX
 
-/* Writes offset_out[i] for every item and the arena size (the highest end); with a ceiling that
- * no order beats, *arena_out is UINT64_MAX and offset_out holds nothing useful. */
+/* Writes offset_out[i] for every item and the arena size (the highest end). */
 gm_status_t gm_place(const gm_place_input_t *input, uint64_t *offset_out, uint64_t *arena_out);
 
 #endif

@@ -177,118 +177,10 @@ static uint64_t pages_of(uint64_t bytes, uint64_t page) {
     return bytes / page + (bytes % page != 0);
 }
 
-typedef struct offset_sort {
-    uint64_t offset;
-    uint32_t group;
-} offset_sort_t;
-
-static int by_offset(const void *a, const void *b) {
-    const offset_sort_t *x = a, *y = b;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
-
-/* The escape arena of a joint placement: the lowest page offset at or above every escaping
- * group's end that no group straddles. Sweeping the groups in offset order, a group starting
- * below the boundary pushes it to its own end; once one starts at or above it, so do the rest. */
-static gm_status_t joint_boundary(const work_t *w, const uint64_t *pages, const uint64_t *fixed,
-                                  const uint64_t *offset, uint64_t *boundary) {
-    offset_sort_t *order = malloc(((size_t)w->m + 1) * sizeof *order);
-    if (!order)
-        return GM_ERR_OUT_OF_MEMORY;
-    uint64_t b = 0;
-    for (uint32_t g = 0; g < w->m; g++) {
-        order[g] = (offset_sort_t){offset[g], g};
-        if (fixed[g] != GM_PLACE_FREE && offset[g] + pages[g] > b)
-            b = offset[g] + pages[g];
-    }
-    qsort(order, w->m, sizeof *order, by_offset);
-    for (uint32_t k = 0; k < w->m && order[k].offset < b; k++)
-        if (order[k].offset + pages[order[k].group] > b)
-            b = order[k].offset + pages[order[k].group];
-    free(order);
-    *boundary = b;
-    return GM_OK;
-}
-
-/* Offsets of the groups in both arenas. First with the escaping items back to back at the bottom
- * of one joint arena (their escape arena), every other item placed around them without straddling
- * that barrier: those landing below it share the escape arena (pages an escaping allocation takes
- * only later). When that misses the lower bound by more than 1%, the escaping items are placed like
- * the others too, and the escape arena becomes everything below the lowest boundary that holds
- * every escaping item and cuts no item; kept only when strictly smaller, since a larger escape
- * arena is memory the exec shares with no other graph. A chain whose escaping allocations are made
- * after earlier ones were freed needs the second: they take those bytes (bench escape workload: 448
- * MiB with the barrier alone, 384, the bound, with both). */
-static gm_status_t place_groups(work_t *w, gm_plan_t *plan) {
-    uint64_t *pages = malloc((size_t)w->m * sizeof *pages);
-    uint64_t *start = malloc((size_t)w->m * sizeof *start);
-    uint64_t *offset = malloc((size_t)w->m * sizeof *offset);
-    uint64_t *joint = malloc((size_t)w->m * sizeof *joint);
-    uint64_t *fixed = malloc((size_t)w->m * sizeof *fixed);
-    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    if (!pages || !start || !offset || !joint || !fixed)
-        goto out;
-    uint64_t barrier = plan->escape.pages;
-    for (uint32_t g = 0; g < w->m; g++) {
-        const gm_plan_item_t *item = &plan->items[w->group_item[g]];
-        pages[g] = item->pages;
-        fixed[g] = item->escaping ? item->arena_page : GM_PLACE_FREE;
-        start[g] = UINT64_MAX;
-        for (uint32_t k = w->first[g]; k < w->first[g + 1]; k++)
-            if (w->dag.rank[w->alloc_node[k]] < start[g])
-                start[g] = w->dag.rank[w->alloc_node[k]];
-    }
-    /* Every placement holds the allocations live together: the lower bound in pages. */
-    uint64_t bound = pages_of(plan->lower_bound, w->in->page), total = 0;
-    gm_place_input_t pin = {.count = w->m,
-                            .pages = pages,
-                            .conflict = w->group_conflict,
-                            .words = gm_bits_words(w->m),
-                            .start = start,
-                            .fixed = fixed,
-                            .barrier = barrier,
-                            .enough = bound};
-    if ((st = gm_place(&pin, offset, &total)) != GM_OK)
-        goto out;
-    bool joint_won = false;
-    /* Within 1% of the bound the second placement is not worth its time: on plan10k's 4,000
-     * items it never won and doubled the planning time (26 -> 60 ms). */
-    if (barrier > 0 && total - total / 100 > bound) {
-        uint64_t joint_total = 0, boundary = 0;
-        pin.fixed = NULL;
-        pin.barrier = 0;
-        pin.ceiling = total; /* an order that cannot win stops early */
-        if ((st = gm_place(&pin, joint, &joint_total)) != GM_OK ||
-            (joint_total < total &&
-             (st = joint_boundary(w, pages, fixed, joint, &boundary)) != GM_OK))
-            goto out;
-        if (joint_total < total) {
-            memcpy(offset, joint, (size_t)w->m * sizeof *offset);
-            total = joint_total;
-            barrier = boundary;
-            joint_won = true;
-        }
-    }
-    for (uint32_t g = 0; g < w->m; g++) {
-        gm_plan_item_t *item = &plan->items[w->group_item[g]];
-        if (pages[g] == 0 || (fixed[g] != GM_PLACE_FREE && !joint_won))
-            continue;
-        item->escaping = offset[g] < barrier;
-        item->arena_page = item->escaping ? offset[g] : offset[g] - barrier;
-    }
-    plan->escape.pages = barrier;
-    plan->shared.pages = total > barrier ? total - barrier : 0;
-    st = GM_OK;
-out:
-    free(pages);
-    free(start);
-    free(offset);
-    free(joint);
-    free(fixed);
-    return st;
-}
-
-/* Item extents, escape flags, and offsets in both arenas (place_groups). */
+/* Item extents, escape flags, and offsets in both arenas. Escaping items (live past the end of the
+ * graph) sit back to back at the bottom of one joint arena; every other item is placed around
+ * them, and those that land below them share the escape arena (pages an escaping allocation only
+ * takes later); a barrier keeps any item from straddling the two arenas. */
 static gm_status_t place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
                                uint64_t *escape_len) {
     const gm_plan_input_t *in = w->in;
@@ -310,8 +202,43 @@ static gm_status_t place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
         }
     }
     gm_status_t st = GM_OK;
-    if (!in->no_alias && w->m > 0)
-        st = place_groups(w, plan);
+    if (!in->no_alias && w->m > 0) {
+        uint64_t *pages = malloc((size_t)w->m * sizeof *pages);
+        uint64_t *start = malloc((size_t)w->m * sizeof *start);
+        uint64_t *offset = malloc((size_t)w->m * sizeof *offset);
+        uint64_t *fixed = malloc((size_t)w->m * sizeof *fixed);
+        st = GM_ERR_OUT_OF_MEMORY;
+        if (pages && start && offset && fixed) {
+            uint64_t barrier = plan->escape.pages;
+            for (uint32_t g = 0; g < w->m; g++) {
+                const gm_plan_item_t *item = &plan->items[w->group_item[g]];
+                pages[g] = item->pages;
+                fixed[g] = item->escaping ? item->arena_page : GM_PLACE_FREE;
+                start[g] = UINT64_MAX;
+                for (uint32_t k = w->first[g]; k < w->first[g + 1]; k++)
+                    if (w->dag.rank[w->alloc_node[k]] < start[g])
+                        start[g] = w->dag.rank[w->alloc_node[k]];
+            }
+            /* Every placement holds the allocations live together: the lower bound in pages. */
+            gm_place_input_t pin = {
+                w->m,  pages, w->group_conflict, gm_bits_words(w->m),
+                start, fixed, barrier,           pages_of(plan->lower_bound, in->page)};
+            uint64_t total = 0;
+            st = gm_place(&pin, offset, &total);
+            for (uint32_t g = 0; g < w->m && st == GM_OK; g++) {
+                gm_plan_item_t *item = &plan->items[w->group_item[g]];
+                if (pages[g] == 0 || fixed[g] != GM_PLACE_FREE)
+                    continue;
+                item->escaping = offset[g] < barrier;
+                item->arena_page = item->escaping ? offset[g] : offset[g] - barrier;
+            }
+            plan->shared.pages = total > barrier ? total - barrier : 0;
+        }
+        free(pages);
+        free(start);
+        free(offset);
+        free(fixed);
+    }
     for (uint32_t it = 0; it < plan->item_count; it++) {
         const gm_plan_item_t *item = &plan->items[it];
         escape_len[it] = item->escaping ? item->pages : 0;

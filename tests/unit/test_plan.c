@@ -93,31 +93,6 @@ static void test_escape_zero_and_chunk(void) {
     gm_plan_free(&plan);
 }
 
-/* The bench's escape workload: a chain of six 128 MiB allocations, two live at a time, making a
- * 64 MiB allocation that escapes after the second, fourth and sixth. The bound is 384 MiB (two
- * links and two escaped); the later escaping allocations must take bytes of links freed before
- * they were made, which escaping items stacked below a barrier cannot (448 MiB). */
-static void test_escaping_takes_freed_bytes(void) {
-    /* Nodes in capture order: alloc L0, alloc L1, free L0, alloc E1, alloc L2, free L1, alloc L3,
-     * free L2, alloc E3, alloc L4, free L3, alloc L5, free L4, alloc E5, free L5. */
-    uint32_t from[14], to[14];
-    gm_plan_input_t in = chain_input(15, from, to);
-    gm_plan_alloc_t a[] = {
-        {128 * MIB, 0, 2, 0, 0},  {128 * MIB, 1, 5, 1, 0},   {64 * MIB, 3, GM_NO_NODE, 2, 0},
-        {128 * MIB, 4, 7, 3, 0},  {128 * MIB, 6, 10, 4, 0},  {64 * MIB, 8, GM_NO_NODE, 5, 0},
-        {128 * MIB, 9, 12, 6, 0}, {128 * MIB, 11, 14, 7, 0}, {64 * MIB, 13, GM_NO_NODE, 8, 0},
-    };
-    in.alloc_count = 9;
-    in.allocs = a;
-    in.item_count = 9;
-    gm_plan_t plan;
-    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
-    CHECK_EQ_U64(plan.lower_bound, 384 * MIB);
-    CHECK_EQ_U64(plan.shared.pages + plan.escape.pages, 192);
-    CHECK(plan.items[2].escaping && plan.items[5].escaping && plan.items[8].escaping);
-    gm_plan_free(&plan);
-}
-
 static void test_no_alias(void) {
     uint32_t from[3], to[3];
     gm_plan_input_t in = chain_input(4, from, to);
@@ -192,7 +167,6 @@ int main(void) {
     RUN_TEST(test_sequential_reuse);
     RUN_TEST(test_parallel_branches);
     RUN_TEST(test_escape_zero_and_chunk);
-    RUN_TEST(test_escaping_takes_freed_bytes);
     RUN_TEST(test_no_alias);
     RUN_TEST(test_cuts_follow_items);
     RUN_TEST(test_rejects_bad_input);
