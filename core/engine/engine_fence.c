@@ -40,12 +40,11 @@ static void unlist(gm_engine_t *e, gm_fence_t *f) {
  * capture realizes the stream's deferred fence first under the same lock. An idle stream proves
  * everything done without an event; otherwise an event recorded now follows the deferred work
  * (and whatever came after it on that stream: later, never earlier). A stream the backend cannot
- * reach any more went away with its context, whose destruction waited for its work. */
-static void realize_locked(gm_engine_t *e, gm_fence_t *f) {
-    if (!atomic_load_explicit(&f->deferred, memory_order_relaxed))
-        return;
+ * reach any more went away with its context, whose destruction waited for its work. `idle` is
+ * what the stream answered just now (stream_idle); f is still deferred. */
+static void realize_locked(gm_engine_t *e, gm_fence_t *f, gm_status_t idle) {
     const gm_backend_t *b = &e->backend;
-    gm_status_t st = b->stream_idle(b->ctx, f->stream);
+    gm_status_t st = idle;
     if (st == GM_ERR_NOT_READY)
         st = b->fence_record(b->ctx, f->stream, &f->handle);
     else if (st == GM_OK)
@@ -61,11 +60,17 @@ static void realize_locked(gm_engine_t *e, gm_fence_t *f) {
     atomic_store_explicit(&f->deferred, false, memory_order_release);
 }
 
+/* The stream's idleness now (GM_OK, GM_ERR_NOT_READY, or the error of a stream gone). */
+static gm_status_t stream_idle(gm_engine_t *e, const gm_fence_t *f) {
+    return e->backend.stream_idle(e->backend.ctx, f->stream);
+}
+
 void gm_fence_realize(gm_engine_t *e, gm_fence_t *f) {
     if (!f || !atomic_load_explicit(&f->deferred, memory_order_acquire))
         return;
     pthread_mutex_lock(&e->defer_lock);
-    realize_locked(e, f);
+    if (atomic_load_explicit(&f->deferred, memory_order_relaxed))
+        realize_locked(e, f, stream_idle(e, f));
     pthread_mutex_unlock(&e->defer_lock);
 }
 
@@ -129,7 +134,7 @@ void gm_engine_join_slow(gm_engine_t *e, uint64_t stream) {
     for (gm_fence_t *f = e->deferred, *next; f; f = next) {
         next = f->deferred_next;
         if (stream == GM_NO_STREAM || f->stream == stream)
-            realize_locked(e, f);
+            realize_locked(e, f, stream_idle(e, f)); /* listed: still deferred */
     }
 }
 
@@ -182,10 +187,13 @@ bool gm_fence_done(gm_engine_t *e, gm_fence_t *f) {
 bool gm_fence_finished(gm_engine_t *e, gm_fence_t *f) {
     if (f && atomic_load_explicit(&f->deferred, memory_order_acquire)) {
         pthread_mutex_lock(&e->defer_lock);
-        bool busy = atomic_load_explicit(&f->deferred, memory_order_relaxed) &&
-                    e->backend.stream_idle(e->backend.ctx, f->stream) == GM_ERR_NOT_READY;
-        if (!busy)
-            realize_locked(e, f); /* idle (or gone): done without an event */
+        bool busy = false;
+        if (atomic_load_explicit(&f->deferred, memory_order_relaxed)) {
+            gm_status_t idle = stream_idle(e, f);
+            busy = idle == GM_ERR_NOT_READY;
+            if (!busy)
+                realize_locked(e, f, idle); /* idle (or gone): done, no event */
+        }
         pthread_mutex_unlock(&e->defer_lock);
         if (busy)
             return false;

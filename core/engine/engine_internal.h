@@ -172,6 +172,10 @@ struct gm_part {
     uint64_t run_stream;
     gm_fence_t *run_fence;
     uint64_t graph_serial; /* of its graph: another exec of that graph maps the same windows */
+    /* Joined another stream's finished group at its first launch, on this stream (GM_NO_STREAM:
+     * none): launched there again, it leaves for that stream's own group rather than wait when
+     * the group is busy elsewhere (engine_part.c, gm_part_enter). */
+    uint64_t adopted_stream;
     bool mapped_once;
     bool busy; /* being mapped: a trim for room must leave it alone */
     gm_part_t *all_next, *all_prev;

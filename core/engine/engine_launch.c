@@ -134,12 +134,14 @@ static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, g
 }
 
 /* Whether the launch may map or unmap: a part not mapped yet (stale parts give windows up first),
- * or one leaving its group under `remap`. While a cover is held such a launch waits. */
+ * one leaving its group under `remap`, or an adopted part that may leave its group (engine_part.c,
+ * gm_part_enter). While a cover is held such a launch waits. */
 static bool changes_mappings(const gm_engine_t *e, const gm_exec_t *x, uint64_t stream) {
     for (uint32_t i = 0; i < x->part_count; i++) {
         const gm_part_t *p = x->parts[i];
         if (!p->shared_maps.mapped || !p->escape_maps.mapped || !p->group ||
-            (p->group->stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP))
+            (p->group->stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP) ||
+            (p->adopted_stream == stream && p->group->last_stream != stream))
             return true;
     }
     return false;

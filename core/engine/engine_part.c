@@ -54,6 +54,8 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, int device, const gm_to
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->record_count; i++)
         n += g->records[i]->params.device == device;
+    if (p)
+        p->adopted_stream = GM_NO_STREAM;
     if (!p || !(p->records = calloc(n, sizeof *p->records)) ||
         !(p->items = calloc(n, sizeof *p->items)) ||
         !(p->escaping = calloc(n, sizeof *p->escaping)) || !(allocs = calloc(n, sizeof *allocs)) ||
@@ -207,7 +209,7 @@ static bool group_idle(gm_engine_t *e, gm_group_t *g) {
     if (!gm_fence_finished(e, g->last_fence))
         return false;
     for (gm_part_t *m = g->members; m; m = m->group_next)
-        if (m->busy || !gm_fence_finished(e, m->run_fence))
+        if (!gm_fence_finished(e, m->run_fence))
             return false;
     return true;
 }
@@ -216,10 +218,8 @@ static bool group_idle(gm_engine_t *e, gm_group_t *g) {
  * than a group of another stream whose users have all finished: then it joins that one, and
  * reuses its memory without a wait, where a group of its own would grow the footprint by the
  * other's bytes (eight 64 MiB graphs on eight streams, the first finished before the eighth is
- * launched: the driver reuses the first's memory). Like every member of a group, it then runs
- * after the group's latest user when launched on another stream than that one (the driver, too,
- * "may introduce synchronization between future graph launches"). Not under `remap`, whose
- * members leave for their stream's group at a stream change, nor under no_alias. */
+ * launched: the driver reuses the first's memory). Not under `remap`, whose members leave for
+ * their stream's group at a stream change, nor under no_alias. */
 static gm_group_t *first_group(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
     uint64_t need = p->plan.shared.pages;
     if (need == 0 || e->config.no_alias || e->config.cross_stream != GM_CROSS_STREAM_SERIALIZE)
@@ -243,6 +243,29 @@ static gm_group_t *first_group(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
     return best;
 }
 
+/* An adopted part launched again on its stream while its group's latest user, on another stream,
+ * still runs: where any member would wait for that user, it leaves instead for its own stream's
+ * group, once its own last run finished (unmapping does not wait for the GPU), so that graphs
+ * warmed up one after another and then run at the same time on their streams get their
+ * concurrency back after one remap each. Still running itself: it waits like any member. */
+static bool leaves_adopted(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
+    const gm_group_t *g = p->group;
+    if (p->adopted_stream != stream || g->last_stream == stream ||
+        (g->last_part == p && g->last_launch))
+        return false;
+    return !gm_fence_finished(e, g->last_fence) && gm_fence_finished(e, p->run_fence);
+}
+
+/* Unmaps p's mappings of its group's arena and leaves the group; p is idle. */
+static gm_status_t leave_group(gm_engine_t *e, gm_part_t *p) {
+    gm_part_unmap_shared(e, p);
+    if (p->shared_maps.count)
+        return GM_ERR_BACKEND;
+    gm_group_leave(e, p);
+    p->adopted_stream = GM_NO_STREAM;
+    return GM_OK;
+}
+
 gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait) {
     gm_group_t *g = p->group;
     if (g && g->stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP) {
@@ -252,16 +275,22 @@ gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fenc
             *wait = p->run_fence;
             return GM_ERR_NOT_READY;
         }
-        gm_part_unmap_shared(e, p);
-        if (p->shared_maps.count)
-            return GM_ERR_BACKEND;
-        gm_group_leave(e, p);
-        g = NULL;
+        gm_status_t st = leave_group(e, p);
+        if (st != GM_OK)
+            return st;
+        return gm_group_join(e, p, stream, NULL);
+    }
+    if (g && leaves_adopted(e, p, stream)) {
+        gm_status_t st = leave_group(e, p);
+        return st != GM_OK ? st : gm_group_join(e, p, stream, NULL);
     }
     if (g)
         return GM_OK;
     g = first_group(e, p, stream);
-    p->exec->report.adopted += g != NULL;
+    if (g) {
+        p->adopted_stream = stream;
+        p->exec->report.adopted++;
+    }
     return gm_group_join(e, p, stream, g);
 }
 

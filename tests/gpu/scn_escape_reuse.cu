@@ -1,8 +1,9 @@
 // Escaping allocations made after others were freed (the bench's escape workload, smaller): a
 // chain of six 32 MiB allocations, two live at a time, that also makes a 16 MiB allocation after
-// the second, fourth and sixth and never frees it. The later escaping allocations may take the
-// bytes of chain links freed before they were made (graphmem plans them into one private arena;
-// the driver reuses such bytes too), never those of a link still live. Every link is signed when
+// the second, fourth and sixth and never frees it. An escaping allocation may take the bytes of
+// chain links freed before it was made (graphmem's planner may put such links into the exec's
+// private arena beside it; the driver reuses such bytes too), never those of a link still live,
+// and no later launch may touch it before it is freed. Every link is signed when
 // made and checked just before its free, every escaping allocation signed when made and checked
 // after the launch from outside the graph; four launches with AutoFreeOnLaunch, then the escaping
 // allocations are freed with cudaFree and the graph launched once more. Natively and under

@@ -103,6 +103,61 @@ static void test_finished_group_reused(void) {
     CHECK(sim_fini(&s));
 }
 
+/* Graphs warmed up one after another on their own streams, then run at the same time: the warm-up
+ * adopts (one group, one graph's memory), and the first steady round gives each adopted graph its
+ * own stream's group back, once, instead of a wait per launch (a review measured 79 stream waits
+ * in 80 launches without that). */
+static void test_adopted_leave_when_busy(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g[8];
+    for (int i = 0; i < 8; i++) {
+        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
+        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
+        REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK); /* warm-up */
+        CHECK(sim_run_data(&s, &g[i], NULL));
+        host_backend_complete_all(s.hb); /* cudaStreamSynchronize */
+    }
+    uint64_t adopted = 0;
+    gm_engine_report(s.engine, sum_adopted, &adopted);
+    CHECK_EQ_U64(adopted, 7);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 4 * MiB);
+    uint64_t waits = host_backend_stream_waits(s.hb);
+    for (int round = 0; round < 10; round++)
+        for (int i = 0; i < 8; i++) {
+            REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK);
+            CHECK(sim_run_data(&s, &g[i], NULL));
+        }
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 32 * MiB);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+
+    /* Still running itself, an adopted graph waits like any member; idle, it leaves. */
+    REQUIRE(sim_init(&s, NULL));
+    for (int i = 0; i < 2; i++) {
+        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
+        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
+    }
+    REQUIRE(sim_launch(&s, 0xE0, 0x100) == GM_OK);
+    host_backend_complete_all(s.hb);
+    REQUIRE(sim_launch(&s, 0xE1, 0x101) == GM_OK); /* adopts graph 0's group */
+    waits = host_backend_stream_waits(s.hb);
+    REQUIRE(sim_launch(&s, 0xE0, 0x100) == GM_OK); /* waits for graph 1 */
+    REQUIRE(sim_launch(&s, 0xE1, 0x101) == GM_OK); /* graph 1 still runs: waits for graph 0 */
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 2);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 4 * MiB);
+    host_backend_complete_all(s.hb);
+    REQUIRE(sim_launch(&s, 0xE0, 0x100) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE1, 0x101) == GM_OK); /* idle, its group busy on stream 0: leaves */
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 2);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 8 * MiB);
+    for (int i = 0; i < 2; i++)
+        CHECK(sim_run_data(&s, &g[i], NULL));
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+}
+
 /* 8 graphs each leaving 4 MiB unfreed: the sum, and a trim keeps it (§A6.9, §A11.1). */
 static void test_eight_unfreed_sum(void) {
     sim_t s;
@@ -408,6 +463,7 @@ int main(void) {
     RUN_TEST(test_eight_graphs_one_stream_share);
     RUN_TEST(test_eight_streams_sum);
     RUN_TEST(test_finished_group_reused);
+    RUN_TEST(test_adopted_leave_when_busy);
     RUN_TEST(test_eight_unfreed_sum);
     RUN_TEST(test_attributes_double_memory);
     RUN_TEST(test_trim_respects_running_launch);
