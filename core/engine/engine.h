@@ -56,6 +56,9 @@ typedef struct gm_engine_config {
     bool uaf_check;       /* memory is mapped only while an allocation may be live (see README) */
     bool free_on_destroy; /* destroying an exec frees its live allocations after its last run */
     bool defer_fences;    /* a launch's fence is recorded when first needed (core/README.md) */
+    /* GRAPHMEM_LIFT_RESTRICTIONS: edges and nodes of graphs with markers may be removed, so no
+     * byte reuse rests on a path of the graph as it is built (gm_engine_marker_destroy). */
+    bool lift_restrictions;
 } gm_engine_config_t;
 
 /* The driver call an engine operation makes for the shim, run inside the engine's critical
@@ -140,6 +143,13 @@ size_t gm_engine_marked_graphs(gm_engine_t *engine, uint64_t *graphs_out, size_t
  * that are live (made by a launch and not freed) survive; the rest release their addresses. */
 gm_status_t gm_engine_graphs_destroy(gm_engine_t *engine, const uint64_t *graphs, size_t count,
                                      gm_driver_call_t call);
+/* GRAPHMEM_LIFT_RESTRICTIONS: cuGraphDestroyNode of a marker node through `call`, and the marker's
+ * end, in one critical section. A free marker's allocation is no longer freed in its graph (it
+ * escapes from the next instantiation on); an alloc marker's allocation leaves its graph, and a
+ * free marker of it in the same graph ends too (that node stays, an empty node). Execs made
+ * before keep what they planned. GM_ERR_DRIVER when the driver refused (nothing changed),
+ * GM_ERR_INVALID_VALUE when `node` is no marker (nothing called). */
+gm_status_t gm_engine_marker_destroy(gm_engine_t *engine, uint64_t node, gm_driver_call_t call);
 /* A child graph moved into `parent` (move ownership): its markers now belong to the parent. */
 void gm_engine_graph_moved(gm_engine_t *engine, uint64_t child, uint64_t parent);
 

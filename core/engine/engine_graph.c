@@ -268,6 +268,70 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     free(g);
 }
 
+/* ---- markers destroyed one by one (GRAPHMEM_LIFT_RESTRICTIONS) ------------------------------ */
+
+static void forget_node(gm_engine_t *e, uint64_t node) {
+    gm_map_remove(&e->nodes, node);
+    gm_keyset_remove(&e->marker_nodes, node);
+}
+
+/* An attached free marker ends: its allocation is no longer freed by it. */
+static void free_marker_end(gm_engine_t *e, gm_marker_t *m) {
+    gm_graph_t *g = m->graph;
+    for (uint32_t i = 0; i < g->free_count; i++)
+        if (g->frees[i] == m) {
+            memmove(&g->frees[i], &g->frees[i + 1], (g->free_count - i - 1) * sizeof *g->frees);
+            g->free_count--;
+            break;
+        }
+    forget_node(e, m->node);
+    gm_record_t *r = m->record;
+    if (r->free_marker == m) {
+        r->free_marker = NULL;
+        r->freed_in_owner = false;
+    }
+    if (r->foreign_free == m)
+        r->foreign_free = NULL;
+    gm_idset_release(&m->before);
+    free(m);
+    gm_record_unref_check(e, r);
+}
+
+/* An attached alloc marker ends: its allocation leaves the graph, with its free in the graph.
+ * Packed bytes are not given back to the packer: an exec may still plan them (nothing reuses
+ * bytes under the option anyway). */
+static void alloc_marker_end(gm_engine_t *e, gm_marker_t *m) {
+    gm_record_t *r = m->record;
+    gm_graph_t *g = r->owner;
+    if (r->free_marker)
+        free_marker_end(e, r->free_marker);
+    for (uint32_t i = 0; g && i < g->record_count; i++)
+        if (g->records[i] == r) {
+            memmove(&g->records[i], &g->records[i + 1],
+                    (g->record_count - i - 1) * sizeof *g->records);
+            g->record_count--;
+            break;
+        }
+    forget_node(e, m->node);
+    r->owner = NULL;
+    gm_record_unref_check(e, r);
+}
+
+gm_status_t gm_engine_marker_destroy(gm_engine_t *e, uint64_t node, gm_driver_call_t call) {
+    pthread_mutex_lock(&e->lock);
+    gm_marker_t *m = gm_map_get(&e->nodes, node);
+    gm_status_t st = GM_ERR_INVALID_VALUE;
+    if (m) {
+        st = call.fn && !call.fn(call.arg) ? GM_ERR_DRIVER : GM_OK;
+        if (st == GM_OK && m->kind == GM_MARKER_FREE)
+            free_marker_end(e, m);
+        else if (st == GM_OK)
+            alloc_marker_end(e, m);
+    }
+    gm_engine_unlock(e);
+    return st;
+}
+
 gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, size_t count,
                                      gm_driver_call_t call) {
     pthread_mutex_lock(&e->lock);

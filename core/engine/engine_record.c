@@ -91,6 +91,8 @@ static gm_status_t idset_extend(const gm_idset_t *s, uint64_t extra, gm_idset_t 
 gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
                              gm_idset_t *out) {
     *out = (gm_idset_t){0};
+    if (e->config.lift_restrictions)
+        return GM_OK; /* an edge or node on the path may be removed later: nothing is proven */
     bool first = true;
     for (size_t i = 0; anc && i < anc->count; i++) {
         gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);

@@ -104,6 +104,7 @@ static gm_engine_t *start_engine(void) {
         .no_alias = gm_option_bool(GM_OPT_NO_ALIAS) || gm_option_bool(GM_OPT_UAF_CHECK),
         .uaf_check = gm_option_bool(GM_OPT_UAF_CHECK),
         .free_on_destroy = gm_option_bool(GM_OPT_FREE_ON_DESTROY),
+        .lift_restrictions = gm_option_bool(GM_OPT_LIFT_RESTRICTIONS),
         .defer_fences = !gm_option_bool(GM_OPT_EAGER_FENCES),
     };
     /* The driver refuses a graph allocation above twice the device's memory when the node is

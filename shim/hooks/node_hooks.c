@@ -10,6 +10,7 @@
 #include "bridge/markers.h"
 #include "bridge/scratch.h"
 #include "bridge/topology.h"
+#include "options.h"
 #include "stats.h"
 
 /* Beyond any device's memory and any VA reservation: the driver reports it (out of memory). */
@@ -271,15 +272,40 @@ static bool in_graph_with_markers(CUgraphNode node) {
     return found;
 }
 
+/* GRAPHMEM_LIFT_RESTRICTIONS lets graphs with memory nodes lose edges and nodes, which the driver
+ * refuses (§A3.1, §A3.2): graphmem's planning reads the graph as it is at instantiation, and under
+ * the option no byte reuse rests on a path that could go. */
+static bool lifted(void) {
+    return gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
+}
+
+static CUresult call_destroy_node(void *arg) {
+    return gm_real.cuGraphDestroyNode((CUgraphNode)arg);
+}
+
 CUresult gm_hook_cuGraphDestroyNode(CUgraphNode hNode) {
-    if (in_graph_with_markers(hNode))
-        return CUDA_ERROR_NOT_SUPPORTED; /* no node of a graph with memory nodes may go */
-    return gm_real.cuGraphDestroyNode(hNode);
+    if (!lifted()) {
+        if (in_graph_with_markers(hNode))
+            return CUDA_ERROR_NOT_SUPPORTED; /* no node of a graph with memory nodes may go */
+        return gm_real.cuGraphDestroyNode(hNode);
+    }
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL || hNode == NULL)
+        return gm_real.cuGraphDestroyNode(hNode);
+    /* A marker's end and the driver's destruction in one step: a node handle given out again at
+     * once never meets the old marker. */
+    gm_app_call_t call;
+    gm_status_t status = gm_engine_marker_destroy(
+        engine, (uint64_t)(uintptr_t)hNode, gm_app_call_begin(&call, call_destroy_node, hNode));
+    gm_app_call_end(&call);
+    if (status == GM_ERR_INVALID_VALUE) /* not a marker */
+        return gm_real.cuGraphDestroyNode(hNode);
+    return call.result;
 }
 
 CUresult gm_hook_cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from,
                                            const CUgraphNode *to, size_t numDependencies) {
-    if (graph_has_markers(hGraph))
+    if (!lifted() && graph_has_markers(hGraph))
         return CUDA_ERROR_NOT_SUPPORTED;
     return gm_real.cuGraphRemoveDependencies(hGraph, from, to, numDependencies);
 }
@@ -288,7 +314,7 @@ CUresult gm_hook_cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode 
                                               const CUgraphNode *to,
                                               const CUgraphEdgeData *edgeData,
                                               size_t numDependencies) {
-    if (graph_has_markers(hGraph))
+    if (!lifted() && graph_has_markers(hGraph))
         return CUDA_ERROR_NOT_SUPPORTED;
     return gm_real.cuGraphRemoveDependencies_v2(hGraph, from, to, edgeData, numDependencies);
 }

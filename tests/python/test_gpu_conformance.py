@@ -126,6 +126,29 @@ def test_free_on_destroy():
     assert obs.get("free_first_after_destroy") == "cudaErrorInvalidValue", under.describe()
 
 
+def test_lift_restrictions():
+    """GRAPHMEM_LIFT_RESTRICTIONS=1 lets graphs with memory nodes lose edges and nodes (beyond the
+    driver, which refuses); without the option graphmem observes what the driver does."""
+    gh.require_gpu()
+    prog = gh.program("lift_restrictions")
+    native = gh.run_native([prog])
+    plain = gh.run_graphmem([prog])
+    diffs = gh.obs_differences(native, plain)
+    assert not diffs, "\n".join(diffs) + f"\n--- graphmem\n{plain.describe()}"
+    assert dict(native.obs).get("remove_edge") == "cudaErrorNotSupported", native.describe()
+    cmd, env = gh.graphmem_command([prog], {"GRAPHMEM_LIFT_RESTRICTIONS": "1"})
+    under = gh.run(cmd, env)
+    want = {"built": "ok", "remove_edge": "cudaSuccess", "destroy_kernel_node": "cudaSuccess",
+            "graph1_launch": "cudaSuccess", "destroy_free_node": "cudaSuccess",
+            "graph2_launch": "cudaSuccess", "graph2_relaunch": "cudaErrorInvalidValue",
+            "graph2_escaped_data": "ok", "graph2_cuda_free": "cudaSuccess",
+            "destroy_alloc_node": "cudaSuccess", "graph3_launch": "cudaSuccess",
+            "graph3_reserved_4MiB": "yes", "wrong_words": "0"}
+    got = dict(under.obs)
+    wrong = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    assert not wrong, f"{wrong}\n{under.describe()}"
+
+
 def test_use_after_free_faults():
     gh.require_gpu()
     prog = gh.program("uaf")
