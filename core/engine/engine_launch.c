@@ -335,6 +335,8 @@ gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_
     for (gm_part_t *p = e->parts; p; p = p->all_next) {
         if (p->run_stream == stream)
             p->run_stream = GM_NO_STREAM;
+        if (p->adopted_stream == stream)
+            p->adopted_stream = GM_NO_STREAM;
         for (uint32_t i = 0; i < p->point_count; i++)
             if (p->points[i].stream == stream)
                 p->points[i].stream = GM_NO_STREAM;
