@@ -108,18 +108,24 @@ def test_stress_memcheck(tmp_path):
     assert process["launches"] > 0, process
 
 
-def test_free_on_destroy():
-    """GRAPHMEM_FREE_ON_DESTROY=1 frees what destroyed execs left live (beyond the driver, which
-    keeps it); without the option graphmem observes what the driver does."""
+def beyond_the_driver(name, option):
+    """tests/gpu/<name> natively and under graphmem as it is, which must observe the same, then
+    under graphmem with `option`=1: (native run, run with the option)."""
     gh.require_gpu()
-    prog = gh.program("free_on_destroy")
+    prog = gh.program(name)
     native = gh.run_native([prog])
     plain = gh.run_graphmem([prog])
     diffs = gh.obs_differences(native, plain)
     assert not diffs, "\n".join(diffs) + f"\n--- graphmem\n{plain.describe()}"
+    cmd, env = gh.graphmem_command([prog], {option: "1"})
+    return native, gh.run(cmd, env)
+
+
+def test_free_on_destroy():
+    """GRAPHMEM_FREE_ON_DESTROY=1 frees what destroyed execs left live (beyond the driver, which
+    keeps it); without the option graphmem observes what the driver does."""
+    native, under = beyond_the_driver("free_on_destroy", "GRAPHMEM_FREE_ON_DESTROY")
     assert dict(native.obs).get("held_after_trim") == "yes", native.describe()
-    cmd, env = gh.graphmem_command([prog], {"GRAPHMEM_FREE_ON_DESTROY": "1"})
-    under = gh.run(cmd, env)
     obs = dict(under.obs)
     assert obs.get("cycles") == "cudaSuccess", under.describe()
     assert obs.get("held_after_trim") == "no", under.describe()
@@ -129,15 +135,8 @@ def test_free_on_destroy():
 def test_lift_restrictions():
     """GRAPHMEM_LIFT_RESTRICTIONS=1 lets graphs with memory nodes lose edges and nodes (beyond the
     driver, which refuses); without the option graphmem observes what the driver does."""
-    gh.require_gpu()
-    prog = gh.program("lift_restrictions")
-    native = gh.run_native([prog])
-    plain = gh.run_graphmem([prog])
-    diffs = gh.obs_differences(native, plain)
-    assert not diffs, "\n".join(diffs) + f"\n--- graphmem\n{plain.describe()}"
+    native, under = beyond_the_driver("lift_restrictions", "GRAPHMEM_LIFT_RESTRICTIONS")
     assert dict(native.obs).get("remove_edge") == "cudaErrorNotSupported", native.describe()
-    cmd, env = gh.graphmem_command([prog], {"GRAPHMEM_LIFT_RESTRICTIONS": "1"})
-    under = gh.run(cmd, env)
     want = {"built": "ok", "remove_edge": "cudaSuccess", "destroy_kernel_node": "cudaSuccess",
             "graph1_launch": "cudaSuccess", "destroy_free_node": "cudaSuccess",
             "graph2_launch": "cudaSuccess", "graph2_relaunch": "cudaErrorInvalidValue",

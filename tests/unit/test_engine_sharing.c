@@ -30,18 +30,29 @@ static void test_eight_graphs_one_stream_share(void) {
     CHECK(sim_fini(&s));
 }
 
+/* Graphs g[0..count) of 4 MiB allocated and freed inside, instantiated as execs 0xE0 + i; the first
+ * `launched` launched on streams 0x100 + i and run, each finished before the next one when
+ * `one_by_one` (a warm-up with a synchronize after each). */
+static void graphs_on_streams(sim_t *s, sim_graph_t *g, int count, int launched, bool one_by_one) {
+    for (int i = 0; i < count; i++) {
+        sim_one_alloc_graph(s, &g[i], 4 * MiB, false);
+        REQUIRE(sim_instantiate(s, &g[i], 0xE0 + i, 0) == GM_OK);
+    }
+    for (int i = 0; i < launched; i++) {
+        REQUIRE(sim_launch(s, 0xE0 + i, 0x100 + i) == GM_OK);
+        CHECK(sim_run_data(s, &g[i], NULL));
+        if (one_by_one)
+            host_backend_complete_all(s->hb);
+    }
+}
+
 /* 8 graphs on 8 streams: they may overlap, so memory is the sum; serialize policy then moves
  * them onto one stream with waits and no new memory. */
 static void test_eight_streams_sum(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g[8];
-    for (int i = 0; i < 8; i++) {
-        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
-        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
-        REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK);
-        CHECK(sim_run_data(&s, &g[i], NULL));
-    }
+    graphs_on_streams(&s, g, 8, 8, false);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 32 * MiB);
     /* Graph 1 moves to graph 0's stream: it stays in its group; its launch waits for its
      * group's last stream only if another member ran there. */
@@ -64,14 +75,7 @@ static void test_finished_group_reused(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g[8];
-    for (int i = 0; i < 8; i++) {
-        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
-        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
-    }
-    for (int i = 0; i < 7; i++) {
-        REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK);
-        CHECK(sim_run_data(&s, &g[i], NULL));
-    }
+    graphs_on_streams(&s, g, 8, 7, false);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 28 * MiB);
     host_backend_complete(s.hb, 0x100, UINT64_MAX);
     host_backend_reset_calls(s.hb);
@@ -93,12 +97,7 @@ static void test_finished_group_reused(void) {
     gm_engine_config_t c = sim_default_config();
     c.cross_stream = GM_CROSS_STREAM_REMAP;
     REQUIRE(sim_init(&s, &c));
-    for (int i = 0; i < 2; i++) {
-        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
-        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
-        REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK);
-        host_backend_complete_all(s.hb);
-    }
+    graphs_on_streams(&s, g, 2, 2, true);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 8 * MiB);
     CHECK(sim_fini(&s));
 }
@@ -111,13 +110,7 @@ static void test_adopted_leave_when_busy(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g[8];
-    for (int i = 0; i < 8; i++) {
-        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
-        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
-        REQUIRE(sim_launch(&s, 0xE0 + i, 0x100 + i) == GM_OK); /* warm-up */
-        CHECK(sim_run_data(&s, &g[i], NULL));
-        host_backend_complete_all(s.hb); /* cudaStreamSynchronize */
-    }
+    graphs_on_streams(&s, g, 8, 8, true); /* warm-up */
     uint64_t adopted = 0;
     gm_engine_report(s.engine, sum_adopted, &adopted);
     CHECK_EQ_U64(adopted, 7);
@@ -135,12 +128,7 @@ static void test_adopted_leave_when_busy(void) {
 
     /* Still running itself, an adopted graph waits like any member; idle, it leaves. */
     REQUIRE(sim_init(&s, NULL));
-    for (int i = 0; i < 2; i++) {
-        sim_one_alloc_graph(&s, &g[i], 4 * MiB, false);
-        REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + i, 0) == GM_OK);
-    }
-    REQUIRE(sim_launch(&s, 0xE0, 0x100) == GM_OK);
-    host_backend_complete_all(s.hb);
+    graphs_on_streams(&s, g, 2, 1, true);
     REQUIRE(sim_launch(&s, 0xE1, 0x101) == GM_OK); /* adopts graph 0's group */
     waits = host_backend_stream_waits(s.hb);
     REQUIRE(sim_launch(&s, 0xE0, 0x100) == GM_OK); /* waits for graph 1 */
