@@ -303,7 +303,11 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
     REQUIRE(sim_init(&w.s, &c));
     host_backend_use_workers(w.s.hb);
     w.seed = gm_test_seed(7);
-    w.ops_per_thread = 1500;
+    const uint64_t seed = w.seed; /* rounds after the first derive theirs from it */
+    /* Adopting: twelve rounds of warm-up and free-for-all, the execs re-instantiated between them.
+     */
+    int rounds = adopt ? 12 : 1;
+    w.ops_per_thread = 1500 / rounds;
     atomic_store(&w.next_exec, 0xE000);
     uint64_t rng = w.seed;
     for (int i = 0; i < GRAPHS; i++) {
@@ -317,23 +321,37 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
         workers[i] = (worker_t){&w, i < THREADS ? STREAM(i) : SHARED(i - THREADS)};
         pthread_create(&worker_ids[i], NULL, worker_main, &workers[i]);
     }
-    /* One stream first: the execs join one sharing group and alias each other's memory. Or each
-     * alone on a stream of its own, finished before the next: they adopt each other's groups. */
-    for (int i = 0; i < GRAPHS; i++) {
-        uint64_t stream = adopt ? STREAM(i % THREADS) : STREAM(0);
-        one_launch(&w, &w.t[i], stream, stream, &rng);
-        if (adopt)
-            host_backend_drain(w.s.hb);
-    }
-    host_backend_drain(w.s.hb);
-    pthread_create(&capturer, NULL, capturer_main, &w);
     host_thread_t hosts[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        hosts[i] = (host_thread_t){&w, i};
-        pthread_create(&host_ids[i], NULL, host_main, &hosts[i]);
+    for (int round = 0; round < rounds; round++) {
+        /* One stream first: the execs join one sharing group and alias each other's memory. Or
+         * each alone on a stream of its own (another each round), finished before the next:
+         * they adopt each other's groups, and leave them when the free-for-all finds them idle
+         * while their group is busy elsewhere. */
+        for (int i = 0; i < GRAPHS; i++) {
+            uint64_t stream = adopt ? STREAM((i + round) % THREADS) : STREAM(0);
+            one_launch(&w, &w.t[i], stream, stream, &rng);
+            if (adopt)
+                host_backend_drain(w.s.hb);
+        }
+        host_backend_drain(w.s.hb);
+        if (round == 0)
+            pthread_create(&capturer, NULL, capturer_main, &w);
+        for (int i = 0; i < THREADS; i++) {
+            hosts[i] = (host_thread_t){&w, i};
+            pthread_create(&host_ids[i], NULL, host_main, &hosts[i]);
+        }
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(host_ids[i], NULL);
+        if (round + 1 == rounds)
+            break;
+        host_backend_drain(w.s.hb);
+        for (int i = 0; i < GRAPHS; i++) /* new execs: first launches again */
+            reinstantiate(&w, &w.t[i], STREAM(0));
+        host_backend_drain(w.s.hb);
+        if (round % 3 == 0)
+            gm_engine_trim(w.s.engine, 0);
+        w.seed = w.seed * 6364136223846793005ull + 1; /* other operations next round */
     }
-    for (int i = 0; i < THREADS; i++)
-        pthread_join(host_ids[i], NULL);
     atomic_store(&w.stop_capturing, true);
     pthread_join(capturer, NULL);
     for (int i = 0; i < GRAPHS; i++)
@@ -352,7 +370,7 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
            (unsigned long long)adopted, (unsigned long long)atomic_load(&w.launches),
            (unsigned long long)atomic_load(&w.failed_for_memory),
            (unsigned long long)atomic_load(&w.refused_in_capture),
-           (unsigned long long)atomic_load(&w.captures), (unsigned long long)w.seed);
+           (unsigned long long)atomic_load(&w.captures), (unsigned long long)seed);
     CHECK(atomic_load(&w.captures) > 0);
     CHECK_EQ_U64(atomic_load(&w.wrong), 0);
     CHECK_EQ_U64(atomic_load(&w.unexpected), 0);
