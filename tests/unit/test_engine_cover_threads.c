@@ -221,6 +221,53 @@ static void test_waiting_launch_goes_before_new_covers(void) {
     free(w);
 }
 
+typedef struct leave_world {
+    sim_t s;
+    sim_graph_t g[2];
+    atomic_bool launched;
+} leave_world_t;
+
+static void *leave_launch(void *arg) {
+    leave_world_t *w = arg;
+    CHECK_EQ_INT(sim_launch(&w->s, 0x401, 0x501), GM_OK);
+    atomic_store(&w->launched, true);
+    return NULL;
+}
+
+/* An adopted part about to leave its group (engine_part.c, gm_part_enter) unmaps: while a cover
+ * holds its pages, its launch waits, and the pages keep their handle until the cover ends. */
+static void test_leaving_launch_waits_for_cover(void) {
+    leave_world_t *w = calloc(1, sizeof *w);
+    REQUIRE(w && sim_init(&w->s, NULL));
+    uint64_t va = 0, size = 0, page = sim_page();
+    for (int k = 0; k < 2; k++) {
+        sim_one_alloc_graph(&w->s, &w->g[k], 256 * KiB, false);
+        REQUIRE(sim_instantiate(&w->s, &w->g[k], 0x400 + (uint64_t)k, 0) == GM_OK);
+        REQUIRE(sim_launch(&w->s, 0x400 + (uint64_t)k, 0x500 + (uint64_t)k) == GM_OK);
+        host_backend_complete_all(w->s.hb); /* graph 1 adopts graph 0's finished group */
+    }
+    alloc_of(&w->g[1], &va, &size);
+    REQUIRE(sim_launch(&w->s, 0x400, 0x500) == GM_OK); /* the group busy on stream 0x500 */
+    uint64_t first = va - va % page, handle = host_backend_handle_at(w->s.hb, first, NULL);
+    REQUIRE(handle != 0);
+    gm_cover_t held;
+    gm_engine_cover_begin(w->s.engine, &held, 0);
+    gm_engine_cover_range(&held, va, size);
+    pthread_t b;
+    REQUIRE(pthread_create(&b, NULL, leave_launch, w) == 0);
+    usleep(100 * 1000); /* B would have left the group by now if it did not wait */
+    CHECK(!atomic_load(&w->launched));
+    CHECK_EQ_U64(host_backend_handle_at(w->s.hb, first, NULL), handle);
+    gm_engine_cover_end(&held);
+    pthread_join(b, NULL);
+    CHECK(atomic_load(&w->launched));
+    CHECK_EQ_U64(sim_attr(&w->s, GM_ATTR_RESERVED_CURRENT), 2 * 256 * KiB); /* it left */
+    CHECK_EQ_U64(host_backend_counts(w->s.hb).misuses, 0);
+    host_backend_complete_all(w->s.hb);
+    CHECK(sim_fini(&w->s));
+    free(w);
+}
+
 /* A cover of more pages than any fixed table would hold (1,100 here) covers them all; a scratch
  * mapping whose unmap fails stays as an orphan that the next launch unmaps before it maps; a page
  * that holds one device's scratch page is not shared with a cover for another device. */
@@ -305,5 +352,6 @@ int main(void) {
     RUN_TEST(test_cover_edges);
     RUN_TEST(test_covers_hold_against_launch_and_trim);
     RUN_TEST(test_waiting_launch_goes_before_new_covers);
+    RUN_TEST(test_leaving_launch_waits_for_cover);
     return gm_check_summary();
 }
