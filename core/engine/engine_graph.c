@@ -165,19 +165,26 @@ void gm_engine_free_attach(gm_engine_t *e, uint64_t graph, uint64_t va, uint64_t
     gm_engine_unlock(e);
 }
 
-/* Undoes a free marker that was created but never attached. */
-static void free_undo(gm_engine_t *e, gm_marker_t *m) {
+/* A free marker goes: its allocation forgets it. With `unfree` the allocation is no longer freed
+ * in its graph either; a graph that ends keeps that fact for the execs made from it. */
+static void free_marker_release(gm_engine_t *e, gm_marker_t *m, bool unfree) {
     gm_record_t *r = m->record;
     if (r->free_marker == m) {
         r->free_marker = NULL;
-        r->freed_in_owner = false;
+        if (unfree)
+            r->freed_in_owner = false;
     }
     if (r->foreign_free == m)
         r->foreign_free = NULL;
-    m->graph->pending_free = NULL;
     gm_idset_release(&m->before);
     free(m);
     gm_record_unref_check(e, r);
+}
+
+/* Undoes a free marker that was created but never attached. */
+static void free_undo(gm_engine_t *e, gm_marker_t *m) {
+    m->graph->pending_free = NULL;
+    free_marker_release(e, m, true);
 }
 
 void gm_engine_free_abort(gm_engine_t *e, uint64_t graph, uint64_t va) {
@@ -231,21 +238,17 @@ size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap)
     return count;
 }
 
+static void forget_node(gm_engine_t *e, uint64_t node) {
+    gm_map_remove(&e->nodes, node);
+    gm_keyset_remove(&e->marker_nodes, node);
+}
+
 static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     if (g->pending_free)
         free_undo(e, g->pending_free);
     for (uint32_t i = 0; i < g->free_count; i++) {
-        gm_marker_t *m = g->frees[i];
-        gm_record_t *r = m->record;
-        gm_map_remove(&e->nodes, m->node);
-        gm_keyset_remove(&e->marker_nodes, m->node);
-        if (r->free_marker == m)
-            r->free_marker = NULL;
-        if (r->foreign_free == m)
-            r->foreign_free = NULL;
-        gm_idset_release(&m->before);
-        free(m);
-        gm_record_unref_check(e, r);
+        forget_node(e, g->frees[i]->node);
+        free_marker_release(e, g->frees[i], false);
     }
     while (g->packers) {
         gm_packer_t *pk = g->packers;
@@ -254,10 +257,8 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     }
     for (uint32_t i = 0; i < g->record_count; i++) {
         gm_record_t *r = g->records[i];
-        if (r->alloc.node) {
-            gm_map_remove(&e->nodes, r->alloc.node);
-            gm_keyset_remove(&e->marker_nodes, r->alloc.node);
-        }
+        if (r->alloc.node)
+            forget_node(e, r->alloc.node);
         r->owner = NULL;
         gm_record_unref_check(e, r);
     }
@@ -270,11 +271,6 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
 
 /* ---- markers destroyed one by one (GRAPHMEM_LIFT_RESTRICTIONS) ------------------------------ */
 
-static void forget_node(gm_engine_t *e, uint64_t node) {
-    gm_map_remove(&e->nodes, node);
-    gm_keyset_remove(&e->marker_nodes, node);
-}
-
 /* An attached free marker ends: its allocation is no longer freed by it. */
 static void free_marker_end(gm_engine_t *e, gm_marker_t *m) {
     gm_graph_t *g = m->graph;
@@ -285,16 +281,7 @@ static void free_marker_end(gm_engine_t *e, gm_marker_t *m) {
             break;
         }
     forget_node(e, m->node);
-    gm_record_t *r = m->record;
-    if (r->free_marker == m) {
-        r->free_marker = NULL;
-        r->freed_in_owner = false;
-    }
-    if (r->foreign_free == m)
-        r->foreign_free = NULL;
-    gm_idset_release(&m->before);
-    free(m);
-    gm_record_unref_check(e, r);
+    free_marker_release(e, m, true);
 }
 
 /* An attached alloc marker ends: its allocation leaves the graph, with its free in the graph.
