@@ -93,13 +93,20 @@ typedef struct gm_ancestors {
     size_t count;
 } gm_ancestors_t;
 
-/* Creates an allocation owned by `graph` and returns its fixed address. The shim then adds the
- * marker node and attaches it, or aborts (the allocation is forgotten, its address released). */
-gm_status_t gm_engine_alloc_create(gm_engine_t *engine, uint64_t graph,
+/* The driver call that adds a marker node (an empty node at the capture's frontier, or where the
+ * application's explicit add put it), run inside the engine's critical section like
+ * gm_driver_call_t: true and the node's handle on success; the shim keeps the driver's code. */
+typedef struct gm_node_call {
+    bool (*fn)(void *arg, uint64_t *node_out);
+    void *arg;
+} gm_node_call_t;
+
+/* Creates an allocation owned by `graph`, adds its marker node through `add` and attaches it, in
+ * one critical section: no other thread sees the allocation without its node. Returns its fixed
+ * address and the node. GM_ERR_DRIVER when the driver refused the node (nothing changed). */
+gm_status_t gm_engine_alloc_marker(gm_engine_t *engine, uint64_t graph,
                                    const gm_alloc_params_t *params, const gm_ancestors_t *ancestors,
-                                   uint64_t *va_out);
-void gm_engine_alloc_attach(gm_engine_t *engine, uint64_t va, uint64_t node);
-void gm_engine_alloc_abort(gm_engine_t *engine, uint64_t va);
+                                   gm_node_call_t add, uint64_t *va_out, uint64_t *node_out);
 
 /* True when `va` lies in graphmem's own address reservation (any window, mapped or not). */
 bool gm_engine_reserved(gm_engine_t *engine, uint64_t va);
@@ -108,14 +115,14 @@ bool gm_engine_reserved(gm_engine_t *engine, uint64_t va);
  * still alive (the shim passes everything else to the driver). */
 bool gm_engine_owns(gm_engine_t *engine, uint64_t va);
 
-/* A free of `va` inside `graph` (captured cuMemFreeAsync or a free node). GM_ERR_INVALID_VALUE,
- * changing nothing, when the driver would refuse it: not an allocation's address, already freed in
- * this graph, freed by another graph than its owner already, or (for a free in another graph)
- * freed inside its owner graph. Then attach the marker node, or abort. */
-gm_status_t gm_engine_free_create(gm_engine_t *engine, uint64_t graph, uint64_t va,
-                                  const gm_ancestors_t *ancestors);
-void gm_engine_free_attach(gm_engine_t *engine, uint64_t graph, uint64_t va, uint64_t node);
-void gm_engine_free_abort(gm_engine_t *engine, uint64_t graph, uint64_t va);
+/* A free of `va` inside `graph` (captured cuMemFreeAsync or a free node), its marker node added
+ * through `add` and attached in the same critical section. GM_ERR_INVALID_VALUE, changing nothing
+ * and calling nothing, when the driver would refuse it: not an allocation's address, already freed
+ * in this graph, freed by another graph than its owner already, or (for a free in another graph)
+ * freed inside its owner graph. GM_ERR_DRIVER when the driver refused the node. */
+gm_status_t gm_engine_free_marker(gm_engine_t *engine, uint64_t graph, uint64_t va,
+                                  const gm_ancestors_t *ancestors, gm_node_call_t add,
+                                  uint64_t *node_out);
 
 typedef enum gm_marker_kind {
     GM_MARKER_NONE = 0,

@@ -25,42 +25,6 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
     return g;
 }
 
-/* ---- alloc markers ------------------------------------------------------------------------- */
-
-gm_status_t gm_engine_alloc_create(gm_engine_t *e, uint64_t graph, const gm_alloc_params_t *params,
-                                   const gm_ancestors_t *ancestors, uint64_t *va_out) {
-    if (!params || !va_out || params->device < 0 || params->device >= e->config.device_count ||
-        (e->config.device_count < 64 && params->access_mask >> e->config.device_count))
-        return GM_ERR_INVALID_VALUE;
-    uint64_t limit = e->config.max_allocation[params->device];
-    if (limit && params->size > limit)
-        return GM_ERR_OUT_OF_MEMORY; /* more than the device can ever back (§A1.6) */
-    pthread_mutex_lock(&e->lock);
-    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    gm_graph_t *g = gm_graph_get(e, graph, true);
-    gm_idset_t before;
-    gm_record_t *r;
-    if (!g ||
-        gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
-        gm_map_reserve(&e->addresses, 1) || gm_map_reserve(&e->nodes, 1) ||
-        (st = gm_proven_before(e, g, ancestors, &before)) != GM_OK ||
-        (st = gm_record_create(e, g, params, before, &r)) != GM_OK)
-        goto out;
-    g->records[g->record_count++] = r;
-    *va_out = r->va;
-out:
-    gm_engine_unlock(e);
-    return st;
-}
-
-/* The record at `va` whose alloc marker waits for its node. */
-static gm_record_t *pending_alloc(gm_engine_t *e, uint64_t va) {
-    for (gm_record_t *r = gm_map_get(&e->addresses, va); r; r = r->va_next)
-        if (r->owner && !r->alloc.node)
-            return r;
-    return NULL;
-}
-
 /* A marker node joins the set read without the lock (gm_engine_is_marker). Without host memory
  * for it, searches that read the set just do not see this marker: they prove less reuse, never
  * wrong reuse. */
@@ -72,32 +36,44 @@ bool gm_engine_is_marker(gm_engine_t *e, uint64_t node) {
     return gm_keyset_contains(&e->marker_nodes, node);
 }
 
-void gm_engine_alloc_attach(gm_engine_t *e, uint64_t va, uint64_t node) {
-    pthread_mutex_lock(&e->lock);
-    gm_record_t *r = pending_alloc(e, va);
-    if (r && gm_map_put(&e->nodes, node, &r->alloc) == GM_OK) {
-        r->alloc.node = node;
-        marker_known(e, node);
-    }
-    gm_engine_unlock(e);
-}
+/* ---- alloc markers ------------------------------------------------------------------------- */
 
-void gm_engine_alloc_abort(gm_engine_t *e, uint64_t va) {
+gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_alloc_params_t *params,
+                                   const gm_ancestors_t *ancestors, gm_node_call_t add,
+                                   uint64_t *va_out, uint64_t *node_out) {
+    if (!params || !va_out || !node_out || !add.fn || params->device < 0 ||
+        params->device >= e->config.device_count ||
+        (e->config.device_count < 64 && params->access_mask >> e->config.device_count))
+        return GM_ERR_INVALID_VALUE;
+    uint64_t limit = e->config.max_allocation[params->device];
+    if (limit && params->size > limit)
+        return GM_ERR_OUT_OF_MEMORY; /* more than the device can ever back (§A1.6) */
     pthread_mutex_lock(&e->lock);
-    gm_record_t *r = pending_alloc(e, va);
-    if (r) {
-        gm_graph_t *g = r->owner;
-        for (uint32_t i = 0; i < g->record_count; i++) {
-            if (g->records[i] == r) {
-                memmove(&g->records[i], &g->records[i + 1],
-                        (g->record_count - i - 1) * sizeof *g->records);
-                g->record_count--;
-                break;
-            }
-        }
-        gm_record_abort(e, r);
+    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
+    gm_graph_t *g = gm_graph_get(e, graph, true);
+    gm_idset_t before;
+    gm_record_t *r;
+    uint64_t node = 0;
+    if (!g ||
+        gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
+        gm_map_reserve(&e->addresses, 1) || gm_map_reserve(&e->nodes, 1) ||
+        (st = gm_proven_before(e, g, ancestors, &before)) != GM_OK ||
+        (st = gm_record_create(e, g, params, before, &r)) != GM_OK)
+        goto out;
+    if (!add.fn(add.arg, &node)) {
+        gm_record_abort(e, r); /* the address goes back: nobody saw it */
+        st = GM_ERR_DRIVER;
+        goto out;
     }
+    g->records[g->record_count++] = r;
+    r->alloc.node = node;
+    gm_map_put(&e->nodes, node, &r->alloc); /* reserved above */
+    marker_known(e, node);
+    *va_out = r->va;
+    *node_out = node;
+out:
     gm_engine_unlock(e);
+    return st;
 }
 
 /* ---- free markers -------------------------------------------------------------------------- */
@@ -107,8 +83,6 @@ void gm_engine_alloc_abort(gm_engine_t *e, uint64_t va) {
  * then all but one are freed already. */
 static gm_record_t *free_target(gm_engine_t *e, uint64_t va) {
     for (gm_record_t *r = gm_map_get(&e->addresses, va); r; r = r->va_next) {
-        if (!r->alloc.node && r->owner)
-            continue; /* not attached yet */
         if (r->freed_in_owner || r->foreign_free)
             continue;
         if (!r->owner && !r->live && !r->exec_refs)
@@ -118,13 +92,17 @@ static gm_record_t *free_target(gm_engine_t *e, uint64_t va) {
     return NULL;
 }
 
-gm_status_t gm_engine_free_create(gm_engine_t *e, uint64_t graph, uint64_t va,
-                                  const gm_ancestors_t *ancestors) {
+gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
+                                  const gm_ancestors_t *ancestors, gm_node_call_t add,
+                                  uint64_t *node_out) {
+    if (!node_out || !add.fn)
+        return GM_ERR_INVALID_VALUE;
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     gm_graph_t *g = gm_graph_get(e, graph, true);
-    gm_record_t *r = g && !g->pending_free ? free_target(e, va) : NULL;
+    gm_record_t *r = g ? free_target(e, va) : NULL;
     gm_marker_t *m = r ? calloc(1, sizeof *m) : NULL;
+    uint64_t node = 0;
     if (!g || (r && !m))
         st = GM_ERR_OUT_OF_MEMORY;
     if (!m)
@@ -136,7 +114,13 @@ gm_status_t gm_engine_free_create(gm_engine_t *e, uint64_t graph, uint64_t va,
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
     }
-    g->pending_free = m;
+    if (!add.fn(add.arg, &node)) {
+        gm_idset_release(&m->before);
+        free(m);
+        st = GM_ERR_DRIVER;
+        goto out;
+    }
+    m->node = node;
     if (r->owner == g) {
         r->free_marker = m;
         r->freed_in_owner = true;
@@ -145,24 +129,14 @@ gm_status_t gm_engine_free_create(gm_engine_t *e, uint64_t graph, uint64_t va,
     } else {
         r->foreign_free = m;
     }
+    gm_map_put(&e->nodes, node, m); /* reserved above */
+    marker_known(e, node);
+    g->frees[g->free_count++] = m;
+    *node_out = node;
     st = GM_OK;
 out:
     gm_engine_unlock(e);
     return st;
-}
-
-void gm_engine_free_attach(gm_engine_t *e, uint64_t graph, uint64_t va, uint64_t node) {
-    pthread_mutex_lock(&e->lock);
-    gm_graph_t *g = gm_graph_get(e, graph, false);
-    gm_marker_t *m = g ? g->pending_free : NULL;
-    if (m && m->record->va == va) {
-        m->node = node;
-        gm_map_put(&e->nodes, node, m);
-        marker_known(e, node);
-        g->frees[g->free_count++] = m;
-        g->pending_free = NULL;
-    }
-    gm_engine_unlock(e);
 }
 
 /* A free marker goes: its allocation forgets it. With `unfree` the allocation is no longer freed
@@ -179,20 +153,6 @@ static void free_marker_release(gm_engine_t *e, gm_marker_t *m, bool unfree) {
     gm_idset_release(&m->before);
     free(m);
     gm_record_unref_check(e, r);
-}
-
-/* Undoes a free marker that was created but never attached. */
-static void free_undo(gm_engine_t *e, gm_marker_t *m) {
-    m->graph->pending_free = NULL;
-    free_marker_release(e, m, true);
-}
-
-void gm_engine_free_abort(gm_engine_t *e, uint64_t graph, uint64_t va) {
-    pthread_mutex_lock(&e->lock);
-    gm_graph_t *g = gm_graph_get(e, graph, false);
-    if (g && g->pending_free && g->pending_free->record->va == va)
-        free_undo(e, g->pending_free);
-    gm_engine_unlock(e);
 }
 
 /* ---- introspection and the end of graphs -------------------------------------------------- */
@@ -244,8 +204,6 @@ static void forget_node(gm_engine_t *e, uint64_t node) {
 }
 
 static void graph_free(gm_engine_t *e, gm_graph_t *g) {
-    if (g->pending_free)
-        free_undo(e, g->pending_free);
     for (uint32_t i = 0; i < g->free_count; i++) {
         forget_node(e, g->frees[i]->node);
         free_marker_release(e, g->frees[i], false);

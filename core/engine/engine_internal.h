@@ -104,7 +104,6 @@ struct gm_graph {
     uint32_t record_count, record_cap;
     gm_marker_t **frees;
     uint32_t free_count, free_cap;
-    gm_marker_t *pending_free;
     gm_packer_t *packers;
     gm_exec_t *exec;
 };

@@ -77,25 +77,41 @@ static bool packed(uint64_t size) {
     return size < gm_option_u64(GM_OPT_SMALL_LIMIT);
 }
 
+/* The marker node's driver call, made inside the engine's critical section (gm_node_call_t). */
+typedef struct node_add {
+    const gm_marker_site_t *site;
+    CUresult result;
+} node_add_t;
+
+static bool add_marker_node(void *arg, uint64_t *node_out) {
+    node_add_t *add = arg;
+    const gm_marker_site_t *site = add->site;
+    CUgraphNode node = NULL;
+    add->result = marker_add(&node, site->graph, site->deps, site->edge_data, site->count);
+    *node_out = (uint64_t)(uintptr_t)node;
+    return add->result == CUDA_SUCCESS;
+}
+
+/* The driver's code when it refused the node, else the engine's verdict as the driver's code. */
+static CUresult marker_result(gm_status_t status, const node_add_t *add) {
+    return status == GM_ERR_DRIVER ? add->result : gm_cuda_result(status);
+}
+
 CUresult gm_marker_alloc(gm_engine_t *engine, const gm_marker_site_t *site,
                          const gm_alloc_params_t *params, CUdeviceptr *va_out,
                          CUgraphNode *node_out) {
     ancestor_set_t ancestors = {.view = {NULL, 0}};
     if (packed(params->size))
         find_ancestors(engine, site, &ancestors);
-    uint64_t graph = (uint64_t)(uintptr_t)site->graph, va = 0;
-    gm_status_t status = gm_engine_alloc_create(engine, graph, params, &ancestors.view, &va);
+    uint64_t graph = (uint64_t)(uintptr_t)site->graph, va = 0, node = 0;
+    node_add_t add = {site, CUDA_SUCCESS};
+    gm_status_t status =
+        gm_engine_alloc_marker(engine, graph, params, &ancestors.view,
+                               (gm_node_call_t){add_marker_node, &add}, &va, &node);
     if (status != GM_OK)
-        return gm_cuda_result(status);
-    CUgraphNode node = NULL;
-    CUresult result = marker_add(&node, site->graph, site->deps, site->edge_data, site->count);
-    if (result != CUDA_SUCCESS) {
-        gm_engine_alloc_abort(engine, va);
-        return result;
-    }
-    gm_engine_alloc_attach(engine, va, (uint64_t)(uintptr_t)node);
+        return marker_result(status, &add);
     *va_out = va;
-    *node_out = node;
+    *node_out = (CUgraphNode)(uintptr_t)node;
     return CUDA_SUCCESS;
 }
 
@@ -103,20 +119,16 @@ CUresult gm_marker_free(gm_engine_t *engine, const gm_marker_site_t *site, CUdev
                         CUgraphNode *node_out) {
     ancestor_set_t ancestors = {.view = {NULL, 0}};
     find_ancestors(engine, site, &ancestors);
-    uint64_t graph = (uint64_t)(uintptr_t)site->graph;
-    gm_status_t status = gm_engine_free_create(engine, graph, dptr, &ancestors.view);
+    uint64_t graph = (uint64_t)(uintptr_t)site->graph, node = 0;
+    node_add_t add = {site, CUDA_SUCCESS};
+    gm_status_t status = gm_engine_free_marker(engine, graph, dptr, &ancestors.view,
+                                               (gm_node_call_t){add_marker_node, &add}, &node);
     if (status != GM_OK) {
-        gm_log(GM_LOG_DEBUG, "free of %#llx in graph %p refused: %s", (unsigned long long)dptr,
-               (void *)site->graph, gm_status_name(status));
-        return gm_cuda_result(status);
+        if (status != GM_ERR_DRIVER)
+            gm_log(GM_LOG_DEBUG, "free of %#llx in graph %p refused: %s", (unsigned long long)dptr,
+                   (void *)site->graph, gm_status_name(status));
+        return marker_result(status, &add);
     }
-    CUgraphNode node = NULL;
-    CUresult result = marker_add(&node, site->graph, site->deps, site->edge_data, site->count);
-    if (result != CUDA_SUCCESS) {
-        gm_engine_free_abort(engine, graph, dptr);
-        return result;
-    }
-    gm_engine_free_attach(engine, graph, dptr, (uint64_t)(uintptr_t)node);
-    *node_out = node;
+    *node_out = (CUgraphNode)(uintptr_t)node;
     return CUDA_SUCCESS;
 }

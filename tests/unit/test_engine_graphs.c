@@ -253,27 +253,49 @@ static void test_free_in_other_graph(void) {
     CHECK(sim_fini(&s));
 }
 
-/* Aborted markers leave nothing behind; a moved child's markers belong to the parent. */
+/* The marker's driver call in the engine's step: counts its calls and refuses the node. */
+static bool refuse_node(void *arg, uint64_t *node_out) {
+    ++*(int *)arg;
+    *node_out = 0;
+    return false;
+}
+
+/* A marker the driver refuses leaves nothing behind; a moved child's markers belong to the parent.
+ */
 static void test_abort_and_move(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     gm_alloc_params_t p = {.device = 0, .size = 4096};
-    uint64_t va = 0;
-    REQUIRE(gm_engine_alloc_create(s.engine, 0x77, &p, NULL, &va) == GM_OK);
-    gm_engine_alloc_abort(s.engine, va);
-    CHECK(!gm_engine_owns(s.engine, va));
+    uint64_t va = 0, node = 0;
+    int calls = 0;
+    gm_node_call_t refuse = {refuse_node, &calls};
+    CHECK_EQ_INT(gm_engine_alloc_marker(s.engine, 0x77, &p, NULL, refuse, &va, &node),
+                 GM_ERR_DRIVER);
+    CHECK_EQ_INT(calls, 1);
+    CHECK(!gm_engine_graph_has_markers(s.engine, 0x77));
+    /* Refused by the engine before the driver is asked. */
     p.device = 5;
-    CHECK_EQ_INT(gm_engine_alloc_create(s.engine, 0x77, &p, NULL, &va), GM_ERR_INVALID_VALUE);
+    CHECK_EQ_INT(gm_engine_alloc_marker(s.engine, 0x77, &p, NULL, refuse, &va, &node),
+                 GM_ERR_INVALID_VALUE);
     p.device = 0;
     p.size = UINT64_MAX;
-    CHECK_EQ_INT(gm_engine_alloc_create(s.engine, 0x77, &p, NULL, &va), GM_ERR_OUT_OF_MEMORY);
+    CHECK_EQ_INT(gm_engine_alloc_marker(s.engine, 0x77, &p, NULL, refuse, &va, &node),
+                 GM_ERR_OUT_OF_MEMORY);
+    CHECK_EQ_INT(calls, 1);
 
     sim_graph_t child, parent;
     sim_graph_init(&s, &child);
     sim_graph_init(&s, &parent);
     uint32_t a = sim_alloc(&s, &child, 1 * MiB, NULL, 0);
-    CHECK_EQ_INT(gm_engine_free_create(s.engine, child.key, child.va[a], NULL), GM_OK);
-    gm_engine_free_abort(s.engine, child.key, child.va[a]);
+    s.fail_node_adds = 1;
+    gm_status_t st;
+    CHECK(sim_free(&s, &child, child.va[a], &a, 1, &st) == UINT32_MAX);
+    CHECK_EQ_INT(st, GM_ERR_DRIVER);
+    CHECK_EQ_U64(child.node_count, 1);
+    /* Nothing of the refused free stayed: the allocation is still unfreed, and escapes. */
+    CHECK_EQ_INT(gm_engine_free_marker(s.engine, child.key, child.va[a], NULL, refuse, &node),
+                 GM_ERR_DRIVER);
+    CHECK_EQ_INT(calls, 2);
     gm_engine_graph_moved(s.engine, child.key, parent.key);
     /* The markers are the parent's now, but the child still holds memory nodes to the driver:
      * its edges and nodes stay fixed (§A3.5), and node searches must look into it. */
@@ -310,8 +332,12 @@ static void test_impossible_size(void) {
     sim_graph_init(&s, &g);
     gm_alloc_params_t big = {.device = 1, .size = 4 * MiB + 1},
                       fits = {.device = 1, .size = 4 * MiB};
-    uint64_t va = 0;
-    CHECK_EQ_INT(gm_engine_alloc_create(s.engine, g.key, &big, NULL, &va), GM_ERR_OUT_OF_MEMORY);
+    uint64_t va = 0, node = 0;
+    int calls = 0;
+    CHECK_EQ_INT(gm_engine_alloc_marker(s.engine, g.key, &big, NULL,
+                                        (gm_node_call_t){refuse_node, &calls}, &va, &node),
+                 GM_ERR_OUT_OF_MEMORY);
+    CHECK_EQ_INT(calls, 0);
     CHECK(!gm_engine_graph_has_markers(s.engine, g.key));
     CHECK(sim_alloc_on(&s, &g, &fits, NULL, 0) != UINT32_MAX);
     big.device = 0; /* no limit on device 0 */

@@ -50,6 +50,13 @@ static bool destroy_node(void *arg) {
     return true;
 }
 
+/* The driver's node add inside the engine's step: takes a handle, recycled ones first. */
+static bool add_node(void *arg, uint64_t *node_out) {
+    (void)arg;
+    *node_out = take_handle();
+    return true;
+}
+
 static void expect_marker(uint64_t node, gm_marker_kind_t kind, uint64_t va) {
     gm_marker_info_t info = {0};
     gm_marker_kind_t got = gm_engine_marker(sim.engine, node, &info);
@@ -63,19 +70,15 @@ static void *builder(void *arg) {
     for (int round = 0; round < ROUNDS; round++) {
         uint64_t graph = atomic_fetch_add(&next_graph, 1), va = 0;
         gm_alloc_params_t params = {.device = 0, .size = gm_rand(&rng) % 2 ? 8 * KiB : 1 * MiB};
-        if (gm_engine_alloc_create(e, graph, &params, NULL, &va) != GM_OK) {
+        uint64_t a = 0, f = 0;
+        gm_node_call_t add = {add_node, NULL};
+        if (gm_engine_alloc_marker(e, graph, &params, NULL, add, &va, &a) != GM_OK) {
             atomic_fetch_add(&wrong, 1);
             continue;
         }
-        uint64_t a = take_handle();
-        gm_engine_alloc_attach(e, va, a);
         expect_marker(a, GM_MARKER_ALLOC, va);
-        uint64_t f = 0;
-        if (gm_rand(&rng) % 4 && gm_engine_free_create(e, graph, va, NULL) == GM_OK) {
-            f = take_handle();
-            gm_engine_free_attach(e, graph, va, f);
+        if (gm_rand(&rng) % 4 && gm_engine_free_marker(e, graph, va, NULL, add, &f) == GM_OK)
             expect_marker(f, GM_MARKER_FREE, va);
-        }
         /* The free node first, or the alloc node, which takes its free with it. */
         uint64_t victim = f && gm_rand(&rng) % 2 ? f : a;
         uint64_t keep = victim == f ? a : 0;

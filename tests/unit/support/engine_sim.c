@@ -89,18 +89,38 @@ uint32_t sim_plain(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n) {
     return add_node(s, g, SIM_PLAIN, deps, n);
 }
 
+/* The driver's node add, called by the engine inside its critical section (gm_node_call_t). */
+typedef struct sim_node_add {
+    sim_t *s;
+    sim_graph_t *g;
+    sim_kind_t kind;
+    const uint32_t *deps;
+    uint32_t n, index;
+} sim_node_add_t;
+
+static bool sim_add_node(void *arg, uint64_t *node_out) {
+    sim_node_add_t *a = arg;
+    if (a->s->fail_node_adds) {
+        a->s->fail_node_adds--;
+        return false;
+    }
+    a->index = add_node(a->s, a->g, a->kind, a->deps, a->n);
+    *node_out = a->g->nodes[a->index];
+    return true;
+}
+
 uint32_t sim_alloc_on(sim_t *s, sim_graph_t *g, const gm_alloc_params_t *params,
                       const uint32_t *deps, uint32_t n) {
     uint64_t markers[SIM_MAX_NODES];
     gm_ancestors_t anc = {markers, find_ancestors(s, g, deps, n, markers)};
-    uint64_t va = 0;
-    if (gm_engine_alloc_create(s->engine, g->key, params, &anc, &va) != GM_OK)
+    uint64_t va = 0, node = 0;
+    sim_node_add_t add = {s, g, SIM_ALLOC, deps, n, UINT32_MAX};
+    if (gm_engine_alloc_marker(s->engine, g->key, params, &anc,
+                               (gm_node_call_t){sim_add_node, &add}, &va, &node) != GM_OK)
         return UINT32_MAX;
-    uint32_t i = add_node(s, g, SIM_ALLOC, deps, n);
-    g->va[i] = va;
-    g->size[i] = params->size;
-    gm_engine_alloc_attach(s->engine, va, g->nodes[i]);
-    return i;
+    g->va[add.index] = va;
+    g->size[add.index] = params->size;
+    return add.index;
 }
 
 uint32_t sim_alloc(sim_t *s, sim_graph_t *g, uint64_t size, const uint32_t *deps, uint32_t n) {
@@ -110,19 +130,20 @@ uint32_t sim_alloc(sim_t *s, sim_graph_t *g, uint64_t size, const uint32_t *deps
 
 uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, uint32_t n,
                   gm_status_t *st) {
-    uint64_t markers[SIM_MAX_NODES];
+    uint64_t markers[SIM_MAX_NODES], node = 0;
     gm_ancestors_t anc = {markers, find_ancestors(s, g, deps, n, markers)};
-    gm_status_t r = gm_engine_free_create(s->engine, g->key, va, &anc);
+    sim_node_add_t add = {s, g, SIM_FREE, deps, n, UINT32_MAX};
+    gm_status_t r = gm_engine_free_marker(s->engine, g->key, va, &anc,
+                                          (gm_node_call_t){sim_add_node, &add}, &node);
     if (st)
         *st = r;
     if (r != GM_OK)
         return UINT32_MAX;
-    uint32_t i = add_node(s, g, SIM_FREE, deps, n);
+    uint32_t i = add.index;
     g->va[i] = va;
     for (uint32_t a = 0; a < i; a++)
         if (g->kind[a] == SIM_ALLOC && g->va[a] == va && !g->freed[a])
             g->freed[a] = true;
-    gm_engine_free_attach(s->engine, g->key, va, g->nodes[i]);
     return i;
 }
 

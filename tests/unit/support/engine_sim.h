@@ -34,7 +34,8 @@ typedef struct sim {
     /* Allocations live outside their graph run (escaped): address, size, pattern. */
     uint64_t live_va[1024], live_size[1024], live_pattern[1024];
     uint32_t live_count;
-    uint32_t fail_submits; /* the next this many driver launches fail (GM_ERR_DRIVER) */
+    uint32_t fail_submits;   /* the next this many driver launches fail (GM_ERR_DRIVER) */
+    uint32_t fail_node_adds; /* the next this many marker node adds fail (GM_ERR_DRIVER) */
 } sim_t;
 
 /* A config with small numbers: 64 KiB pages, 4-page handles, 16 KiB small limit. */
