@@ -8,6 +8,7 @@
 #include "joins.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,16 +28,37 @@ typedef struct noted_stream {
 static noted_stream_t *noted;
 static uint32_t noted_count, noted_cap;
 static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Raised whenever a note is marked destroyed or removed: a thread's memory of the note it made
+ * last (gm_joins_note) holds only while this is unchanged. */
+static atomic_uint_fast64_t noted_generation;
 
 void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph) {
+    /* A capture puts its markers on a few streams, one after another: the note this thread made
+     * last is usually the one asked for again, and then the list needs no lock or scan. */
+    static _Thread_local struct {
+        cuuint64_t capture;
+        CUstream stream;
+        bool ptsz, known;
+        uint_fast64_t generation;
+    } last;
+    uint_fast64_t generation = atomic_load_explicit(&noted_generation, memory_order_acquire);
+    if (last.known && last.capture == capture && last.stream == stream && last.ptsz == ptsz &&
+        last.generation == generation)
+        return;
     pthread_mutex_lock(&noted_lock);
     bool seen = false;
     for (uint32_t i = 0; i < noted_count && !seen; i++)
         seen = noted[i].capture == capture && noted[i].stream == stream && noted[i].ptsz == ptsz &&
                !noted[i].destroyed;
     /* Without host memory for the note the check is skipped for this stream: never a refusal. */
-    if (!seen && gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK)
+    if (!seen && gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK) {
         noted[noted_count++] = (noted_stream_t){capture, stream, ptsz, graph, false, NULL, 0};
+        seen = true;
+    }
+    if (seen) {
+        last.capture = capture, last.stream = stream, last.ptsz = ptsz, last.known = true;
+        last.generation = atomic_load_explicit(&noted_generation, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&noted_lock);
 }
 
@@ -51,6 +73,7 @@ void gm_joins_stream_destroyed(CUstream stream) {
         const CUgraphNode *tails = NULL;
         size_t count = 0;
         n->destroyed = true;
+        atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
         if (gm_real.cuStreamGetCaptureInfo_v3(stream, &status, &capture, NULL, &tails, NULL,
                                               &count) != CUDA_SUCCESS ||
             status != CU_STREAM_CAPTURE_STATUS_ACTIVE || capture != n->capture)
@@ -142,6 +165,7 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *gr
         else
             free(noted[i].tails); /* cannot check it: never refuse a capture for that */
         noted[i] = noted[--noted_count];
+        atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
     }
     pthread_mutex_unlock(&noted_lock);
     if (mine_count > 0)

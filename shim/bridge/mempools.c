@@ -117,17 +117,12 @@ void gm_mempool_current_set(CUdevice device, CUmemoryPool pool) {
     pthread_mutex_unlock(&lock);
 }
 
-CUmemoryPool gm_mempool_current(int device) {
-    if (device < 0 || device >= GM_MAX_DEVICES)
-        return NULL;
+bool gm_mempool_servable(CUmemoryPool pool, int device, int *device_out, uint64_t *access_out) {
+    if (pool == NULL && (device < 0 || device >= GM_MAX_DEVICES))
+        return false;
     pthread_mutex_lock(&lock);
-    CUmemoryPool pool = current[device] ? current[device] : defaults[device];
-    pthread_mutex_unlock(&lock);
-    return pool;
-}
-
-bool gm_mempool_servable(CUmemoryPool pool, int *device_out, uint64_t *access_out) {
-    pthread_mutex_lock(&lock);
+    if (pool == NULL)
+        pool = current[device] ? current[device] : defaults[device];
     const known_pool_t *known = pool ? find_locked(pool) : NULL;
     bool servable = known != NULL && known->servable && known->device >= 0;
     if (servable) {

@@ -15,10 +15,9 @@ void gm_mempool_destroyed(CUmemoryPool pool);
 void gm_mempool_access_set(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
 void gm_mempool_current_set(CUdevice device, CUmemoryPool pool);
 
-/* The pool cuMemAllocAsync uses on `device` now (its current pool). */
-CUmemoryPool gm_mempool_current(int device);
 /* For a pool graphmem can serve (plain device memory, no IPC handle types): its device and the
- * devices with read-write access now (bit d; the resident device included). False otherwise. */
-bool gm_mempool_servable(CUmemoryPool pool, int *device_out, uint64_t *access_out);
+ * devices with read-write access now (bit d; the resident device included). False otherwise.
+ * A NULL pool is the one cuMemAllocAsync uses on `device` now (its current pool). */
+bool gm_mempool_servable(CUmemoryPool pool, int device, int *device_out, uint64_t *access_out);
 
 #endif

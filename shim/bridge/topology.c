@@ -1,6 +1,7 @@
 #include "topology.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "interpose/driver.h"
@@ -184,6 +185,16 @@ typedef struct nested {
 static nested_t *nested;
 static uint32_t nested_count, nested_cap;
 static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Child entries in `nested`, changed under the lock: every captured allocation and free asks
+ * gm_nested_is_child, and most programs have no child graph at all. A graph becomes a child
+ * before anyone can capture into it (its handle comes from the child node), so a capture that
+ * reads 0 here has no child graph to miss. */
+static atomic_uint child_count;
+
+static void count_children(const nested_t *entry, int delta) {
+    if (entry->kind == GM_NESTED_CHILD)
+        atomic_fetch_add_explicit(&child_count, (unsigned)delta, memory_order_release);
+}
 
 void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count,
                       gm_nested_kind_t kind) {
@@ -192,6 +203,7 @@ void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count,
         if (gm_grow((void **)&nested, &nested_cap, nested_count + 1, sizeof *nested) != GM_OK)
             break;
         nested[nested_count++] = (nested_t){parent, graphs[i], kind};
+        count_children(&nested[nested_count - 1], 1);
     }
     pthread_mutex_unlock(&nested_lock);
 }
@@ -248,6 +260,8 @@ bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {
 }
 
 bool gm_nested_is_child(CUgraph graph) {
+    if (atomic_load_explicit(&child_count, memory_order_acquire) == 0)
+        return false;
     pthread_mutex_lock(&nested_lock);
     bool found = false;
     for (size_t i = 0; i < nested_count && !found; i++)
@@ -314,9 +328,10 @@ gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_drive
             for (uint32_t k = 0; k < count && !gone; k++)
                 gone = (uint64_t)(uintptr_t)nested[i].parent == keys[k] ||
                        (uint64_t)(uintptr_t)nested[i].graph == keys[k];
-            if (gone)
+            if (gone) {
+                count_children(&nested[i], -1);
                 nested[i] = nested[--nested_count];
-            else
+            } else
                 i++;
         }
     }

@@ -80,13 +80,10 @@ static bool stream_device(CUstream stream, const capture_point_t *point, CUdevic
  * invalidate a GLOBAL capture. */
 static bool capture_pool(CUmemoryPool pool, CUstream stream, const capture_point_t *point,
                          gm_alloc_params_t *params) {
-    if (pool == NULL) {
-        CUdevice device = 0;
-        if (!stream_device(stream, point, &device))
-            return false;
-        pool = gm_mempool_current(device);
-    }
-    if (!gm_mempool_servable(pool, &params->device, &params->access_mask))
+    CUdevice device = 0;
+    if (pool == NULL && !stream_device(stream, point, &device))
+        return false;
+    if (!gm_mempool_servable(pool, device, &params->device, &params->access_mask))
         return false;
     /* A captured node lists the pool's peers (its resident device is implicit). */
     params->listed_mask = params->access_mask & ~(1ull << params->device);
