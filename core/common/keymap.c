@@ -10,9 +10,7 @@ static uint32_t slot_of(uint64_t key, uint32_t cap) {
 }
 
 void gm_map_fini(gm_map_t *map) {
-    free(map->keys);
-    free(map->values);
-    free(map->state);
+    free(map->slots);
     *map = (gm_map_t){0};
 }
 
@@ -20,37 +18,32 @@ static int64_t find(const gm_map_t *map, uint64_t key) {
     if (!map->cap)
         return -1;
     for (uint32_t i = slot_of(key, map->cap);; i = (i + 1) & (map->cap - 1)) {
-        if (map->state[i] == 0)
+        const gm_map_slot_t *s = &map->slots[i];
+        if (s->state == 0)
             return -1;
-        if (map->state[i] == 1 && map->keys[i] == key)
+        if (s->state == 1 && s->key == key)
             return i;
     }
 }
 
 void *gm_map_get(const gm_map_t *map, uint64_t key) {
     int64_t i = find(map, key);
-    return i < 0 ? NULL : map->values[i];
+    return i < 0 ? NULL : map->slots[i].value;
 }
 
 static gm_status_t rehash(gm_map_t *map, uint32_t cap) {
     gm_map_t n = {0};
-    n.keys = malloc((size_t)cap * sizeof *n.keys);
-    n.values = malloc((size_t)cap * sizeof *n.values);
-    n.state = calloc(cap, 1);
-    if (!n.keys || !n.values || !n.state) {
-        gm_map_fini(&n);
+    n.slots = calloc(cap, sizeof *n.slots);
+    if (!n.slots)
         return GM_ERR_OUT_OF_MEMORY;
-    }
     n.cap = cap;
     for (uint32_t i = 0; i < map->cap; i++) {
-        if (map->state[i] != 1)
+        if (map->slots[i].state != 1)
             continue;
-        uint32_t j = slot_of(map->keys[i], cap);
-        while (n.state[j])
+        uint32_t j = slot_of(map->slots[i].key, cap);
+        while (n.slots[j].state)
             j = (j + 1) & (cap - 1);
-        n.state[j] = 1;
-        n.keys[j] = map->keys[i];
-        n.values[j] = map->values[i];
+        n.slots[j] = map->slots[i];
         n.count++;
     }
     n.used = n.count;
@@ -75,20 +68,18 @@ gm_status_t gm_map_reserve(gm_map_t *map, uint32_t n) {
 gm_status_t gm_map_put(gm_map_t *map, uint64_t key, void *value) {
     int64_t i = find(map, key);
     if (i >= 0) {
-        map->values[i] = value;
+        map->slots[i].value = value;
         return GM_OK;
     }
     gm_status_t st = gm_map_reserve(map, 1);
     if (st != GM_OK)
         return st;
     uint32_t j = slot_of(key, map->cap);
-    while (map->state[j] == 1)
+    while (map->slots[j].state == 1)
         j = (j + 1) & (map->cap - 1);
-    if (map->state[j] == 0)
+    if (map->slots[j].state == 0)
         map->used++;
-    map->state[j] = 1;
-    map->keys[j] = key;
-    map->values[j] = value;
+    map->slots[j] = (gm_map_slot_t){key, value, 1};
     map->count++;
     return GM_OK;
 }
@@ -97,19 +88,19 @@ void *gm_map_remove(gm_map_t *map, uint64_t key) {
     int64_t i = find(map, key);
     if (i < 0)
         return NULL;
-    map->state[i] = 2;
+    map->slots[i].state = 2;
     map->count--;
-    return map->values[i];
+    return map->slots[i].value;
 }
 
 bool gm_map_next(const gm_map_t *map, uint32_t *pos, uint64_t *key_out, void **value_out) {
     while (*pos < map->cap) {
-        uint32_t i = (*pos)++;
-        if (map->state[i] == 1) {
+        const gm_map_slot_t *s = &map->slots[(*pos)++];
+        if (s->state == 1) {
             if (key_out)
-                *key_out = map->keys[i];
+                *key_out = s->key;
             if (value_out)
-                *value_out = map->values[i];
+                *value_out = s->value;
             return true;
         }
     }

@@ -72,12 +72,14 @@ static gm_status_t idset_union(const gm_idset_t *a, const gm_idset_t *b, uint64_
 /* `s` plus `extra`, sharing s's buffer when s is its tail and extra is newer than all of s. */
 static gm_status_t idset_extend(const gm_idset_t *s, uint64_t extra, gm_idset_t *out) {
     gm_idbuf_t *buf = s->buf;
-    if (extra == 0 || (s->count && idset_contains(s, extra))) {
+    /* Ids grow with creation: an extra newer than s's last id is not in s, and the search (cold
+     * lines of a set that can hold every earlier free of the graph) is needed only otherwise. */
+    bool newest = s->count == 0 || buf->ids[s->count - 1] < extra;
+    if (extra == 0 || (!newest && idset_contains(s, extra))) {
         *out = idset_share(s);
         return GM_OK;
     }
-    if (buf && buf->used == s->count && buf->used < buf->cap &&
-        (s->count == 0 || buf->ids[s->count - 1] < extra)) {
+    if (buf && buf->used == s->count && buf->used < buf->cap && newest) {
         buf->ids[buf->used++] = extra;
         buf->refs++;
         *out = (gm_idset_t){buf, s->count + 1};
