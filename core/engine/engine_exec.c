@@ -95,7 +95,8 @@ void gm_exec_register(gm_engine_t *e, gm_exec_t *x) {
     for (uint32_t i = 0; i < x->part_count; i++)
         gm_part_link(e, x->parts[i]);
     gm_map_put(&e->execs, x->key, x);
-    x->graph->exec = x;
+    x->graph_next = x->graph->execs;
+    x->graph->execs = x;
 }
 
 bool gm_topology_valid(const gm_topology_t *topo) {
@@ -115,7 +116,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
     }
-    if (g->exec) {
+    if (g->execs && !e->config.lift_restrictions) {
         st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (§A3.7) */
         goto out;
     }
@@ -137,7 +138,7 @@ out:
 bool gm_engine_graph_instantiated(gm_engine_t *e, uint64_t graph) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *g = gm_graph_get(e, graph, false);
-    bool inst = g && g->exec;
+    bool inst = g && g->execs;
     gm_engine_unlock_unchanged(e);
     return inst;
 }
@@ -146,9 +147,13 @@ static void exec_forget(gm_engine_t *e, gm_exec_t *x) {
     if (gm_grow((void **)&e->dead_reports, &e->dead_cap, e->dead_count + 1,
                 sizeof *e->dead_reports) == GM_OK)
         e->dead_reports[e->dead_count++] = x->report;
-    if (x->graph)
-        x->graph->exec = NULL;
+    for (gm_exec_t **xp = x->graph ? &x->graph->execs : NULL; xp && *xp; xp = &(*xp)->graph_next)
+        if (*xp == x) {
+            *xp = x->graph_next;
+            break;
+        }
     x->graph = NULL;
+    x->graph_next = NULL;
     x->destroyed = true;
 }
 

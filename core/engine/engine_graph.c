@@ -220,8 +220,11 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
         r->owner = NULL;
         gm_record_unref_check(e, r);
     }
-    if (g->exec)
-        g->exec->graph = NULL;
+    for (gm_exec_t *x = g->execs, *next; x; x = next) {
+        next = x->graph_next;
+        x->graph = NULL;
+        x->graph_next = NULL;
+    }
     free(g->records);
     free(g->frees);
     free(g);

@@ -105,7 +105,9 @@ struct gm_graph {
     gm_marker_t **frees;
     uint32_t free_count, free_cap;
     gm_packer_t *packers;
-    gm_exec_t *exec;
+    /* Its execs not destroyed, linked by graph_next: one at most, as for the driver (§A3.7),
+     * unless GRAPHMEM_LIFT_RESTRICTIONS lets it be instantiated again (they share its windows). */
+    gm_exec_t *execs;
 };
 
 typedef struct gm_item {
@@ -197,6 +199,7 @@ struct gm_group {
 struct gm_exec {
     uint64_t key;
     gm_graph_t *graph;
+    gm_exec_t *graph_next; /* the next exec of `graph` */
     unsigned flags;
     gm_part_t **parts;
     uint32_t part_count;

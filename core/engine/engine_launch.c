@@ -37,13 +37,15 @@ static gm_status_t launch_check(const gm_exec_t *x, bool upload) {
     return GM_OK;
 }
 
-/* Parts of destroyed execs of the same graph still map its windows (memory is reclaimed lazily):
- * they give them up before `p` maps them, once their last run and pending frees are over. */
+/* Other parts of the same graph may map its windows: those of destroyed execs (memory is reclaimed
+ * lazily), and under GRAPHMEM_LIFT_RESTRICTIONS those of its other execs. They give them up before
+ * `p` maps them, once their last run and pending frees are over: execs sharing windows never run
+ * at once, and the one given up maps them again at its next launch (and takes them back). */
 static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait) {
     for (gm_part_t *q = e->parts, *next; q; q = next) {
         next = q->all_next;
         if (q == p || q->graph_serial != p->graph_serial || q->device != p->device ||
-            !q->exec->destroyed || (!q->shared_maps.count && !q->escape_maps.count))
+            (!q->shared_maps.count && !q->escape_maps.count))
             continue;
         gm_fence_t *f = gm_part_trim(e, q, false);
         if (f) {

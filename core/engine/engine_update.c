@@ -41,7 +41,7 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
     }
-    if (g->exec && g->exec != x) {
+    if (g->execs && (g->execs != x || x->graph_next) && !e->config.lift_restrictions) {
         st = GM_ERR_UPDATE_FAILURE; /* its addresses belong to another exec (§A3.7) */
         goto out;
     }

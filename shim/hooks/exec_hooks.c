@@ -8,6 +8,7 @@
 #include "bridge/streams.h"
 #include "bridge/topology.h"
 #include "log.h"
+#include "options.h"
 #include "stats.h"
 #include "util.h"
 
@@ -62,8 +63,10 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
         }
         return CUDA_SUCCESS;
     }
-    if (gm_engine_graph_instantiated(engine, key))
-        return CUDA_ERROR_NOT_SUPPORTED; /* one exec at a time for graphs with memory nodes */
+    /* One exec at a time for graphs with memory nodes, unless GRAPHMEM_LIFT_RESTRICTIONS: then
+     * the execs share the graph's addresses and take turns (core/README.md). */
+    if (!gm_option_bool(GM_OPT_LIFT_RESTRICTIONS) && gm_engine_graph_instantiated(engine, key))
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (flags & GM_INSTANTIATE_FLAG_DEVICE_LAUNCH) {
         /* With AutoFree too, the driver refuses the flags before looking at any node. */
         if (flags & GM_INSTANTIATE_FLAG_AUTO_FREE)

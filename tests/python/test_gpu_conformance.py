@@ -148,6 +148,26 @@ def test_lift_restrictions():
     assert not wrong, f"{wrong}\n{under.describe()}"
 
 
+def test_instantiate_twice():
+    """GRAPHMEM_LIFT_RESTRICTIONS=1 lets a graph with memory nodes be instantiated twice (beyond
+    the driver, which refuses): the execs share its addresses and never run at once, even launched
+    by two threads on two streams; an allocation one left live refuses the other's launch until
+    freed. Without the option graphmem observes what the driver does."""
+    native, under = beyond_the_driver("instantiate_twice", "GRAPHMEM_LIFT_RESTRICTIONS")
+    assert dict(native.obs).get("instantiate_second") == "cudaErrorNotSupported", native.describe()
+    want = {"built": "ok", "instantiate_second": "cudaSuccess",
+            "threads_launch_first": "cudaSuccess", "threads_launch_second": "cudaSuccess",
+            "runs": "80", "escape_first_launch": "cudaSuccess",
+            "escape_second_while_live": "cudaErrorInvalidValue", "escape_free": "cudaSuccess",
+            "escape_second_after_free": "cudaSuccess", "escape_second_data": "ok",
+            "escape_free_again": "cudaSuccess", "destroy_first": "cudaSuccess",
+            "second_after_destroy": "cudaSuccess", "second_after_destroy_sync": "cudaSuccess",
+            "wrong_words": "0"}
+    got = dict(under.obs)
+    wrong = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    assert not wrong, f"{wrong}\n{under.describe()}"
+
+
 def test_use_after_free_faults():
     gh.require_gpu()
     prog = gh.program("uaf")

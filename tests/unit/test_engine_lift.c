@@ -118,9 +118,74 @@ static void test_small_no_reuse(void) {
     }
 }
 
+/* A graph instantiated twice: both execs use its addresses and take turns. A launch of one takes
+ * the windows from the other once the other's run is over (waiting on the host for it), with the
+ * data right; an allocation one exec left live blocks the other's launch until it is freed, as it
+ * blocks a relaunch of its own exec; destroying one keeps the other working. */
+static void test_instantiated_twice(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
+    uint32_t k = sim_plain(&s, &g, &a, 1);
+    REQUIRE(sim_free(&s, &g, g.va[a], &k, 1, NULL) != UINT32_MAX);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    uint64_t first = host_backend_handle_at(s.hb, g.va[a], NULL);
+    CHECK(first != 0);
+    CHECK(sim_run_data(&s, &g, NULL));
+    /* E1 still runs on S1: E2 on another stream takes the window only after it. */
+    CHECK_EQ_INT(sim_launch(&s, 0xE2, S1 + 1), GM_OK);
+    CHECK(host_backend_handle_at(s.hb, g.va[a], NULL) != 0);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+
+    /* An allocation left live by one exec belongs to its address until freed. */
+    sim_graph_t h;
+    sim_graph_init(&s, &h);
+    uint32_t x = sim_alloc(&s, &h, 2 * MiB, NULL, 0);
+    REQUIRE(sim_plain(&s, &h, &x, 1) != UINT32_MAX);
+    REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &h, 0xF2, GM_EXEC_AUTO_FREE) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_ERR_INVALID_VALUE);
+    CHECK(sim_forget_live(&s, h.va[x]));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK); /* its own, AutoFreeOnLaunch */
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xF2, GM_NO_CALL); /* x stays live */
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
+    CHECK(sim_forget_live(&s, h.va[x]));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
+    CHECK(sim_forget_live(&s, h.va[x]));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK);
+
+    /* One destroyed, the other goes on. */
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xF1, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    sim_graph_destroy(s.engine, h.key);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_free_marker_destroyed);
     RUN_TEST(test_alloc_marker_destroyed);
     RUN_TEST(test_small_no_reuse);
+    RUN_TEST(test_instantiated_twice);
     return gm_check_summary();
 }

@@ -11,7 +11,11 @@
  * makes on a capturing stream is misuse (deferred fences must be realized before the capture).
  * Run with both cross-stream policies, and once more with each exec first launched alone on a
  * stream of its own and no cap, so that first launches take the memory of other streams' finished
- * groups (core/README.md, "Finished memory of another stream") while the rest goes on. */
+ * groups (core/README.md, "Finished memory of another stream") while the rest goes on. And once
+ * under GRAPHMEM_LIFT_RESTRICTIONS with every graph instantiated twice, the host threads launching
+ * either exec: the two share the graph's addresses and must never run at once (a launch of one
+ * takes the windows from the other after its run), and an allocation one left live refuses the
+ * other's launch until it is freed. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -47,6 +51,8 @@ typedef struct tgraph {
     uint64_t last_stream, last_pos;
     /* GPU side, ordered by the engine: the pattern an escaped allocation holds (0: none). */
     uint64_t expect[MAX_ALLOCS];
+    /* Twins: the graph's second exec, its driver order, and the exec whose launch made `live`. */
+    uint64_t twin, twin_last_stream, twin_last_pos, live_by;
 } tgraph_t;
 
 typedef struct world {
@@ -59,6 +65,7 @@ typedef struct world {
     atomic_bool stop;
     uint32_t ops_per_thread;
     uint64_t seed;
+    bool twins;
 } world_t;
 
 typedef struct work {
@@ -143,7 +150,10 @@ static void free_outside(world_t *w, tgraph_t *t, int a, uint64_t stream) {
     work_t *k = malloc(sizeof *k);
     REQUIRE(k != NULL);
     *k = (work_t){w, t, 0, a};
-    host_backend_submit_work(w->s.hb, stream, run_work, k, t->last_stream, t->last_pos);
+    bool twin_made_it = w->twins && t->live_by == t->twin; /* ordered after that exec's launch */
+    host_backend_submit_work(w->s.hb, stream, run_work, k,
+                             twin_made_it ? t->twin_last_stream : t->last_stream,
+                             twin_made_it ? t->twin_last_pos : t->last_pos);
     if (gm_engine_free_outside(w->s.engine, t->va[a], stream) != GM_OK)
         atomic_fetch_add(&w->unexpected, 1);
     t->live[a] = false;
@@ -156,12 +166,22 @@ static void free_all_live(world_t *w, tgraph_t *t, uint64_t stream) {
 }
 
 /* A launch on `stream`; frees the program makes first go to `free_stream`. */
+/* Twins: the other exec of the graph takes the next launch, with its own driver order. */
+static void swap_twin(tgraph_t *t) {
+    uint64_t x = t->exec, s = t->last_stream, p = t->last_pos;
+    t->exec = t->twin, t->last_stream = t->twin_last_stream, t->last_pos = t->twin_last_pos;
+    t->twin = x, t->twin_last_stream = s, t->twin_last_pos = p;
+}
+
 static void one_launch(world_t *w, tgraph_t *t, uint64_t stream, uint64_t free_stream,
                        uint64_t *rng) {
+    if (w->twins && gm_rand(rng) % 2)
+        swap_twin(t);
     bool unfreed = false;
     for (uint32_t a = 0; a < t->count; a++)
         unfreed = unfreed || t->live[a];
-    if (unfreed && !(t->flags & GM_EXEC_AUTO_FREE)) {
+    /* AutoFreeOnLaunch frees only what the exec itself left live. */
+    if (unfreed && (!(t->flags & GM_EXEC_AUTO_FREE) || t->live_by != t->exec)) {
         /* The driver refuses the relaunch (§A6.1); the program frees, then launches. */
         if (launch(w, t, stream, false) != GM_ERR_INVALID_VALUE)
             atomic_fetch_add(&w->unexpected, 1);
@@ -173,6 +193,7 @@ static void one_launch(world_t *w, tgraph_t *t, uint64_t stream, uint64_t free_s
         atomic_fetch_add(&w->launches, 1);
         for (uint32_t a = 0; a < t->count; a++)
             t->live[a] = t->escaping[a];
+        t->live_by = t->exec;
     } else if (st == GM_ERR_OUT_OF_MEMORY) {
         atomic_fetch_add(&w->failed_for_memory, 1);
     } else if (st == GM_ERR_DRIVER && stream != free_stream) {
@@ -284,6 +305,7 @@ static void build_graph(world_t *w, tgraph_t *t, int i, uint64_t *rng) {
             sim_free(&w->s, &t->g, t->va[a], &user, 1, NULL);
     t->flags = i % 2 ? GM_EXEC_AUTO_FREE : 0;
     t->exec = atomic_fetch_add(&w->next_exec, 1);
+    t->twin = w->twins ? atomic_fetch_add(&w->next_exec, 1) : 0;
     pthread_mutex_init(&t->lock, NULL);
 }
 
@@ -291,14 +313,16 @@ static void sum_adopted(const gm_exec_report_t *rep, void *arg) {
     *(uint64_t *)arg += rep->adopted;
 }
 
-static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
+static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins) {
     static world_t w; /* large: not on a thread's stack */
     memset(&w, 0, sizeof w);
+    w.twins = twins;
     gm_engine_config_t c = sim_default_config();
     c.cross_stream = policy;
+    c.lift_restrictions = twins;
     /* Tight: some launches fail for memory and roll back. Without a cap, memory stays held, which
      * is what a first launch can adopt. */
-    c.max_reserved = adopt ? 0 : 64 * sim_page();
+    c.max_reserved = adopt || twins ? 0 : 64 * sim_page();
     c.release_threshold = 4 * sim_page();
     REQUIRE(sim_init(&w.s, &c));
     host_backend_use_workers(w.s.hb);
@@ -313,6 +337,8 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
     for (int i = 0; i < GRAPHS; i++) {
         build_graph(&w, &w.t[i], i, &rng);
         REQUIRE(sim_instantiate(&w.s, &w.t[i].g, w.t[i].exec, w.t[i].flags) == GM_OK);
+        if (twins)
+            REQUIRE(sim_instantiate(&w.s, &w.t[i].g, w.t[i].twin, w.t[i].flags) == GM_OK);
     }
     enum { WORKERS = THREADS + SHARED_STREAMS };
     worker_t workers[WORKERS];
@@ -364,10 +390,11 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
     gm_engine_report(w.s.engine, sum_adopted, &adopted);
     if (adopt)
         CHECK(adopted > 0);
-    printf("%s%s: %llu adopted, %llu launches, %llu failed for memory, %llu refused in %llu "
+    printf("%s%s%s: %llu adopted, %llu launches, %llu failed for memory, %llu refused in %llu "
            "captures, seed %llu\n",
            policy == GM_CROSS_STREAM_SERIALIZE ? "serialize" : "remap", adopt ? ", adopting" : "",
-           (unsigned long long)adopted, (unsigned long long)atomic_load(&w.launches),
+           twins ? ", twins" : "", (unsigned long long)adopted,
+           (unsigned long long)atomic_load(&w.launches),
            (unsigned long long)atomic_load(&w.failed_for_memory),
            (unsigned long long)atomic_load(&w.refused_in_capture),
            (unsigned long long)atomic_load(&w.captures), (unsigned long long)seed);
@@ -377,6 +404,8 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
     CHECK(atomic_load(&w.launches) > THREADS * w.ops_per_thread / 4);
     for (int i = 0; i < GRAPHS; i++) {
         gm_engine_exec_destroy(w.s.engine, w.t[i].exec, GM_NO_CALL);
+        if (twins)
+            gm_engine_exec_destroy(w.s.engine, w.t[i].twin, GM_NO_CALL);
         sim_graph_destroy(w.s.engine, w.t[i].g.key);
         pthread_mutex_destroy(&w.t[i].lock);
     }
@@ -386,20 +415,25 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt) {
 }
 
 static void test_threads_adopt(void) {
-    run_world(GM_CROSS_STREAM_SERIALIZE, true);
+    run_world(GM_CROSS_STREAM_SERIALIZE, true, false);
 }
 
 static void test_threads_serialize(void) {
-    run_world(GM_CROSS_STREAM_SERIALIZE, false);
+    run_world(GM_CROSS_STREAM_SERIALIZE, false, false);
 }
 
 static void test_threads_remap(void) {
-    run_world(GM_CROSS_STREAM_REMAP, false);
+    run_world(GM_CROSS_STREAM_REMAP, false, false);
+}
+
+static void test_threads_twins(void) {
+    run_world(GM_CROSS_STREAM_SERIALIZE, false, true);
 }
 
 int main(void) {
     RUN_TEST(test_threads_serialize);
     RUN_TEST(test_threads_remap);
     RUN_TEST(test_threads_adopt);
+    RUN_TEST(test_threads_twins);
     return gm_check_summary();
 }

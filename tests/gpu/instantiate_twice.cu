@@ -1,0 +1,126 @@
+// GRAPHMEM_LIFT_RESTRICTIONS: a graph with memory nodes instantiated twice, which the driver
+// refuses (§A3.7). Graph G (alloc X, a kernel that stamps every word of X with a token of its own
+// run, waits, and counts the words that no longer hold it, free X): its two execs are launched by
+// two threads on two streams at once, 40 times each; they share X's address, so two runs at once
+// would overwrite each other's stamps. Graph H (alloc Y, fill, no free): Y escapes, so the second
+// exec's launch is refused while the first's Y is live, and runs once Y is freed; one exec
+// destroyed, the other still runs. tests/python/test_gpu_conformance.py runs it natively, under
+// graphmem as it is (the same observations: the second instantiation refused) and with the option
+// (the observations it expects).
+#include <thread>
+
+#include "common.cuh"
+
+static const size_t kBytes = 16u << 20, kWords = kBytes / 4;
+static const int kLaunches = 40;
+
+// One block: thread 0 draws the run's token, every thread stamps its words, waits about 50 us of
+// the GPU's clock, and counts the words that changed meanwhile.
+static __global__ void k_stamp(uint32_t *p, size_t n, unsigned *next_token, unsigned *bad) {
+    __shared__ unsigned token;
+    if (threadIdx.x == 0)
+        token = atomicAdd(next_token, 1) + 1;
+    __syncthreads();
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+        p[i] = token;
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    while (now - start < 50000);
+    unsigned wrong = 0;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+        wrong += p[i] != token;
+    if (wrong)
+        atomicAdd(bad, wrong);
+}
+
+static cudaError_t add_stamp(cudaGraphNode_t *node, cudaGraph_t g, cudaGraphNode_t dep, void *x,
+                             unsigned *next_token, unsigned *bad) {
+    size_t n = kWords;
+    void *args[] = {&x, &n, &next_token, &bad};
+    cudaKernelNodeParams k = {};
+    k.func = (void *)k_stamp;
+    k.gridDim = dim3(1);
+    k.blockDim = dim3(1024);
+    k.kernelParams = args;
+    return cudaGraphAddKernelNode(node, g, &dep, 1, &k);
+}
+
+int main() {
+    require_graph_memory();
+    unsigned *bad = new_counter(), *next_token = new_counter();
+    bool built = true;
+
+    cudaGraph_t g = nullptr;
+    cudaGraphCreate(&g, 0);
+    cudaGraphNode_t ax, kx, fx;
+    void *x = nullptr;
+    built &= add_alloc(&ax, g, nullptr, 0, kBytes, &x) == cudaSuccess;
+    built &= add_stamp(&kx, g, ax, x, next_token, bad) == cudaSuccess;
+    built &= cudaGraphAddMemFreeNode(&fx, g, &kx, 1, x) == cudaSuccess;
+    cudaGraphExec_t e1 = nullptr, e2 = nullptr;
+    obs_rc("instantiate_first", cudaGraphInstantiate(&e1, g, 0));
+    cudaError_t second = cudaGraphInstantiate(&e2, g, 0);
+    obs_rc("instantiate_second", second);
+
+    cudaGraph_t h = nullptr;
+    cudaGraphCreate(&h, 0);
+    cudaGraphNode_t ay, fy;
+    void *y = nullptr;
+    built &= add_alloc(&ay, h, nullptr, 0, kBytes, &y) == cudaSuccess;
+    built &= add_fill(&fy, h, &ay, 1, y, kWords, 44) == cudaSuccess;
+    cudaGraphExec_t f1 = nullptr, f2 = nullptr;
+    cudaGraphInstantiate(&f1, h, 0);
+    cudaError_t escape_second = cudaGraphInstantiate(&f2, h, 0);
+    obs_ok("built", built);
+
+    if (second == cudaSuccess && escape_second == cudaSuccess) {
+        cudaError_t rc[2] = {cudaSuccess, cudaSuccess};
+        auto run = [&](int i) {
+            cudaStream_t s;
+            cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+            for (int k = 0; k < kLaunches && rc[i] == cudaSuccess; k++)
+                rc[i] = cudaGraphLaunch(i ? e2 : e1, s);
+            if (rc[i] == cudaSuccess)
+                rc[i] = cudaStreamSynchronize(s);
+            cudaStreamDestroy(s);
+        };
+        std::thread a(run, 0), b(run, 1);
+        a.join();
+        b.join();
+        obs_rc("threads_launch_first", rc[0]);
+        obs_rc("threads_launch_second", rc[1]);
+        unsigned runs = 0;
+        cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
+        obs_int("runs", runs);
+
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        obs_rc("escape_first_launch", cudaGraphLaunch(f1, s));
+        obs_rc("escape_first_sync", cudaStreamSynchronize(s));
+        obs_rc("escape_second_while_live", cudaGraphLaunch(f2, s)); // Y is the first's still
+        obs_rc("escape_free", cudaFree(y));
+        obs_rc("escape_second_after_free", cudaGraphLaunch(f2, s));
+        obs_rc("escape_second_sync", cudaStreamSynchronize(s));
+        obs_ok("escape_second_data", check_words(s, y, kWords, 44));
+        obs_rc("escape_free_again", cudaFree(y));
+
+        obs_rc("destroy_first", cudaGraphExecDestroy(e1));
+        e1 = nullptr;
+        obs_rc("second_after_destroy", cudaGraphLaunch(e2, s));
+        obs_rc("second_after_destroy_sync", cudaStreamSynchronize(s));
+        cudaStreamDestroy(s);
+    }
+    unsigned wrong = 0;
+    cudaMemcpy(&wrong, bad, sizeof wrong, cudaMemcpyDeviceToHost);
+    obs_int("wrong_words", wrong);
+    for (cudaGraphExec_t e : {e1, e2, f1, f2})
+        if (e)
+            cudaGraphExecDestroy(e);
+    cudaGraphDestroy(g);
+    cudaGraphDestroy(h);
+    cudaFree(bad);
+    cudaFree(next_token);
+    return 0;
+}
