@@ -157,6 +157,20 @@ gm_status_t gm_engine_graphs_destroy(gm_engine_t *engine, const uint64_t *graphs
  * before keep what they planned. GM_ERR_DRIVER when the driver refused (nothing changed),
  * GM_ERR_INVALID_VALUE when `node` is no marker (nothing called). */
 gm_status_t gm_engine_marker_destroy(gm_engine_t *engine, uint64_t node, gm_driver_call_t call);
+/* Finds the clone of an original node: true and the clone's node, or false. */
+typedef struct gm_node_map {
+    bool (*fn)(void *arg, uint64_t node, uint64_t *clone_out);
+    void *arg;
+} gm_node_map_t;
+
+/* GRAPHMEM_LIFT_RESTRICTIONS: `clone` was cloned from `original` by the driver. Its markers
+ * (found through `find`) stand for copies of the original's allocations at the same addresses:
+ * their execs take turns on those windows as execs of one graph do, and an allocation left live
+ * by any of them blocks the others' launches until freed. GM_ERR_NOT_SUPPORTED, changing
+ * nothing, when the original frees another graph's allocation, holds a moved child's markers or
+ * a marker `find` cannot place. A graph without markers: nothing to do (GM_OK). */
+gm_status_t gm_engine_graph_clone(gm_engine_t *engine, uint64_t original, uint64_t clone,
+                                  gm_node_map_t find);
 /* A child graph moved into `parent` (move ownership): its markers now belong to the parent. */
 void gm_engine_graph_moved(gm_engine_t *engine, uint64_t child, uint64_t parent);
 

@@ -307,6 +307,121 @@ void gm_graphs_destroy_all(gm_engine_t *e) {
     gm_map_fini(&e->moved);
 }
 
+/* ---- clones (GRAPHMEM_LIFT_RESTRICTIONS) ---------------------------------------------------- */
+
+/* What a clone takes: its nodes for the original's markers, and the memory for its copies, all
+ * found before anything changes. */
+typedef struct clone_plan {
+    uint64_t *alloc_nodes, *free_nodes;
+    gm_record_t **copies;
+    gm_chunk_t **chunks;
+    gm_marker_t **frees;
+} clone_plan_t;
+
+static void clone_plan_free(clone_plan_t *cp, uint32_t records, uint32_t frees) {
+    for (uint32_t i = 0; cp->copies && i < records; i++) {
+        free(cp->copies[i]);
+        free(cp->chunks[i]);
+    }
+    for (uint32_t i = 0; cp->frees && i < frees; i++)
+        free(cp->frees[i]);
+    free(cp->alloc_nodes);
+    free(cp->free_nodes);
+    free(cp->copies);
+    free(cp->chunks);
+    free(cp->frees);
+}
+
+static gm_status_t clone_prepare(gm_engine_t *e, const gm_graph_t *g, gm_graph_t *c,
+                                 gm_node_map_t find, clone_plan_t *cp) {
+    uint32_t n = g->record_count, f = g->free_count;
+    cp->alloc_nodes = calloc(n + 1, sizeof *cp->alloc_nodes);
+    cp->free_nodes = calloc(f + 1, sizeof *cp->free_nodes);
+    cp->copies = calloc(n + 1, sizeof *cp->copies);
+    cp->chunks = calloc(n + 1, sizeof *cp->chunks);
+    cp->frees = calloc(f + 1, sizeof *cp->frees);
+    if (!cp->alloc_nodes || !cp->free_nodes || !cp->copies || !cp->chunks || !cp->frees ||
+        gm_grow((void **)&c->records, &c->record_cap, n, sizeof *c->records) ||
+        gm_grow((void **)&c->frees, &c->free_cap, f, sizeof *c->frees) ||
+        gm_map_reserve(&e->nodes, n + f))
+        return GM_ERR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < n; i++) {
+        gm_record_t *r = g->records[i];
+        if (!(cp->copies[i] = calloc(1, sizeof *cp->copies[i])) ||
+            (!r->chunk && !(cp->chunks[i] = calloc(1, sizeof *cp->chunks[i]))))
+            return GM_ERR_OUT_OF_MEMORY;
+        /* A node the driver cannot find in the clone (one inside a child graph): refused. */
+        if (!find.fn(find.arg, r->alloc.node, &cp->alloc_nodes[i]))
+            return GM_ERR_NOT_SUPPORTED;
+    }
+    for (uint32_t i = 0; i < f; i++) {
+        /* The clone of a free of another graph's allocation would free it a second time. */
+        if (g->frees[i]->record->owner != g)
+            return GM_ERR_NOT_SUPPORTED;
+        if (!(cp->frees[i] = calloc(1, sizeof *cp->frees[i])))
+            return GM_ERR_OUT_OF_MEMORY;
+        if (!find.fn(find.arg, g->frees[i]->node, &cp->free_nodes[i]))
+            return GM_ERR_NOT_SUPPORTED;
+    }
+    return GM_OK;
+}
+
+gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t clone,
+                                  gm_node_map_t find) {
+    pthread_mutex_lock(&e->lock);
+    gm_status_t st = GM_OK;
+    gm_graph_t *g = gm_graph_get(e, original, false), *c = NULL;
+    clone_plan_t cp = {0};
+    if (!g || (!g->record_count && !g->free_count))
+        goto out; /* nothing of graphmem's to copy */
+    if (gm_map_get(&e->moved, original) || gm_graph_get(e, clone, false)) {
+        st = GM_ERR_NOT_SUPPORTED;
+        goto out;
+    }
+    if (!(c = gm_graph_get(e, clone, true))) {
+        st = GM_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    if ((st = clone_prepare(e, g, c, find, &cp)) != GM_OK) {
+        gm_map_remove(&e->graphs, clone);
+        free(c->records);
+        free(c->frees);
+        free(c);
+        goto out;
+    }
+    /* Execs of both take turns on the windows, as execs of one graph do (engine_launch.c). */
+    c->serial = g->serial;
+    for (uint32_t i = 0; i < g->record_count; i++) {
+        gm_record_t *copy = cp.copies[i];
+        gm_record_clone(e, c, g->records[i], cp.alloc_nodes[i], cp.chunks[i], copy);
+        cp.copies[i] = NULL;
+        cp.chunks[i] = NULL;
+        c->records[c->record_count++] = copy;
+        gm_map_put(&e->nodes, cp.alloc_nodes[i], &copy->alloc); /* reserved */
+        marker_known(e, cp.alloc_nodes[i]);
+    }
+    for (uint32_t i = 0; i < g->free_count; i++) {
+        const gm_marker_t *m = g->frees[i];
+        gm_record_t *copy = NULL;
+        for (uint32_t k = 0; k < g->record_count && !copy; k++)
+            if (g->records[k] == m->record)
+                copy = c->records[k];
+        gm_marker_t *mc = cp.frees[i];
+        cp.frees[i] = NULL;
+        *mc = (gm_marker_t){
+            .kind = GM_MARKER_FREE, .record = copy, .graph = c, .node = cp.free_nodes[i]};
+        copy->free_marker = mc;
+        copy->freed_in_owner = true;
+        c->frees[c->free_count++] = mc;
+        gm_map_put(&e->nodes, cp.free_nodes[i], mc); /* reserved */
+        marker_known(e, cp.free_nodes[i]);
+    }
+out:
+    clone_plan_free(&cp, g ? g->record_count : 0, g ? g->free_count : 0);
+    gm_engine_unlock(e);
+    return st;
+}
+
 void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *c = gm_graph_get(e, child, false);

@@ -14,8 +14,17 @@ bool gm_engine_serves(gm_engine_t *e, uint64_t exec) {
     return gm_keyset_contains(&e->served, exec);
 }
 
+/* An allocation at r's address is live from another part: its own record (made by another exec
+ * of r's graph), or a clone's copy of it (gm_engine_graph_clone). */
+static bool address_taken(const gm_engine_t *e, const gm_part_t *p, const gm_record_t *r) {
+    for (const gm_record_t *q = gm_map_get(&e->addresses, r->va); q; q = q->va_next)
+        if (q->live && q->live_part != p)
+            return true;
+    return false;
+}
+
 /* The driver would refuse this launch: GM_ERR_INVALID_VALUE. */
-static gm_status_t launch_check(const gm_exec_t *x, bool upload) {
+static gm_status_t launch_check(const gm_engine_t *e, const gm_exec_t *x, bool upload) {
     /* A free of another graph's allocation that is not live now (never made by a launch, or
      * freed already): the driver refuses the launch (measured on driver 580). */
     for (uint32_t i = 0; !upload && i < x->foreign_count; i++)
@@ -31,7 +40,7 @@ static gm_status_t launch_check(const gm_exec_t *x, bool upload) {
         if (p->shared_maps.mapped && p->escape_maps.mapped)
             continue;
         for (uint32_t k = 0; k < p->record_count; k++)
-            if (p->records[k]->live && p->records[k]->live_part != p)
+            if (address_taken(e, p, p->records[k]))
                 return GM_ERR_INVALID_VALUE;
     }
     return GM_OK;
@@ -200,7 +209,7 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
     gm_exec_t *x = gm_map_get(&e->execs, exec);
     if (!x) /* destroyed since the caller looked: the driver answers */
         return call.fn(call.arg) ? GM_OK : GM_ERR_DRIVER;
-    gm_status_t st = launch_check(x, upload);
+    gm_status_t st = launch_check(e, x, upload);
     if (st != GM_OK)
         return st;
     if (e->covers && changes_mappings(e, x, stream))

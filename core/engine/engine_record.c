@@ -285,6 +285,27 @@ gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_param
     return GM_OK;
 }
 
+void gm_record_clone(gm_engine_t *e, gm_graph_t *g, gm_record_t *r, uint64_t node,
+                     gm_chunk_t *chunk, gm_record_t *copy) {
+    if (!r->chunk) {
+        *chunk = (gm_chunk_t){.base = r->win_base, .bytes = r->win_bytes, .va = r->va, .refs = 1};
+        r->chunk = chunk;
+        r->chunk_offset = 0;
+    } else {
+        free(chunk);
+    }
+    copy->id = ++e->next_record_id;
+    copy->va = r->va;
+    copy->params = r->params;
+    copy->owner = g;
+    copy->alloc = (gm_marker_t){.kind = GM_MARKER_ALLOC, .record = copy, .graph = g, .node = node};
+    copy->chunk = r->chunk;
+    copy->chunk->refs++;
+    copy->chunk_offset = r->chunk_offset;
+    copy->va_next = r->va_next;
+    r->va_next = copy;
+}
+
 void gm_record_abort(gm_engine_t *e, gm_record_t *r) {
     if (r->packer)
         gm_pack_forget(r->packer->pack, r->pack_id);

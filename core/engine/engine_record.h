@@ -16,6 +16,12 @@ gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_param
 /* Its node was never made: its bytes go back as they were, and the record goes unless held. */
 void gm_record_abort(gm_engine_t *e, gm_record_t *r);
 void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */
+/* A copy of `r` owned by `g` (a clone of r's graph, GRAPHMEM_LIFT_RESTRICTIONS): the same address
+ * and window, found after r by that address, its alloc marker on `node`. A window of r's own
+ * becomes a chunk both hold (`chunk`, zeroed, from the caller; freed here when r has one
+ * already), released with the last. `copy` comes zeroed from the caller: nothing here can fail. */
+void gm_record_clone(gm_engine_t *e, gm_graph_t *g, gm_record_t *r, uint64_t node,
+                     gm_chunk_t *chunk, gm_record_t *copy);
 void gm_packer_destroy(gm_engine_t *e, gm_packer_t *pk);
 
 #endif

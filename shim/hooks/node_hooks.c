@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interpose/driver.h"
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/markers.h"
 #include "bridge/scratch.h"
 #include "bridge/topology.h"
+#include "log.h"
 #include "options.h"
 #include "stats.h"
 
@@ -226,13 +228,45 @@ CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGra
     return result;
 }
 
+static bool lifted(void) {
+    return gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
+}
+
+/* The clone's node for an original marker (gm_node_map_t). */
+static bool find_in_clone(void *clone, uint64_t node, uint64_t *clone_out) {
+    CUgraphNode found = NULL;
+    if (gm_drv.cuGraphNodeFindInClone(&found, (CUgraphNode)(uintptr_t)node, clone) != CUDA_SUCCESS)
+        return false;
+    *clone_out = (uint64_t)(uintptr_t)found;
+    return true;
+}
+
+/* A clone of a graph holding markers: refused as by the driver, or under
+ * GRAPHMEM_LIFT_RESTRICTIONS a graph whose markers stand for the same allocations (their execs
+ * take turns on the addresses); when the engine cannot take it, the clone goes again. */
 CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
-    if (graph_has_markers(originalGraph))
+    bool markers = graph_has_markers(originalGraph);
+    if (markers && !lifted())
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult result = gm_real.cuGraphClone(phGraphClone, originalGraph);
-    if (result == CUDA_SUCCESS && gm_touches(originalGraph))
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (gm_touches(originalGraph))
         gm_touch_note(*phGraphClone);
-    return result;
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (!markers || engine == NULL)
+        return result;
+    gm_status_t status;
+    GM_RELAXED(status = gm_engine_graph_clone(engine, (uint64_t)(uintptr_t)originalGraph,
+                                              (uint64_t)(uintptr_t)*phGraphClone,
+                                              (gm_node_map_t){find_in_clone, *phGraphClone}));
+    if (status == GM_OK)
+        return CUDA_SUCCESS;
+    gm_log(GM_LOG_DEBUG, "clone of graph %p refused: %s", (void *)originalGraph,
+           gm_status_name(status));
+    gm_real.cuGraphDestroy(*phGraphClone);
+    *phGraphClone = NULL;
+    return gm_cuda_result(status);
 }
 
 /* Whether `node` belongs to a graph holding markers. The driver offers no node-to-graph query,
@@ -275,9 +309,6 @@ static bool in_graph_with_markers(CUgraphNode node) {
 /* GRAPHMEM_LIFT_RESTRICTIONS lets graphs with memory nodes lose edges and nodes, which the driver
  * refuses (§A3.1, §A3.2): graphmem's planning reads the graph as it is at instantiation, and under
  * the option no byte reuse rests on a path that could go. */
-static bool lifted(void) {
-    return gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
-}
 
 static CUresult call_destroy_node(void *arg) {
     return gm_real.cuGraphDestroyNode((CUgraphNode)arg);

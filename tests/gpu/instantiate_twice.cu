@@ -1,12 +1,14 @@
-// GRAPHMEM_LIFT_RESTRICTIONS: a graph with memory nodes instantiated twice, which the driver
-// refuses (§A3.7). Graph G (alloc X, a kernel that stamps every word of X with a token of its own
-// run, waits, and counts the words that no longer hold it, free X): its two execs are launched by
-// two threads on two streams at once, 40 times each; they share X's address, so two runs at once
-// would overwrite each other's stamps. Graph H (alloc Y, fill, no free): Y escapes, so the second
-// exec's launch is refused while the first's Y is live, and runs once Y is freed; one exec
-// destroyed, the other still runs. tests/python/test_gpu_conformance.py runs it natively, under
-// graphmem as it is (the same observations: the second instantiation refused) and with the option
-// (the observations it expects).
+// GRAPHMEM_LIFT_RESTRICTIONS: a graph with memory nodes instantiated twice and cloned, which the
+// driver refuses (§A3.7, §A3.3). Graph G (alloc X, a kernel that stamps every word of X with a
+// token of its own run, waits, and counts the words that no longer hold it, free X): its two execs
+// are launched by two threads on two streams at once, 40 times each; they share X's address, so two
+// runs at once would overwrite each other's stamps. Graph H (alloc Y, fill, no free): Y escapes, so
+// the second exec's launch is refused while the first's Y is live, and runs once Y is freed; one
+// exec destroyed, the other still runs. Then clones of both: the clone of G keeps X's address, and
+// its exec runs against G's remaining exec from two threads the same way; the clone of H sees the Y
+// that H's exec left live; G destroyed, its clone's exec still runs. tests/python/
+// test_gpu_conformance.py runs it natively, under graphmem as it is (the same observations: the
+// second instantiation and the clone refused) and with the option (the observations it expects).
 #include <thread>
 
 #include "common.cuh"
@@ -74,6 +76,11 @@ int main() {
     cudaGraphInstantiate(&f1, h, 0);
     cudaError_t escape_second = cudaGraphInstantiate(&f2, h, 0);
     obs_ok("built", built);
+    cudaGraph_t gc = nullptr, hc = nullptr;
+    cudaError_t cloned = cudaGraphClone(&gc, g);
+    obs_rc("clone", cloned);
+    if (cloned == cudaSuccess)
+        cudaGraphClone(&hc, h);
 
     if (second == cudaSuccess && escape_second == cudaSuccess) {
         cudaError_t rc[2] = {cudaSuccess, cudaSuccess};
@@ -112,14 +119,70 @@ int main() {
         obs_rc("second_after_destroy_sync", cudaStreamSynchronize(s));
         cudaStreamDestroy(s);
     }
+    cudaGraphExec_t ec = nullptr, fc = nullptr;
+    if (cloned == cudaSuccess && second == cudaSuccess) {
+        cudaGraphNode_t nodes[8];
+        size_t count = 8;
+        cudaGraphGetNodes(gc, nodes, &count);
+        void *xc = nullptr;
+        for (size_t i = 0; i < count; i++) {
+            cudaGraphNodeType type;
+            cudaGraphNodeGetType(nodes[i], &type);
+            cudaMemAllocNodeParams p = {};
+            if (type == cudaGraphNodeTypeMemAlloc &&
+                cudaGraphMemAllocNodeGetParams(nodes[i], &p) == cudaSuccess)
+                xc = p.dptr;
+        }
+        obs_yes("clone_same_address", xc == x);
+        obs_rc("clone_instantiate", cudaGraphInstantiate(&ec, gc, 0));
+        cudaGraphInstantiate(&fc, hc, 0);
+        cudaError_t rc[2] = {cudaSuccess, cudaSuccess};
+        auto run = [&](int i) {
+            cudaStream_t s;
+            cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+            for (int k = 0; k < kLaunches && rc[i] == cudaSuccess; k++)
+                rc[i] = cudaGraphLaunch(i ? ec : e2, s);
+            if (rc[i] == cudaSuccess)
+                rc[i] = cudaStreamSynchronize(s);
+            cudaStreamDestroy(s);
+        };
+        std::thread a(run, 0), b(run, 1);
+        a.join();
+        b.join();
+        obs_rc("clone_threads_launch_original", rc[0]);
+        obs_rc("clone_threads_launch_clone", rc[1]);
+        unsigned runs = 0;
+        cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
+        obs_int("clone_runs", runs);
+
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        obs_rc("clone_escape_original_launch", cudaGraphLaunch(f2, s));
+        obs_rc("clone_escape_original_sync", cudaStreamSynchronize(s));
+        obs_rc("clone_escape_while_live", cudaGraphLaunch(fc, s));
+        obs_rc("clone_escape_free", cudaFree(y));
+        obs_rc("clone_escape_after_free", cudaGraphLaunch(fc, s));
+        obs_rc("clone_escape_sync", cudaStreamSynchronize(s));
+        obs_ok("clone_escape_data", check_words(s, y, kWords, 44));
+        obs_rc("clone_escape_free_again", cudaFree(y));
+
+        cudaGraphExecDestroy(e2);
+        e2 = nullptr;
+        obs_rc("original_graph_destroy", cudaGraphDestroy(g));
+        g = nullptr;
+        obs_rc("clone_after_original_gone", cudaGraphLaunch(ec, s));
+        obs_rc("clone_after_original_gone_sync", cudaStreamSynchronize(s));
+        cudaStreamDestroy(s);
+    }
     unsigned wrong = 0;
     cudaMemcpy(&wrong, bad, sizeof wrong, cudaMemcpyDeviceToHost);
     obs_int("wrong_words", wrong);
-    for (cudaGraphExec_t e : {e1, e2, f1, f2})
+    for (cudaGraphExec_t e : {e1, e2, f1, f2, ec, fc})
         if (e)
             cudaGraphExecDestroy(e);
-    cudaGraphDestroy(g);
-    cudaGraphDestroy(h);
+    for (cudaGraph_t graph : {g, h, gc, hc})
+        if (graph)
+            cudaGraphDestroy(graph);
     cudaFree(bad);
     cudaFree(next_token);
     return 0;

@@ -149,12 +149,14 @@ def test_lift_restrictions():
 
 
 def test_instantiate_twice():
-    """GRAPHMEM_LIFT_RESTRICTIONS=1 lets a graph with memory nodes be instantiated twice (beyond
-    the driver, which refuses): the execs share its addresses and never run at once, even launched
-    by two threads on two streams; an allocation one left live refuses the other's launch until
-    freed. Without the option graphmem observes what the driver does."""
+    """GRAPHMEM_LIFT_RESTRICTIONS=1 lets a graph with memory nodes be instantiated twice and cloned
+    (beyond the driver, which refuses both): the execs share its addresses and never run at once,
+    even launched by two threads on two streams; an allocation one left live refuses the other's
+    launch until freed; a clone outlives its original. Without the option graphmem observes what
+    the driver does."""
     native, under = beyond_the_driver("instantiate_twice", "GRAPHMEM_LIFT_RESTRICTIONS")
     assert dict(native.obs).get("instantiate_second") == "cudaErrorNotSupported", native.describe()
+    assert dict(native.obs).get("clone") == "cudaErrorNotSupported", native.describe()
     want = {"built": "ok", "instantiate_second": "cudaSuccess",
             "threads_launch_first": "cudaSuccess", "threads_launch_second": "cudaSuccess",
             "runs": "80", "escape_first_launch": "cudaSuccess",
@@ -162,7 +164,15 @@ def test_instantiate_twice():
             "escape_second_after_free": "cudaSuccess", "escape_second_data": "ok",
             "escape_free_again": "cudaSuccess", "destroy_first": "cudaSuccess",
             "second_after_destroy": "cudaSuccess", "second_after_destroy_sync": "cudaSuccess",
-            "wrong_words": "0"}
+            "clone": "cudaSuccess", "clone_same_address": "yes", "clone_instantiate": "cudaSuccess",
+            "clone_threads_launch_original": "cudaSuccess",
+            "clone_threads_launch_clone": "cudaSuccess", "clone_runs": "161",
+            "clone_escape_original_launch": "cudaSuccess",
+            "clone_escape_while_live": "cudaErrorInvalidValue",
+            "clone_escape_free": "cudaSuccess", "clone_escape_after_free": "cudaSuccess",
+            "clone_escape_data": "ok", "clone_escape_free_again": "cudaSuccess",
+            "original_graph_destroy": "cudaSuccess", "clone_after_original_gone": "cudaSuccess",
+            "clone_after_original_gone_sync": "cudaSuccess", "wrong_words": "0"}
     got = dict(under.obs)
     wrong = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
     assert not wrong, f"{wrong}\n{under.describe()}"

@@ -182,10 +182,110 @@ static void test_instantiated_twice(void) {
     CHECK(sim_fini(&s));
 }
 
+/* The driver's cuGraphNodeFindInClone for a clone whose nodes are the original's plus an offset;
+ * arg NULL: the node is not found. */
+#define CLONE_OFFSET 0x1000000ull
+static bool find_clone(void *arg, uint64_t node, uint64_t *clone_out) {
+    *clone_out = node + CLONE_OFFSET;
+    return arg != NULL;
+}
+
+/* The sim's view of a clone: the same nodes under the clone's handles. */
+static void sim_clone(sim_t *s, const sim_graph_t *g, sim_graph_t *c) {
+    *c = *g;
+    sim_graph_init(s, c); /* a key of its own */
+    uint64_t key = c->key;
+    *c = *g;
+    c->key = key;
+    for (uint32_t i = 0; i < c->node_count; i++)
+        c->nodes[i] += CLONE_OFFSET;
+}
+
+/* A clone's markers stand for copies of the original's allocations at the same addresses: execs
+ * of the two take turns on the windows, an allocation one left live blocks the other until
+ * freed, the clone outlives its original. A clone that would free another graph's allocation
+ * again, or whose nodes the driver cannot find, is refused and changes nothing. */
+static void test_clone(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g, c;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
+    uint32_t b = sim_alloc(&s, &g, 8 * KiB, &a, 1);
+    uint32_t k = sim_plain(&s, &g, (uint32_t[]){a, b}, 2);
+    uint32_t fb = sim_free(&s, &g, g.va[b], &k, 1, NULL);
+    REQUIRE(sim_free(&s, &g, g.va[a], &fb, 1, NULL) != UINT32_MAX);
+    sim_clone(&s, &g, &c);
+    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, NULL}),
+                 GM_ERR_NOT_SUPPORTED);
+    CHECK(!gm_engine_graph_has_markers(s.engine, c.key));
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, &s}) ==
+            GM_OK);
+    gm_marker_info_t info;
+    CHECK_EQ_INT(gm_engine_marker(s.engine, c.nodes[a], &info), GM_MARKER_ALLOC);
+    CHECK_EQ_U64(info.va, g.va[a]);
+    CHECK_EQ_INT(gm_engine_marker(s.engine, c.nodes[fb], &info), GM_MARKER_FREE);
+    CHECK_EQ_U64(info.va, g.va[b]);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &c, 0xC1, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xC1, S1 + 1), GM_OK);
+    CHECK(sim_run_data(&s, &c, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+
+    /* Escaping: an allocation left live by the original's exec is the clone's address too. */
+    sim_graph_t h, hc;
+    sim_graph_init(&s, &h);
+    uint32_t x = sim_alloc(&s, &h, 2 * MiB, NULL, 0);
+    REQUIRE(sim_plain(&s, &h, &x, 1) != UINT32_MAX);
+    sim_clone(&s, &h, &hc);
+    REQUIRE(gm_engine_graph_clone(s.engine, h.key, hc.key, (gm_node_map_t){find_clone, &s}) ==
+            GM_OK);
+    REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &hc, 0xF2, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_ERR_INVALID_VALUE);
+    CHECK(sim_forget_live(&s, h.va[x]));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK);
+    CHECK(sim_run_data(&s, &hc, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
+    CHECK(sim_forget_live(&s, h.va[x]));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK); /* through the clone's */
+
+    /* A graph freeing h's allocation: its clone would free it again. */
+    sim_graph_t f, fc;
+    sim_graph_init(&s, &f);
+    gm_status_t st;
+    REQUIRE(sim_free(&s, &f, h.va[x], NULL, 0, &st) != UINT32_MAX);
+    sim_clone(&s, &f, &fc);
+    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, f.key, fc.key, (gm_node_map_t){find_clone, &s}),
+                 GM_ERR_NOT_SUPPORTED);
+    CHECK(!gm_engine_graph_has_markers(s.engine, fc.key));
+
+    /* The original graph and its exec gone, the clone's exec goes on. */
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &c, NULL));
+    host_backend_complete_all(s.hb);
+    const uint64_t execs[] = {0xC1, 0xF1, 0xF2}, graphs[] = {c.key, h.key, hc.key, f.key};
+    for (size_t i = 0; i < 3; i++)
+        gm_engine_exec_destroy(s.engine, execs[i], GM_NO_CALL);
+    for (size_t i = 0; i < 4; i++)
+        sim_graph_destroy(s.engine, graphs[i]);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_free_marker_destroyed);
     RUN_TEST(test_alloc_marker_destroyed);
     RUN_TEST(test_small_no_reuse);
     RUN_TEST(test_instantiated_twice);
+    RUN_TEST(test_clone);
     return gm_check_summary();
 }

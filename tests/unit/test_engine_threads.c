@@ -12,10 +12,10 @@
  * Run with both cross-stream policies, and once more with each exec first launched alone on a
  * stream of its own and no cap, so that first launches take the memory of other streams' finished
  * groups (core/README.md, "Finished memory of another stream") while the rest goes on. And once
- * under GRAPHMEM_LIFT_RESTRICTIONS with every graph instantiated twice, the host threads launching
- * either exec: the two share the graph's addresses and must never run at once (a launch of one
- * takes the windows from the other after its run), and an allocation one left live refuses the
- * other's launch until it is freed. */
+ * under GRAPHMEM_LIFT_RESTRICTIONS with every graph instantiated twice, and once with every graph
+ * cloned and the clone instantiated, the host threads launching either exec: the two share the
+ * graph's addresses and must never run at once (a launch of one takes the windows from the other
+ * after its run), and an allocation one left live refuses the other's launch until it is freed. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -53,6 +53,7 @@ typedef struct tgraph {
     uint64_t expect[MAX_ALLOCS];
     /* Twins: the graph's second exec, its driver order, and the exec whose launch made `live`. */
     uint64_t twin, twin_last_stream, twin_last_pos, live_by;
+    sim_graph_t clone; /* the twin's graph in the clones world */
 } tgraph_t;
 
 typedef struct world {
@@ -65,7 +66,7 @@ typedef struct world {
     atomic_bool stop;
     uint32_t ops_per_thread;
     uint64_t seed;
-    bool twins;
+    bool twins, clones; /* clones: the twin is an exec of the graph's clone */
 } world_t;
 
 typedef struct work {
@@ -285,6 +286,14 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* The driver's cuGraphNodeFindInClone for the clones world. */
+#define CLONE_OFFSET 0x1000000ull
+static bool find_clone(void *arg, uint64_t node, uint64_t *clone_out) {
+    (void)arg;
+    *clone_out = node + CLONE_OFFSET;
+    return true;
+}
+
 /* Graph i: allocations made at its root, one node using them all, frees of the ones that do not
  * escape after it: every allocation is live during the whole run, so none shares bytes with
  * another of the same graph, and every byte the payload writes must be its own. */
@@ -306,6 +315,17 @@ static void build_graph(world_t *w, tgraph_t *t, int i, uint64_t *rng) {
     t->flags = i % 2 ? GM_EXEC_AUTO_FREE : 0;
     t->exec = atomic_fetch_add(&w->next_exec, 1);
     t->twin = w->twins ? atomic_fetch_add(&w->next_exec, 1) : 0;
+    if (w->clones) { /* the clone's nodes: the original's plus an offset */
+        t->clone = t->g;
+        sim_graph_init(&w->s, &t->clone);
+        uint64_t key = t->clone.key;
+        t->clone = t->g;
+        t->clone.key = key;
+        for (uint32_t n = 0; n < t->clone.node_count; n++)
+            t->clone.nodes[n] += CLONE_OFFSET;
+        REQUIRE(gm_engine_graph_clone(w->s.engine, t->g.key, t->clone.key,
+                                      (gm_node_map_t){find_clone, NULL}) == GM_OK);
+    }
     pthread_mutex_init(&t->lock, NULL);
 }
 
@@ -313,10 +333,11 @@ static void sum_adopted(const gm_exec_report_t *rep, void *arg) {
     *(uint64_t *)arg += rep->adopted;
 }
 
-static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins) {
+static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins, bool clones) {
     static world_t w; /* large: not on a thread's stack */
     memset(&w, 0, sizeof w);
     w.twins = twins;
+    w.clones = clones;
     gm_engine_config_t c = sim_default_config();
     c.cross_stream = policy;
     c.lift_restrictions = twins;
@@ -338,7 +359,8 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins) {
         build_graph(&w, &w.t[i], i, &rng);
         REQUIRE(sim_instantiate(&w.s, &w.t[i].g, w.t[i].exec, w.t[i].flags) == GM_OK);
         if (twins)
-            REQUIRE(sim_instantiate(&w.s, &w.t[i].g, w.t[i].twin, w.t[i].flags) == GM_OK);
+            REQUIRE(sim_instantiate(&w.s, clones ? &w.t[i].clone : &w.t[i].g, w.t[i].twin,
+                                    w.t[i].flags) == GM_OK);
     }
     enum { WORKERS = THREADS + SHARED_STREAMS };
     worker_t workers[WORKERS];
@@ -393,8 +415,10 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins) {
     printf("%s%s%s: %llu adopted, %llu launches, %llu failed for memory, %llu refused in %llu "
            "captures, seed %llu\n",
            policy == GM_CROSS_STREAM_SERIALIZE ? "serialize" : "remap", adopt ? ", adopting" : "",
-           twins ? ", twins" : "", (unsigned long long)adopted,
-           (unsigned long long)atomic_load(&w.launches),
+           clones  ? ", clones"
+           : twins ? ", twins"
+                   : "",
+           (unsigned long long)adopted, (unsigned long long)atomic_load(&w.launches),
            (unsigned long long)atomic_load(&w.failed_for_memory),
            (unsigned long long)atomic_load(&w.refused_in_capture),
            (unsigned long long)atomic_load(&w.captures), (unsigned long long)seed);
@@ -407,6 +431,8 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins) {
         if (twins)
             gm_engine_exec_destroy(w.s.engine, w.t[i].twin, GM_NO_CALL);
         sim_graph_destroy(w.s.engine, w.t[i].g.key);
+        if (clones)
+            sim_graph_destroy(w.s.engine, w.t[i].clone.key);
         pthread_mutex_destroy(&w.t[i].lock);
     }
     CHECK_EQ_INT(gm_engine_trim(w.s.engine, 0), GM_OK);
@@ -415,19 +441,23 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins) {
 }
 
 static void test_threads_adopt(void) {
-    run_world(GM_CROSS_STREAM_SERIALIZE, true, false);
+    run_world(GM_CROSS_STREAM_SERIALIZE, true, false, false);
 }
 
 static void test_threads_serialize(void) {
-    run_world(GM_CROSS_STREAM_SERIALIZE, false, false);
+    run_world(GM_CROSS_STREAM_SERIALIZE, false, false, false);
 }
 
 static void test_threads_remap(void) {
-    run_world(GM_CROSS_STREAM_REMAP, false, false);
+    run_world(GM_CROSS_STREAM_REMAP, false, false, false);
 }
 
 static void test_threads_twins(void) {
-    run_world(GM_CROSS_STREAM_SERIALIZE, false, true);
+    run_world(GM_CROSS_STREAM_SERIALIZE, false, true, false);
+}
+
+static void test_threads_clones(void) {
+    run_world(GM_CROSS_STREAM_SERIALIZE, false, true, true);
 }
 
 int main(void) {
@@ -435,5 +465,6 @@ int main(void) {
     RUN_TEST(test_threads_remap);
     RUN_TEST(test_threads_adopt);
     RUN_TEST(test_threads_twins);
+    RUN_TEST(test_threads_clones);
     return gm_check_summary();
 }
