@@ -451,7 +451,14 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     *tail = c->packers;
     c->packers = NULL;
     c->record_count = c->free_count = 0;
-    /* Parts of destroyed execs of the child map windows that are the parent's now. */
+    /* Parts of destroyed execs of the child map windows that are the parent's now; so do the
+     * graphs that share the child's windows (its original, when it is a clone) and their parts:
+     * the two families become one. */
+    uint32_t pos = 0;
+    void *v;
+    while (gm_map_next(&e->graphs, &pos, NULL, &v))
+        if (((gm_graph_t *)v)->serial == c->serial)
+            ((gm_graph_t *)v)->serial = p->serial;
     for (gm_part_t *q = e->parts; q; q = q->all_next)
         if (q->graph_serial == c->serial)
             q->graph_serial = p->serial;

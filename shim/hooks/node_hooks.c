@@ -119,6 +119,36 @@ CUresult gm_hook_cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     return gm_real.cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr);
 }
 
+static bool lifted(void) {
+    return gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
+}
+
+static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
+                           const CUgraphNodeParams *p);
+
+/* GRAPHMEM_LIFT_RESTRICTIONS: a child node holding a copy of a graph with markers, which the
+ * driver refuses: the graph is cloned (cuGraphClone, served as for the application) and the clone
+ * moved into the node, which is what a child by copy is. */
+static CUresult add_child_by_clone(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
+                                   const CUgraphEdgeData *edge_data, size_t count, CUgraph child) {
+    CUgraph clone = NULL;
+    CUresult result = gm_hook_cuGraphClone(&clone, child);
+    if (result != CUDA_SUCCESS)
+        return result;
+    CUgraphNodeParams moved;
+    memset(&moved, 0, sizeof moved);
+    moved.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    moved.graph.graph = clone;
+    moved.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+    result = gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, &moved);
+    if (result != CUDA_SUCCESS) {
+        gm_hook_cuGraphDestroy(clone);
+        return result;
+    }
+    after_add_node(result, graph, *node_out, &moved);
+    return CUDA_SUCCESS;
+}
+
 /* The generic door: memory node types are served like the dedicated calls; a child graph holding
  * markers may only be moved in (a clone would duplicate allocations at the same addresses). */
 static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
@@ -135,7 +165,9 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
     case CU_GRAPH_NODE_TYPE_GRAPH:
         if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE &&
             graph_has_markers(p->graph.graph)) {
-            *result = CUDA_ERROR_NOT_SUPPORTED;
+            *result = lifted() ? add_child_by_clone(node_out, graph, deps, edge_data, count,
+                                                    p->graph.graph)
+                               : CUDA_ERROR_NOT_SUPPORTED;
             return true;
         }
         return false;
@@ -214,8 +246,10 @@ CUresult gm_hook_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
 CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                           const CUgraphNode *dependencies, size_t numDependencies,
                                           CUgraph childGraph) {
-    if (graph_has_markers(childGraph))
-        return CUDA_ERROR_NOT_SUPPORTED; /* a clone: the driver refuses it for memory nodes */
+    if (graph_has_markers(childGraph)) /* a clone: the driver refuses it for memory nodes */
+        return lifted() ? add_child_by_clone(phGraphNode, hGraph, dependencies, NULL,
+                                             numDependencies, childGraph)
+                        : CUDA_ERROR_NOT_SUPPORTED;
     CUresult result = gm_real.cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies,
                                                        numDependencies, childGraph);
     CUgraph clone = NULL;
@@ -226,10 +260,6 @@ CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGra
             gm_touch_note(clone); /* the clone touches what its original touches */
     }
     return result;
-}
-
-static bool lifted(void) {
-    return gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
 }
 
 /* The clone's node for an original marker (gm_node_map_t). */

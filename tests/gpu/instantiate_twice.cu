@@ -6,7 +6,8 @@
 // the second exec's launch is refused while the first's Y is live, and runs once Y is freed; one
 // exec destroyed, the other still runs. Then clones of both: the clone of G keeps X's address, and
 // its exec runs against G's remaining exec from two threads the same way; the clone of H sees the Y
-// that H's exec left live; G destroyed, its clone's exec still runs. tests/python/
+// that H's exec left live; G destroyed, its clone's exec still runs. Last, a parent holding a copy
+// of G's clone as a child node runs against that clone's exec from two threads. tests/python/
 // test_gpu_conformance.py runs it natively, under graphmem as it is (the same observations: the
 // second instantiation and the clone refused) and with the option (the observations it expects).
 #include <thread>
@@ -49,6 +50,29 @@ static cudaError_t add_stamp(cudaGraphNode_t *node, cudaGraph_t g, cudaGraphNode
     return cudaGraphAddKernelNode(node, g, &dep, 1, &k);
 }
 
+// Launches `a` on one stream and `b` on another from two threads, kLaunches times each; the two
+// launch results, observed as <key>_first and <key>_second.
+static void launch_pair(const char *key, cudaGraphExec_t a, cudaGraphExec_t b) {
+    cudaError_t rc[2] = {cudaSuccess, cudaSuccess};
+    auto run = [&](int i) {
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        for (int k = 0; k < kLaunches && rc[i] == cudaSuccess; k++)
+            rc[i] = cudaGraphLaunch(i ? b : a, s);
+        if (rc[i] == cudaSuccess)
+            rc[i] = cudaStreamSynchronize(s);
+        cudaStreamDestroy(s);
+    };
+    std::thread ta(run, 0), tb(run, 1);
+    ta.join();
+    tb.join();
+    char name[96];
+    snprintf(name, sizeof name, "%s_first", key);
+    obs_rc(name, rc[0]);
+    snprintf(name, sizeof name, "%s_second", key);
+    obs_rc(name, rc[1]);
+}
+
 int main() {
     require_graph_memory();
     unsigned *bad = new_counter(), *next_token = new_counter();
@@ -83,21 +107,7 @@ int main() {
         cudaGraphClone(&hc, h);
 
     if (second == cudaSuccess && escape_second == cudaSuccess) {
-        cudaError_t rc[2] = {cudaSuccess, cudaSuccess};
-        auto run = [&](int i) {
-            cudaStream_t s;
-            cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-            for (int k = 0; k < kLaunches && rc[i] == cudaSuccess; k++)
-                rc[i] = cudaGraphLaunch(i ? e2 : e1, s);
-            if (rc[i] == cudaSuccess)
-                rc[i] = cudaStreamSynchronize(s);
-            cudaStreamDestroy(s);
-        };
-        std::thread a(run, 0), b(run, 1);
-        a.join();
-        b.join();
-        obs_rc("threads_launch_first", rc[0]);
-        obs_rc("threads_launch_second", rc[1]);
+        launch_pair("threads_launch", e1, e2);
         unsigned runs = 0;
         cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
         obs_int("runs", runs);
@@ -119,7 +129,8 @@ int main() {
         obs_rc("second_after_destroy_sync", cudaStreamSynchronize(s));
         cudaStreamDestroy(s);
     }
-    cudaGraphExec_t ec = nullptr, fc = nullptr;
+    cudaGraphExec_t ec = nullptr, fc = nullptr, ep = nullptr;
+    cudaGraph_t parent = nullptr;
     if (cloned == cudaSuccess && second == cudaSuccess) {
         cudaGraphNode_t nodes[8];
         size_t count = 8;
@@ -136,21 +147,7 @@ int main() {
         obs_yes("clone_same_address", xc == x);
         obs_rc("clone_instantiate", cudaGraphInstantiate(&ec, gc, 0));
         cudaGraphInstantiate(&fc, hc, 0);
-        cudaError_t rc[2] = {cudaSuccess, cudaSuccess};
-        auto run = [&](int i) {
-            cudaStream_t s;
-            cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-            for (int k = 0; k < kLaunches && rc[i] == cudaSuccess; k++)
-                rc[i] = cudaGraphLaunch(i ? ec : e2, s);
-            if (rc[i] == cudaSuccess)
-                rc[i] = cudaStreamSynchronize(s);
-            cudaStreamDestroy(s);
-        };
-        std::thread a(run, 0), b(run, 1);
-        a.join();
-        b.join();
-        obs_rc("clone_threads_launch_original", rc[0]);
-        obs_rc("clone_threads_launch_clone", rc[1]);
+        launch_pair("clone_threads_launch", e2, ec);
         unsigned runs = 0;
         cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
         obs_int("clone_runs", runs);
@@ -173,14 +170,22 @@ int main() {
         obs_rc("clone_after_original_gone", cudaGraphLaunch(ec, s));
         obs_rc("clone_after_original_gone_sync", cudaStreamSynchronize(s));
         cudaStreamDestroy(s);
+
+        cudaGraphCreate(&parent, 0);
+        cudaGraphNode_t child;
+        obs_rc("child_by_clone", cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, gc));
+        obs_rc("child_parent_instantiate", cudaGraphInstantiate(&ep, parent, 0));
+        launch_pair("child_threads_launch", ep, ec);
+        cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
+        obs_int("child_runs", runs);
     }
     unsigned wrong = 0;
     cudaMemcpy(&wrong, bad, sizeof wrong, cudaMemcpyDeviceToHost);
     obs_int("wrong_words", wrong);
-    for (cudaGraphExec_t e : {e1, e2, f1, f2, ec, fc})
+    for (cudaGraphExec_t e : {e1, e2, f1, f2, ec, fc, ep})
         if (e)
             cudaGraphExecDestroy(e);
-    for (cudaGraph_t graph : {g, h, gc, hc})
+    for (cudaGraph_t graph : {g, h, gc, hc, parent})
         if (graph)
             cudaGraphDestroy(graph);
     cudaFree(bad);

@@ -165,14 +165,17 @@ def test_instantiate_twice():
             "escape_free_again": "cudaSuccess", "destroy_first": "cudaSuccess",
             "second_after_destroy": "cudaSuccess", "second_after_destroy_sync": "cudaSuccess",
             "clone": "cudaSuccess", "clone_same_address": "yes", "clone_instantiate": "cudaSuccess",
-            "clone_threads_launch_original": "cudaSuccess",
-            "clone_threads_launch_clone": "cudaSuccess", "clone_runs": "161",
+            "clone_threads_launch_first": "cudaSuccess",
+            "clone_threads_launch_second": "cudaSuccess", "clone_runs": "161",
             "clone_escape_original_launch": "cudaSuccess",
             "clone_escape_while_live": "cudaErrorInvalidValue",
             "clone_escape_free": "cudaSuccess", "clone_escape_after_free": "cudaSuccess",
             "clone_escape_data": "ok", "clone_escape_free_again": "cudaSuccess",
             "original_graph_destroy": "cudaSuccess", "clone_after_original_gone": "cudaSuccess",
-            "clone_after_original_gone_sync": "cudaSuccess", "wrong_words": "0"}
+            "clone_after_original_gone_sync": "cudaSuccess", "child_by_clone": "cudaSuccess",
+            "child_parent_instantiate": "cudaSuccess", "child_threads_launch_first": "cudaSuccess",
+            "child_threads_launch_second": "cudaSuccess", "child_runs": "242",
+            "wrong_words": "0"}
     got = dict(under.obs)
     wrong = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
     assert not wrong, f"{wrong}\n{under.describe()}"

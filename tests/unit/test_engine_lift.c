@@ -281,11 +281,47 @@ static void test_clone(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A child by copy is a clone moved into the parent: the parent's execs then share the original's
+ * windows, so execs of the original and of the parent take turns on them too. */
+static void test_child_by_clone(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g, c, parent;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
+    uint32_t k = sim_plain(&s, &g, &a, 1);
+    REQUIRE(sim_free(&s, &g, g.va[a], &k, 1, NULL) != UINT32_MAX);
+    sim_clone(&s, &g, &c);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, &s}) ==
+            GM_OK);
+    sim_graph_init(&s, &parent);
+    uint64_t parent_key = parent.key;
+    gm_engine_graph_moved(s.engine, c.key, parent_key);
+    parent = c; /* the parent's topology: the child's nodes, expanded */
+    parent.key = parent_key;
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &parent, 0xD1, 0) == GM_OK);
+    for (int round = 0; round < 3; round++) {
+        CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+        CHECK(sim_run_data(&s, &g, NULL));
+        CHECK_EQ_INT(sim_launch(&s, 0xD1, S1 + 1), GM_OK);
+        CHECK(sim_run_data(&s, &parent, NULL));
+    }
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    sim_graph_destroy(s.engine, parent_key);
+    sim_graph_destroy(s.engine, c.key);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_free_marker_destroyed);
     RUN_TEST(test_alloc_marker_destroyed);
     RUN_TEST(test_small_no_reuse);
     RUN_TEST(test_instantiated_twice);
     RUN_TEST(test_clone);
+    RUN_TEST(test_child_by_clone);
     return gm_check_summary();
 }
