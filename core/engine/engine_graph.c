@@ -78,18 +78,24 @@ out:
 
 /* ---- free markers -------------------------------------------------------------------------- */
 
-/* The allocation a free of `va` refers to, or NULL when the driver would refuse the
- * free (§A2.1, §A2.4). Several records share an address only inside one graph, and
- * then all but one are freed already. */
-static gm_record_t *free_target(gm_engine_t *e, uint64_t va) {
-    for (gm_record_t *r = gm_map_get(&e->addresses, va); r; r = r->va_next) {
-        if (r->freed_in_owner || r->foreign_free)
+static bool free_allowed(const gm_record_t *r) {
+    return !r->freed_in_owner && !r->foreign_free && (r->owner || r->live || r->exec_refs);
+}
+
+/* The allocation a free of `va` in `g` refers to, or NULL when the driver would refuse the free
+ * (§A2.1, §A2.4). Several records share an address inside one graph (then all but one are freed
+ * already), and across a graph and its clones (gm_engine_graph_clone): g's own comes first. */
+static gm_record_t *free_target(gm_engine_t *e, const gm_graph_t *g, uint64_t va) {
+    gm_record_t *first = gm_map_get(&e->addresses, va), *other = NULL;
+    for (gm_record_t *r = first; r; r = r->va_next) {
+        if (!free_allowed(r))
             continue;
-        if (!r->owner && !r->live && !r->exec_refs)
-            continue;
-        return r;
+        if (r->owner == g)
+            return r;
+        if (!other)
+            other = r;
     }
-    return NULL;
+    return other;
 }
 
 gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
@@ -100,7 +106,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     gm_graph_t *g = gm_graph_get(e, graph, true);
-    gm_record_t *r = g ? free_target(e, va) : NULL;
+    gm_record_t *r = g ? free_target(e, g, va) : NULL;
     gm_marker_t *m = r ? calloc(1, sizeof *m) : NULL;
     uint64_t node = 0;
     if (!g || (r && !m))
@@ -372,12 +378,14 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
     gm_status_t st = GM_OK;
     gm_graph_t *g = gm_graph_get(e, original, false), *c = NULL;
     clone_plan_t cp = {0};
-    if (!g || (!g->record_count && !g->free_count))
-        goto out; /* nothing of graphmem's to copy */
+    /* A moved child: its markers are its parent's now, which a clone could not copy. */
     if (gm_map_get(&e->moved, original) || gm_graph_get(e, clone, false)) {
         st = GM_ERR_NOT_SUPPORTED;
+        g = NULL;
         goto out;
     }
+    if (!g || (!g->record_count && !g->free_count))
+        goto out; /* nothing of graphmem's to copy */
     if (!(c = gm_graph_get(e, clone, true))) {
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;

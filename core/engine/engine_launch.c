@@ -46,6 +46,16 @@ static gm_status_t launch_check(const gm_engine_t *e, const gm_exec_t *x, bool u
     return GM_OK;
 }
 
+/* Whether p maps a window that q maps from its escape arena (execs of one graph, or of clones,
+ * whose allocation sets differ). */
+static bool escape_window_shared(const gm_part_t *p, const gm_part_t *q) {
+    for (uint32_t i = 0; i < q->item_count; i++)
+        for (uint32_t k = 0; q->items[i].escaping && k < p->item_count; k++)
+            if (p->items[k].va == q->items[i].va)
+                return true;
+    return false;
+}
+
 /* Other parts of the same graph may map its windows: those of destroyed execs (memory is reclaimed
  * lazily), and under GRAPHMEM_LIFT_RESTRICTIONS those of its other execs. They give them up before
  * `p` maps them, once their last run and pending frees are over: execs sharing windows never run
@@ -56,6 +66,10 @@ static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait
         if (q == p || q->graph_serial != p->graph_serial || q->device != p->device ||
             (!q->shared_maps.count && !q->escape_maps.count))
             continue;
+        /* q keeps all its escape windows while it holds an unfreed allocation (its live one is
+         * refused by launch_check); p needing another of them must wait for that free. */
+        if (q->unfreed && q->escape_maps.count && escape_window_shared(p, q))
+            return GM_ERR_INVALID_VALUE;
         gm_fence_t *f = gm_part_trim(e, q, false);
         if (f) {
             *wait = f;

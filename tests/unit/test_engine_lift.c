@@ -316,6 +316,113 @@ static void test_child_by_clone(void) {
     CHECK(sim_fini(&s));
 }
 
+static uint64_t misuses(sim_t *s) {
+    return host_backend_counts(s->hb).misuses;
+}
+
+/* A moved child's markers are its parent's: a clone of it is refused, not an empty copy. */
+static void test_clone_moved_child(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t c, p, cc;
+    sim_graph_init(&s, &c);
+    sim_graph_init(&s, &p);
+    uint32_t a = sim_alloc(&s, &c, 3 * MiB, NULL, 0);
+    REQUIRE(sim_plain(&s, &c, &a, 1) != UINT32_MAX);
+    gm_engine_graph_moved(s.engine, c.key, p.key);
+    CHECK(gm_engine_graph_has_markers(s.engine, c.key)); /* the shim asks the engine */
+    sim_clone(&s, &c, &cc);
+    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, c.key, cc.key, (gm_node_map_t){find_clone, &s}),
+                 GM_ERR_NOT_SUPPORTED);
+    sim_graph_destroy(s.engine, p.key);
+    sim_graph_destroy(s.engine, c.key);
+    CHECK(sim_fini(&s));
+}
+
+/* A free node added to a clone frees the clone's own copy, not the original's allocation. */
+static void test_clone_free_own(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g, c;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 2 * MiB, NULL, 0);
+    uint32_t k = sim_plain(&s, &g, &a, 1);
+    sim_clone(&s, &g, &c);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, &s}) ==
+            GM_OK);
+    gm_status_t st;
+    REQUIRE(sim_free(&s, &c, c.va[a], &k, 1, &st) != UINT32_MAX);
+    REQUIRE(sim_instantiate(&s, &c, 0xC1, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &c, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK); /* nothing left unfreed */
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xC1, GM_NO_CALL);
+    sim_graph_destroy(s.engine, c.key);
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
+/* Execs of one graph with different allocation sets (the graph grew between them): while one
+ * holds an unfreed allocation it keeps all its escape windows, so the other's launch needing one
+ * of them is refused (not mapped over it) until that allocation is freed. */
+static void test_twins_escape_window(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
+    REQUIRE(sim_plain(&s, &g, &a, 1) != UINT32_MAX);
+    REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK); /* {a} */
+    uint32_t b = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
+    REQUIRE(sim_plain(&s, &g, &b, 1) != UINT32_MAX);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK); /* {a, b} */
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK); /* b stays live */
+    uint64_t before = misuses(&s);
+    CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_ERR_INVALID_VALUE);
+    CHECK_EQ_U64(misuses(&s) - before, 0);
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[b], S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
+/* A clone moved into a parent after an exec of its original was made: the original's execs keep
+ * taking turns with each other (the graph and its parts change family together). */
+static void test_moved_clone_family(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g, c, p;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
+    uint32_t k = sim_plain(&s, &g, &a, 1);
+    REQUIRE(sim_free(&s, &g, g.va[a], &k, 1, NULL) != UINT32_MAX);
+    sim_clone(&s, &g, &c);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, &s}) ==
+            GM_OK);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    sim_graph_init(&s, &p);
+    gm_engine_graph_moved(s.engine, c.key, p.key);
+    REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK);
+    uint64_t before = misuses(&s);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE2, S1 + 1), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK_EQ_U64(misuses(&s) - before, 0);
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
+    sim_graph_destroy(s.engine, p.key);
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_free_marker_destroyed);
     RUN_TEST(test_alloc_marker_destroyed);
@@ -323,5 +430,9 @@ int main(void) {
     RUN_TEST(test_instantiated_twice);
     RUN_TEST(test_clone);
     RUN_TEST(test_child_by_clone);
+    RUN_TEST(test_clone_moved_child);
+    RUN_TEST(test_clone_free_own);
+    RUN_TEST(test_twins_escape_window);
+    RUN_TEST(test_moved_clone_family);
     return gm_check_summary();
 }
