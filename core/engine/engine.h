@@ -142,6 +142,10 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *engine, uint64_t node, gm_marker_
  * and one recorded without host memory is not seen: callers may only lose a proof by it. */
 bool gm_engine_is_marker(gm_engine_t *engine, uint64_t node);
 bool gm_engine_graph_has_markers(gm_engine_t *engine, uint64_t graph);
+/* Whether every allocation of `graph` is freed in it and it frees no other graph's: what a
+ * conditional body holding markers must be (GRAPHMEM_LIFT_RESTRICTIONS), since it runs zero or
+ * more times. */
+bool gm_engine_graph_self_contained(gm_engine_t *engine, uint64_t graph);
 /* The graphs holding markers now (up to `cap` of them); returns how many there are. */
 size_t gm_engine_marked_graphs(gm_engine_t *engine, uint64_t *graphs_out, size_t cap);
 

@@ -32,14 +32,36 @@ gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t 
     return st;
 }
 
+/* Allocations of other graphs whose alloc markers the topology holds: those of conditional bodies
+ * read into it (GRAPHMEM_LIFT_RESTRICTIONS), planned with g's own. */
+static gm_status_t collect_inner(gm_engine_t *e, const gm_graph_t *g, const gm_topology_t *topo,
+                                 gm_record_t ***out, uint32_t *count) {
+    *out = NULL;
+    *count = 0;
+    uint32_t cap = 0;
+    for (uint32_t i = 0; i < topo->node_count; i++) {
+        const gm_marker_t *m = gm_map_get(&e->nodes, topo->nodes[i]);
+        if (!m || m->kind != GM_MARKER_ALLOC || m->record->owner == g)
+            continue;
+        if (gm_grow((void **)out, &cap, *count + 1, sizeof **out) != GM_OK)
+            return GM_ERR_OUT_OF_MEMORY;
+        (*out)[(*count)++] = m->record;
+    }
+    return GM_OK;
+}
+
 /* A new exec object of `g` for `exec` (not yet registered), planned from `topo`. */
 gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
                           unsigned flags, gm_exec_t **out) {
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     gm_map_t index = {0}; /* node key -> index + 1 */
     gm_exec_t *x = NULL;
-    if (gm_map_reserve(&index, topo->node_count))
+    gm_record_t **inner = NULL;
+    uint32_t inner_count = 0;
+    if (gm_map_reserve(&index, topo->node_count) ||
+        (st = collect_inner(e, g, topo, &inner, &inner_count)) != GM_OK)
         goto out;
+    st = GM_ERR_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < topo->node_count; i++)
         gm_map_put(&index, topo->nodes[i], (void *)(uintptr_t)(i + 1));
     if (!(x = calloc(1, sizeof *x)) ||
@@ -54,10 +76,13 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
         bool any = false;
         for (uint32_t i = 0; i < g->record_count && !any; i++)
             any = g->records[i]->params.device == d;
+        for (uint32_t i = 0; i < inner_count && !any; i++)
+            any = inner[i]->params.device == d;
         if (!any)
             continue;
         gm_part_t *p = NULL;
-        if ((st = gm_part_build(e, g, d, topo, &index, &p)) != GM_OK)
+        gm_record_set_t records = {g->records, g->record_count, inner, inner_count};
+        if ((st = gm_part_build(e, g, &records, d, topo, &index, &p)) != GM_OK)
             goto out;
         p->exec = x;
         x->parts[x->part_count++] = p;
@@ -79,6 +104,7 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
 out:
     if (x)
         gm_exec_discard(e, x);
+    free(inner);
     gm_map_fini(&index);
     return st;
 }

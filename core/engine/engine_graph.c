@@ -183,6 +183,18 @@ bool gm_engine_graph_has_markers(gm_engine_t *e, uint64_t graph) {
     return has;
 }
 
+bool gm_engine_graph_self_contained(gm_engine_t *e, uint64_t graph) {
+    pthread_mutex_lock(&e->lock);
+    const gm_graph_t *g = gm_graph_get(e, graph, false);
+    bool contained = true;
+    for (uint32_t i = 0; g && contained && i < g->record_count; i++)
+        contained = g->records[i]->freed_in_owner && g->records[i]->free_marker;
+    for (uint32_t i = 0; g && contained && i < g->free_count; i++)
+        contained = g->frees[i]->record->owner == g;
+    gm_engine_unlock_unchanged(e);
+    return contained;
+}
+
 size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap) {
     pthread_mutex_lock(&e->lock);
     size_t count = 0;

@@ -45,15 +45,19 @@ static void part_free(gm_engine_t *e, gm_part_t *p) {
 }
 
 /* Items in the order records come, one per large record and one per chunk used. */
-gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, int device, const gm_topology_t *topo,
-                          const gm_map_t *index, gm_part_t **out) {
+static gm_record_t *record_at(const gm_record_set_t *set, uint32_t i) {
+    return i < set->own_count ? set->own[i] : set->inner[i - set->own_count];
+}
+
+gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *records, int device,
+                          const gm_topology_t *topo, const gm_map_t *index, gm_part_t **out) {
     gm_part_t *p = calloc(1, sizeof *p);
     gm_plan_alloc_t *allocs = NULL;
     gm_map_t item_of_chunk = {0}; /* chunk -> its item + 1: records of one chunk share an item */
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < g->record_count; i++)
-        n += g->records[i]->params.device == device;
+    uint32_t n = 0, total = records->own_count + records->inner_count;
+    for (uint32_t i = 0; i < total; i++)
+        n += record_at(records, i)->params.device == device;
     if (p)
         p->adopted_stream = GM_NO_STREAM;
     if (!p || !(p->records = calloc(n, sizeof *p->records)) ||
@@ -62,8 +66,8 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, int device, const gm_to
         gm_map_reserve(&item_of_chunk, n) != GM_OK)
         goto fail;
     p->device = device;
-    for (uint32_t i = 0; i < g->record_count; i++) {
-        gm_record_t *r = g->records[i];
+    for (uint32_t i = 0; i < total; i++) {
+        gm_record_t *r = record_at(records, i);
         uint32_t node = gm_node_index(index, r->alloc.node);
         if (r->params.device != device || node == GM_NO_NODE)
             continue;

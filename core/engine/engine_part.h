@@ -10,9 +10,18 @@ static inline uint32_t gm_node_index(const gm_map_t *index, uint64_t node) {
     return v ? (uint32_t)(v - 1) : GM_NO_NODE;
 }
 
-/* The part of `g` on `device`, planned from `topo`; its exec is set by the caller. */
-gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, int device, const gm_topology_t *topo,
-                          const gm_map_t *index, gm_part_t **out);
+/* The records a part plans: its graph's own, then those of the conditional bodies in its
+ * topology (GRAPHMEM_LIFT_RESTRICTIONS). */
+typedef struct gm_record_set {
+    gm_record_t **own;
+    uint32_t own_count;
+    gm_record_t **inner;
+    uint32_t inner_count;
+} gm_record_set_t;
+
+/* The part of `g` on `device` for `records`, planned from `topo`; its exec is set by the caller. */
+gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *records, int device,
+                          const gm_topology_t *topo, const gm_map_t *index, gm_part_t **out);
 void gm_part_discard(gm_engine_t *e, gm_part_t *p); /* built, never linked */
 void gm_part_link(gm_engine_t *e, gm_part_t *p);    /* into e->parts */
 /* Frees a part of a destroyed exec once nothing of it is mapped, held or live; the exec goes

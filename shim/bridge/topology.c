@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "interpose/driver.h"
+#include "options.h"
 #include "util.h"
 
 static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type, uint32_t *index) {
@@ -83,6 +84,17 @@ static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size
     return gm_drv.cuGraphNodeGetDependencies_v2(node, deps->nodes, deps->data, count);
 }
 
+/* Conditional bodies are read into the topology under GRAPHMEM_LIFT_RESTRICTIONS only, where
+ * their markers are planned: each body runs (zero or more times) after the conditional node's
+ * dependencies and before its dependents, as a child graph does, and its runs follow one another,
+ * so an allocation freed in its body is live from its alloc to its free of each run. Bodies of
+ * one node are read side by side: their allocations never share bytes. */
+#define GM_BODIES_MAX 64
+static bool expanded(CUgraphNodeType type) {
+    return type == CU_GRAPH_NODE_TYPE_GRAPH ||
+           (type == CU_GRAPH_NODE_TYPE_CONDITIONAL && gm_option_bool(GM_OPT_LIFT_RESTRICTIONS));
+}
+
 /* Appends `graph`; `entry`/`exit` (or UINT32_MAX) are the nodes every node of it follows/precedes.
  * Edges are read node by node: cuGraphGetEdges costs time quadratic in the graph's size (76 ms at
  * 30,000 nodes, 0.7 s at 90,000 on an H200), the dependencies of every node 2 and 9 ms
@@ -124,7 +136,7 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
         slots[i - first] = (node_slot_t){buf->nodes[i], i};
         exit_of[i - first] = i;
-        if (buf->types[i] == CU_GRAPH_NODE_TYPE_GRAPH &&
+        if (expanded(buf->types[i]) &&
             (!add_node(buf, 0, CU_GRAPH_NODE_TYPE_EMPTY, &exit_of[i - first]) ||
              !add_edge(buf, i, exit_of[i - first])))
             r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -141,6 +153,15 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
         }
     }
     for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
+        if (buf->types[i] == CU_GRAPH_NODE_TYPE_CONDITIONAL && expanded(buf->types[i])) {
+            CUgraph bodies[GM_BODIES_MAX];
+            size_t n = gm_node_bodies(nodes[i - first], bodies, GM_BODIES_MAX);
+            if (n > GM_BODIES_MAX)
+                r = CUDA_ERROR_NOT_SUPPORTED;
+            for (size_t b = 0; r == CUDA_SUCCESS && b < n; b++)
+                r = read_graph(engine, bodies[b], buf, i, exit_of[i - first], depth + 1);
+            continue;
+        }
         if (buf->types[i] != CU_GRAPH_NODE_TYPE_GRAPH)
             continue;
         CUgraph child = NULL;
@@ -179,6 +200,7 @@ void gm_topology_free(gm_topology_buf_t *buf) {
 
 typedef struct nested {
     CUgraph parent, graph;
+    CUgraphNode node; /* the node of `parent` owning `graph` (NULL: not known, or TOUCH) */
     gm_nested_kind_t kind;
 } nested_t;
 
@@ -196,13 +218,20 @@ static void count_children(const nested_t *entry, int delta) {
         atomic_fetch_add_explicit(&child_count, (unsigned)delta, memory_order_release);
 }
 
-void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count,
+void gm_nested_record(CUgraph parent, CUgraphNode node, const CUgraph *graphs, unsigned count,
                       gm_nested_kind_t kind) {
     pthread_mutex_lock(&nested_lock);
+    /* A node handle given out again (its node destroyed alone): its old bodies are gone. */
+    for (uint32_t i = 0; node != NULL && kind == GM_NESTED_BODY && i < nested_count;) {
+        if (nested[i].node == node && nested[i].kind == GM_NESTED_BODY)
+            nested[i] = nested[--nested_count];
+        else
+            i++;
+    }
     for (unsigned i = 0; i < count; i++) {
         if (gm_grow((void **)&nested, &nested_cap, nested_count + 1, sizeof *nested) != GM_OK)
             break;
-        nested[nested_count++] = (nested_t){parent, graphs[i], kind};
+        nested[nested_count++] = (nested_t){parent, graphs[i], node, kind};
         count_children(&nested[nested_count - 1], 1);
     }
     pthread_mutex_unlock(&nested_lock);
@@ -221,7 +250,7 @@ static bool bodies_have_markers_locked(gm_engine_t *engine, CUgraph graph, int d
 
 void gm_touch_note(CUgraph graph) {
     if (graph != NULL && !gm_touches(graph))
-        gm_nested_record(graph, &(CUgraph){NULL}, 1, GM_NESTED_TOUCH);
+        gm_nested_record(graph, NULL, &(CUgraph){NULL}, 1, GM_NESTED_TOUCH);
 }
 
 static bool touches_locked(CUgraph graph, int depth) {
@@ -230,6 +259,19 @@ static bool touches_locked(CUgraph graph, int depth) {
             (nested[i].kind == GM_NESTED_TOUCH || touches_locked(nested[i].graph, depth + 1)))
             return true;
     return false;
+}
+
+size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap) {
+    pthread_mutex_lock(&nested_lock);
+    size_t n = 0;
+    for (size_t i = 0; node != NULL && i < nested_count; i++)
+        if (nested[i].node == node && nested[i].kind == GM_NESTED_BODY) {
+            if (n < cap)
+                out[n] = nested[i].graph;
+            n++;
+        }
+    pthread_mutex_unlock(&nested_lock);
+    return n;
 }
 
 size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
@@ -248,6 +290,30 @@ size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
 bool gm_touches(CUgraph graph) {
     pthread_mutex_lock(&nested_lock);
     bool found = touches_locked(graph, 0);
+    pthread_mutex_unlock(&nested_lock);
+    return found;
+}
+
+/* The first conditional body of `graph`, at any depth, that holds markers but is not
+ * self-contained (gm_engine_graph_self_contained); NULL when there is none. */
+static CUgraph body_not_contained_locked(gm_engine_t *engine, CUgraph graph, int depth) {
+    for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++) {
+        if (nested[i].parent != graph || nested[i].kind != GM_NESTED_BODY)
+            continue;
+        uint64_t key = (uint64_t)(uintptr_t)nested[i].graph;
+        if (gm_engine_graph_has_markers(engine, key) &&
+            !gm_engine_graph_self_contained(engine, key))
+            return nested[i].graph;
+        CUgraph deeper = body_not_contained_locked(engine, nested[i].graph, depth + 1);
+        if (deeper)
+            return deeper;
+    }
+    return NULL;
+}
+
+CUgraph gm_conditional_body_not_contained(gm_engine_t *engine, CUgraph graph) {
+    pthread_mutex_lock(&nested_lock);
+    CUgraph found = body_not_contained_locked(engine, graph, 0);
     pthread_mutex_unlock(&nested_lock);
     return found;
 }

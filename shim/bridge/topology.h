@@ -35,10 +35,17 @@ typedef enum gm_nested_kind {
     GM_NESTED_TOUCH,
 } gm_nested_kind_t;
 
-void gm_nested_record(CUgraph parent, const CUgraph *graphs, unsigned count, gm_nested_kind_t kind);
+/* `graphs` now belong to `node` of `parent` (NULL node for TOUCH). */
+void gm_nested_record(CUgraph parent, CUgraphNode node, const CUgraph *graphs, unsigned count,
+                      gm_nested_kind_t kind);
 /* True when a conditional body of `graph`, at any depth, holds a marker. */
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph);
+/* A conditional body of `graph`, at any depth, holding an allocation it does not free or a free
+ * of an allocation it did not make (NULL: none): it may run zero or many times. */
+CUgraph gm_conditional_body_not_contained(gm_engine_t *engine, CUgraph graph);
 bool gm_nested_is_child(CUgraph graph);
+/* The bodies of the conditional node `node` (up to `cap` into `out`); returns how many it has. */
+size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap);
 /* The conditional bodies of `graph` itself (up to `cap` into `out`); returns how many it has. */
 size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap);
 /* A memset or memcpy node of `graph` (NULL: none) touches graph memory. */

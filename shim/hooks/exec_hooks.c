@@ -52,9 +52,13 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
         return CUDA_SUCCESS;
     uint64_t key = (uint64_t)(uintptr_t)graph;
     bool markers = gm_engine_graph_has_markers(engine, key);
-    if (!markers) {
-        if (gm_conditional_bodies_have_markers(engine, graph))
+    bool lift = gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
+    if (!markers && gm_conditional_bodies_have_markers(engine, graph)) {
+        if (!lift)
             return CUDA_ERROR_INVALID_VALUE; /* memory nodes in a conditional body */
+        markers = true;                      /* planned with its bodies */
+    }
+    if (!markers) {
         /* Memsets or copies on another graph's memory, maybe not mapped yet: covered as below,
          * and nothing to plan. A read-back failure leaves the driver to answer. */
         if (gm_touches(graph) && gm_topology_read(engine, graph, &inst->topology) == CUDA_SUCCESS) {
@@ -65,7 +69,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     }
     /* One exec at a time for graphs with memory nodes, unless GRAPHMEM_LIFT_RESTRICTIONS: then
      * the execs share the graph's addresses and take turns (core/README.md). */
-    if (!gm_option_bool(GM_OPT_LIFT_RESTRICTIONS) && gm_engine_graph_instantiated(engine, key))
+    if (!lift && gm_engine_graph_instantiated(engine, key))
         return CUDA_ERROR_NOT_SUPPORTED;
     if (flags & GM_INSTANTIATE_FLAG_DEVICE_LAUNCH) {
         /* With AutoFree too, the driver refuses the flags before looking at any node. */
@@ -77,8 +81,21 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
         }
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (gm_conditional_bodies_have_markers(engine, graph))
-        return CUDA_ERROR_INVALID_VALUE;
+    if (gm_conditional_bodies_have_markers(engine, graph)) {
+        if (!lift)
+            return CUDA_ERROR_INVALID_VALUE;
+        /* A body runs zero or more times: what it allocates it must free, and the reverse. */
+        CUgraph body = gm_conditional_body_not_contained(engine, graph);
+        if (body != NULL) {
+            gm_log(
+                GM_LOG_WARN,
+                "instantiate: graph %p refused: conditional body %p allocates memory it does not "
+                "free or frees memory it did not allocate; a body may run zero or more times, so "
+                "each allocation in it must be freed in it (GRAPHMEM_LIFT_RESTRICTIONS)",
+                (void *)graph, (void *)body);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
     inst->started_ns = gm_now_ns();
     CUresult r = gm_topology_read(engine, graph, &inst->topology);
     if (r != CUDA_SUCCESS) {

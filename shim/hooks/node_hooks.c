@@ -199,11 +199,12 @@ static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
         return;
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && p->conditional.phGraph_out != NULL)
-        gm_nested_record(graph, p->conditional.phGraph_out, p->conditional.size, GM_NESTED_BODY);
+        gm_nested_record(graph, node, p->conditional.phGraph_out, p->conditional.size,
+                         GM_NESTED_BODY);
     CUgraph child = NULL;
     if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
         gm_real.cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) {
-        gm_nested_record(graph, &child, 1, GM_NESTED_CHILD);
+        gm_nested_record(graph, node, &child, 1, GM_NESTED_CHILD);
         if (child != p->graph.graph && gm_touches(p->graph.graph))
             gm_touch_note(child); /* a clone touches what its original touches */
     }
@@ -255,7 +256,7 @@ CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGra
     CUgraph clone = NULL;
     if (result == CUDA_SUCCESS &&
         gm_real.cuGraphChildGraphNodeGetGraph(*phGraphNode, &clone) == CUDA_SUCCESS) {
-        gm_nested_record(hGraph, &clone, 1, GM_NESTED_CHILD);
+        gm_nested_record(hGraph, *phGraphNode, &clone, 1, GM_NESTED_CHILD);
         if (gm_touches(childGraph))
             gm_touch_note(clone); /* the clone touches what its original touches */
     }

@@ -181,6 +181,22 @@ def test_instantiate_twice():
     assert not wrong, f"{wrong}\n{under.describe()}"
 
 
+def test_conditional_bodies():
+    """GRAPHMEM_LIFT_RESTRICTIONS=1 instantiates and runs graphs with memory nodes in conditional
+    bodies (IF, and a WHILE looping five times with two allocations in sequence), which the driver
+    refuses; a body leaving an allocation unfreed stays refused. Without the option graphmem
+    observes what the driver does."""
+    native, under = beyond_the_driver("conditional_bodies", "GRAPHMEM_LIFT_RESTRICTIONS")
+    assert dict(native.obs).get("instantiate") == "cudaErrorInvalidValue", native.describe()
+    want = {"built": "ok", "instantiate": "cudaSuccess", "launch0": "cudaSuccess",
+            "sync0": "cudaSuccess", "iterations0": "5", "launch1": "cudaSuccess",
+            "sync1": "cudaSuccess", "iterations1": "5", "escape_built": "ok",
+            "escape_body_instantiate": "cudaErrorInvalidValue", "wrong_words": "0"}
+    got = dict(under.obs)
+    wrong = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    assert not wrong, f"{wrong}\n{under.describe()}"
+
+
 def test_use_after_free_faults():
     gh.require_gpu()
     prog = gh.program("uaf")

@@ -423,6 +423,44 @@ static void test_moved_clone_family(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A conditional body (GRAPHMEM_LIFT_RESTRICTIONS): the parent's topology holds the body's nodes
+ * between the conditional node and an exit node, as the shim reads it; the body's allocations
+ * are planned and mapped with the parent's exec, whose own graph has none. A body that does not
+ * free what it allocates is not self-contained (the shim refuses to instantiate it). */
+static void test_conditional_body(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t body, open;
+    sim_graph_init(&s, &body);
+    uint32_t a = sim_alloc(&s, &body, 3 * MiB, NULL, 0);
+    uint32_t k = sim_plain(&s, &body, &a, 1);
+    uint32_t f = sim_free(&s, &body, body.va[a], &k, 1, NULL);
+    REQUIRE(f != UINT32_MAX);
+    CHECK(gm_engine_graph_self_contained(s.engine, body.key));
+    sim_graph_init(&s, &open);
+    uint32_t x = sim_alloc(&s, &open, 1 * MiB, NULL, 0);
+    REQUIRE(sim_plain(&s, &open, &x, 1) != UINT32_MAX);
+    CHECK(!gm_engine_graph_self_contained(s.engine, open.key));
+
+    /* Parent: before -> conditional -> after; the body between the conditional and its exit. */
+    const uint64_t before = 0xB0, cond = 0xB1, after = 0xB2, exit = 0xB3, parent = 0x7A7A;
+    uint64_t nodes[8] = {before, cond, after, exit, body.nodes[a], body.nodes[k], body.nodes[f]};
+    uint32_t from[] = {0, 1, 3, 1, 4, 5, 6}, to[] = {1, 3, 2, 4, 5, 6, 3};
+    gm_topology_t topo = {7, nodes, 7, from, to};
+    REQUIRE(gm_engine_instantiate(s.engine, parent, &topo, 0xA1, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xA1, S1), GM_OK);
+    CHECK(host_backend_handle_at(s.hb, body.va[a], NULL) != 0);
+    CHECK(sim_run_data(&s, &body, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xA1, S1), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 3 * MiB);
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xA1, GM_NO_CALL);
+    sim_graph_destroy(s.engine, body.key);
+    sim_graph_destroy(s.engine, open.key);
+    sim_graph_destroy(s.engine, parent);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_free_marker_destroyed);
     RUN_TEST(test_alloc_marker_destroyed);
@@ -434,5 +472,6 @@ int main(void) {
     RUN_TEST(test_clone_free_own);
     RUN_TEST(test_twins_escape_window);
     RUN_TEST(test_moved_clone_family);
+    RUN_TEST(test_conditional_body);
     return gm_check_summary();
 }
