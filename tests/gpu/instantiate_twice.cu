@@ -73,6 +73,33 @@ static void launch_pair(const char *key, cudaGraphExec_t a, cudaGraphExec_t b) {
     obs_rc(name, rc[1]);
 }
 
+// Y made by `first` and left live: `second`, which would make it too, is refused until Y is
+// freed, then runs and fills it. Observed as <prefix>_<step>.
+static void escape_turns(const char *prefix, cudaGraphExec_t first, cudaGraphExec_t second, void *y,
+                         cudaStream_t s) {
+    char key[96];
+    auto rc = [&](const char *step, cudaError_t r) {
+        snprintf(key, sizeof key, "%s_%s", prefix, step);
+        obs_rc(key, r);
+    };
+    rc("first_launch", cudaGraphLaunch(first, s));
+    rc("first_sync", cudaStreamSynchronize(s));
+    rc("second_while_live", cudaGraphLaunch(second, s));
+    rc("free", cudaFree(y));
+    rc("second_after_free", cudaGraphLaunch(second, s));
+    rc("second_sync", cudaStreamSynchronize(s));
+    snprintf(key, sizeof key, "%s_second_data", prefix);
+    obs_ok(key, check_words(s, y, kWords, 44));
+    rc("free_again", cudaFree(y));
+}
+
+// The stamp runs so far, observed as `key`.
+static void obs_runs(const char *key, unsigned *next_token) {
+    unsigned runs = 0;
+    cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
+    obs_int(key, runs);
+}
+
 int main() {
     require_graph_memory();
     unsigned *bad = new_counter(), *next_token = new_counter();
@@ -108,20 +135,10 @@ int main() {
 
     if (second == cudaSuccess && escape_second == cudaSuccess) {
         launch_pair("threads_launch", e1, e2);
-        unsigned runs = 0;
-        cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
-        obs_int("runs", runs);
-
+        obs_runs("runs", next_token);
         cudaStream_t s;
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        obs_rc("escape_first_launch", cudaGraphLaunch(f1, s));
-        obs_rc("escape_first_sync", cudaStreamSynchronize(s));
-        obs_rc("escape_second_while_live", cudaGraphLaunch(f2, s)); // Y is the first's still
-        obs_rc("escape_free", cudaFree(y));
-        obs_rc("escape_second_after_free", cudaGraphLaunch(f2, s));
-        obs_rc("escape_second_sync", cudaStreamSynchronize(s));
-        obs_ok("escape_second_data", check_words(s, y, kWords, 44));
-        obs_rc("escape_free_again", cudaFree(y));
+        escape_turns("escape", f1, f2, y, s);
 
         obs_rc("destroy_first", cudaGraphExecDestroy(e1));
         e1 = nullptr;
@@ -148,20 +165,10 @@ int main() {
         obs_rc("clone_instantiate", cudaGraphInstantiate(&ec, gc, 0));
         cudaGraphInstantiate(&fc, hc, 0);
         launch_pair("clone_threads_launch", e2, ec);
-        unsigned runs = 0;
-        cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
-        obs_int("clone_runs", runs);
-
+        obs_runs("clone_runs", next_token);
         cudaStream_t s;
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        obs_rc("clone_escape_original_launch", cudaGraphLaunch(f2, s));
-        obs_rc("clone_escape_original_sync", cudaStreamSynchronize(s));
-        obs_rc("clone_escape_while_live", cudaGraphLaunch(fc, s));
-        obs_rc("clone_escape_free", cudaFree(y));
-        obs_rc("clone_escape_after_free", cudaGraphLaunch(fc, s));
-        obs_rc("clone_escape_sync", cudaStreamSynchronize(s));
-        obs_ok("clone_escape_data", check_words(s, y, kWords, 44));
-        obs_rc("clone_escape_free_again", cudaFree(y));
+        escape_turns("clone_escape", f2, fc, y, s);
 
         cudaGraphExecDestroy(e2);
         e2 = nullptr;
@@ -176,8 +183,7 @@ int main() {
         obs_rc("child_by_clone", cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, gc));
         obs_rc("child_parent_instantiate", cudaGraphInstantiate(&ep, parent, 0));
         launch_pair("child_threads_launch", ep, ec);
-        cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
-        obs_int("child_runs", runs);
+        obs_runs("child_runs", next_token);
     }
     unsigned wrong = 0;
     cudaMemcpy(&wrong, bad, sizeof wrong, cudaMemcpyDeviceToHost);

@@ -126,10 +126,8 @@ static void test_instantiated_twice(void) {
     sim_t s;
     REQUIRE(lifted_sim(&s));
     sim_graph_t g;
-    sim_graph_init(&s, &g);
-    uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
-    uint32_t k = sim_plain(&s, &g, &a, 1);
-    REQUIRE(sim_free(&s, &g, g.va[a], &k, 1, NULL) != UINT32_MAX);
+    sim_one_alloc_graph(&s, &g, 3 * MiB, false);
+    const uint32_t a = 0;
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK);
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
@@ -146,9 +144,8 @@ static void test_instantiated_twice(void) {
 
     /* An allocation left live by one exec belongs to its address until freed. */
     sim_graph_t h;
-    sim_graph_init(&s, &h);
-    uint32_t x = sim_alloc(&s, &h, 2 * MiB, NULL, 0);
-    REQUIRE(sim_plain(&s, &h, &x, 1) != UINT32_MAX);
+    sim_one_alloc_graph(&s, &h, 2 * MiB, true);
+    const uint32_t x = 0;
     REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &h, 0xF2, GM_EXEC_AUTO_FREE) == GM_OK);
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
@@ -201,6 +198,15 @@ static void sim_clone(sim_t *s, const sim_graph_t *g, sim_graph_t *c) {
         c->nodes[i] += CLONE_OFFSET;
 }
 
+/* A graph of one allocation of `size` (node 0) used by node 1, freed in the graph unless `escape`,
+ * and its clone (GRAPHMEM_LIFT_RESTRICTIONS). */
+static void cloned_pair(sim_t *s, sim_graph_t *g, sim_graph_t *c, uint64_t size, bool escape) {
+    sim_one_alloc_graph(s, g, size, escape);
+    sim_clone(s, g, c);
+    REQUIRE(gm_engine_graph_clone(s->engine, g->key, c->key, (gm_node_map_t){find_clone, s}) ==
+            GM_OK);
+}
+
 /* A clone's markers stand for copies of the original's allocations at the same addresses: execs
  * of the two take turns on the windows, an allocation one left live blocks the other until
  * freed, the clone outlives its original. A clone that would free another graph's allocation
@@ -237,12 +243,8 @@ static void test_clone(void) {
 
     /* Escaping: an allocation left live by the original's exec is the clone's address too. */
     sim_graph_t h, hc;
-    sim_graph_init(&s, &h);
-    uint32_t x = sim_alloc(&s, &h, 2 * MiB, NULL, 0);
-    REQUIRE(sim_plain(&s, &h, &x, 1) != UINT32_MAX);
-    sim_clone(&s, &h, &hc);
-    REQUIRE(gm_engine_graph_clone(s.engine, h.key, hc.key, (gm_node_map_t){find_clone, &s}) ==
-            GM_OK);
+    cloned_pair(&s, &h, &hc, 2 * MiB, true);
+    const uint32_t x = 0;
     REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &hc, 0xF2, 0) == GM_OK);
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
@@ -287,13 +289,7 @@ static void test_child_by_clone(void) {
     sim_t s;
     REQUIRE(lifted_sim(&s));
     sim_graph_t g, c, parent;
-    sim_graph_init(&s, &g);
-    uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
-    uint32_t k = sim_plain(&s, &g, &a, 1);
-    REQUIRE(sim_free(&s, &g, g.va[a], &k, 1, NULL) != UINT32_MAX);
-    sim_clone(&s, &g, &c);
-    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, &s}) ==
-            GM_OK);
+    cloned_pair(&s, &g, &c, 3 * MiB, false);
     sim_graph_init(&s, &parent);
     uint64_t parent_key = parent.key;
     gm_engine_graph_moved(s.engine, c.key, parent_key);
@@ -344,12 +340,8 @@ static void test_clone_free_own(void) {
     sim_t s;
     REQUIRE(lifted_sim(&s));
     sim_graph_t g, c;
-    sim_graph_init(&s, &g);
-    uint32_t a = sim_alloc(&s, &g, 2 * MiB, NULL, 0);
-    uint32_t k = sim_plain(&s, &g, &a, 1);
-    sim_clone(&s, &g, &c);
-    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, &s}) ==
-            GM_OK);
+    cloned_pair(&s, &g, &c, 2 * MiB, true);
+    const uint32_t a = 0, k = 1;
     gm_status_t st;
     REQUIRE(sim_free(&s, &c, c.va[a], &k, 1, &st) != UINT32_MAX);
     REQUIRE(sim_instantiate(&s, &c, 0xC1, 0) == GM_OK);
@@ -370,9 +362,8 @@ static void test_twins_escape_window(void) {
     sim_t s;
     REQUIRE(lifted_sim(&s));
     sim_graph_t g;
-    sim_graph_init(&s, &g);
-    uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
-    REQUIRE(sim_plain(&s, &g, &a, 1) != UINT32_MAX);
+    sim_one_alloc_graph(&s, &g, 1 * MiB, true);
+    const uint32_t a = 0;
     REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK); /* {a} */
     uint32_t b = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
     REQUIRE(sim_plain(&s, &g, &b, 1) != UINT32_MAX);
@@ -399,13 +390,7 @@ static void test_moved_clone_family(void) {
     sim_t s;
     REQUIRE(lifted_sim(&s));
     sim_graph_t g, c, p;
-    sim_graph_init(&s, &g);
-    uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
-    uint32_t k = sim_plain(&s, &g, &a, 1);
-    REQUIRE(sim_free(&s, &g, g.va[a], &k, 1, NULL) != UINT32_MAX);
-    sim_clone(&s, &g, &c);
-    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, &s}) ==
-            GM_OK);
+    cloned_pair(&s, &g, &c, 3 * MiB, false);
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
     sim_graph_init(&s, &p);
     gm_engine_graph_moved(s.engine, c.key, p.key);
