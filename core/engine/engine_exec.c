@@ -33,7 +33,9 @@ gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t 
 }
 
 /* Allocations of other graphs whose alloc markers the topology holds: those of conditional bodies
- * read into it (GRAPHMEM_LIFT_RESTRICTIONS), planned with g's own. */
+ * read into it (GRAPHMEM_LIFT_RESTRICTIONS), planned with g's own. Their graphs join g's window
+ * family: anything else using their windows (the body instantiated or cloned itself) then takes
+ * turns with g's execs. */
 static gm_status_t collect_inner(gm_engine_t *e, const gm_graph_t *g, const gm_topology_t *topo,
                                  gm_record_t ***out, uint32_t *count) {
     *out = NULL;
@@ -46,6 +48,8 @@ static gm_status_t collect_inner(gm_engine_t *e, const gm_graph_t *g, const gm_t
         if (gm_grow((void **)out, &cap, *count + 1, sizeof **out) != GM_OK)
             return GM_ERR_OUT_OF_MEMORY;
         (*out)[(*count)++] = m->record;
+        if (m->record->owner)
+            gm_family_merge(e, m->record->owner->serial, g->serial);
     }
     return GM_OK;
 }

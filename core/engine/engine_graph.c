@@ -325,6 +325,19 @@ void gm_graphs_destroy_all(gm_engine_t *e) {
     gm_map_fini(&e->moved);
 }
 
+void gm_family_merge(gm_engine_t *e, uint64_t from, uint64_t to) {
+    if (from == to)
+        return;
+    uint32_t pos = 0;
+    void *v;
+    while (gm_map_next(&e->graphs, &pos, NULL, &v))
+        if (((gm_graph_t *)v)->serial == from)
+            ((gm_graph_t *)v)->serial = to;
+    for (gm_part_t *q = e->parts; q; q = q->all_next)
+        if (q->graph_serial == from)
+            q->graph_serial = to;
+}
+
 /* ---- clones (GRAPHMEM_LIFT_RESTRICTIONS) ---------------------------------------------------- */
 
 /* What a clone takes: its nodes for the original's markers, and the memory for its copies, all
@@ -474,14 +487,7 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     /* Parts of destroyed execs of the child map windows that are the parent's now; so do the
      * graphs that share the child's windows (its original, when it is a clone) and their parts:
      * the two families become one. */
-    uint32_t pos = 0;
-    void *v;
-    while (gm_map_next(&e->graphs, &pos, NULL, &v))
-        if (((gm_graph_t *)v)->serial == c->serial)
-            ((gm_graph_t *)v)->serial = p->serial;
-    for (gm_part_t *q = e->parts; q; q = q->all_next)
-        if (q->graph_serial == c->serial)
-            q->graph_serial = p->serial;
+    gm_family_merge(e, c->serial, p->serial);
     graph_free(e, c);
 out:
     gm_engine_unlock(e);

@@ -14,6 +14,15 @@ bool gm_engine_serves(gm_engine_t *e, uint64_t exec) {
     return gm_keyset_contains(&e->served, exec);
 }
 
+/* The live record at r's address: r itself, or a clone's copy of it (gm_engine_graph_clone) made
+ * live by an exec of the clone. What a free of another graph's allocation frees at a launch. */
+static gm_record_t *live_at(const gm_engine_t *e, const gm_record_t *r) {
+    for (gm_record_t *q = gm_map_get(&e->addresses, r->va); q; q = q->va_next)
+        if (q->live)
+            return q;
+    return NULL;
+}
+
 /* An allocation at r's address is live from another part: its own record (made by another exec
  * of r's graph), or a clone's copy of it (gm_engine_graph_clone). */
 static bool address_taken(const gm_engine_t *e, const gm_part_t *p, const gm_record_t *r) {
@@ -28,7 +37,7 @@ static gm_status_t launch_check(const gm_engine_t *e, const gm_exec_t *x, bool u
     /* A free of another graph's allocation that is not live now (never made by a launch, or
      * freed already): the driver refuses the launch (measured on driver 580). */
     for (uint32_t i = 0; !upload && i < x->foreign_count; i++)
-        if (!x->foreign[i]->live)
+        if (!live_at(e, x->foreign[i]))
             return GM_ERR_INVALID_VALUE;
     for (uint32_t i = 0; i < x->part_count; i++) {
         const gm_part_t *p = x->parts[i];
@@ -102,9 +111,10 @@ static gm_status_t order(gm_engine_t *e, gm_part_t *p, uint64_t stream, bool upl
 }
 
 /* Room for the free points a launch of `x` adds, so that recording it cannot fail. */
-static gm_status_t reserve_points(gm_exec_t *x) {
+static gm_status_t reserve_points(const gm_engine_t *e, gm_exec_t *x) {
     for (uint32_t i = 0; i < x->foreign_count; i++) {
-        gm_part_t *q = x->foreign[i]->live ? x->foreign[i]->live_part : NULL;
+        gm_record_t *r = live_at(e, x->foreign[i]);
+        gm_part_t *q = r ? r->live_part : NULL;
         if (q && gm_grow((void **)&q->points, &q->point_cap, q->point_count + x->foreign_count,
                          sizeof *q->points) != GM_OK)
             return GM_ERR_OUT_OF_MEMORY;
@@ -145,8 +155,8 @@ static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, g
         }
     }
     for (uint32_t i = 0; !upload && i < x->foreign_count; i++) {
-        gm_record_t *r = x->foreign[i];
-        if (!r->live)
+        gm_record_t *r = live_at(e, x->foreign[i]);
+        if (!r)
             continue;
         gm_part_t *q = r->live_part;
         if (q && f) { /* room reserved by reserve_points */
@@ -252,7 +262,7 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
         p->mapped_once = true;
     }
     if (st == GM_OK)
-        st = reserve_points(x);
+        st = reserve_points(e, x);
     for (uint32_t i = 0; i < x->part_count && st == GM_OK; i++)
         st = order(e, x->parts[i], stream, upload);
     /* The fence is deferred where a later proof is possible: not for uploads (rare), nor when the

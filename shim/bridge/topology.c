@@ -89,7 +89,6 @@ static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size
  * dependencies and before its dependents, as a child graph does, and its runs follow one another,
  * so an allocation freed in its body is live from its alloc to its free of each run. Bodies of
  * one node are read side by side: their allocations never share bytes. */
-#define GM_BODIES_MAX 64
 static bool expanded(CUgraphNodeType type) {
     return type == CU_GRAPH_NODE_TYPE_GRAPH ||
            (type == CU_GRAPH_NODE_TYPE_CONDITIONAL && gm_option_bool(GM_OPT_LIFT_RESTRICTIONS));
@@ -154,12 +153,15 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     }
     for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
         if (buf->types[i] == CU_GRAPH_NODE_TYPE_CONDITIONAL && expanded(buf->types[i])) {
-            CUgraph bodies[GM_BODIES_MAX];
-            size_t n = gm_node_bodies(nodes[i - first], bodies, GM_BODIES_MAX);
-            if (n > GM_BODIES_MAX)
-                r = CUDA_ERROR_NOT_SUPPORTED;
+            size_t n = gm_node_bodies(nodes[i - first], NULL, 0), got = 0;
+            CUgraph *bodies = calloc(n ? n : 1, sizeof *bodies);
+            if (bodies == NULL)
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+            else if ((got = gm_node_bodies(nodes[i - first], bodies, n)) < n)
+                n = got; /* fewer by now */
             for (size_t b = 0; r == CUDA_SUCCESS && b < n; b++)
                 r = read_graph(engine, bodies[b], buf, i, exit_of[i - first], depth + 1);
+            free(bodies);
             continue;
         }
         if (buf->types[i] != CU_GRAPH_NODE_TYPE_GRAPH)
@@ -237,11 +239,19 @@ void gm_nested_record(CUgraph parent, CUgraphNode node, const CUgraph *graphs, u
     pthread_mutex_unlock(&nested_lock);
 }
 
+/* Conditional bodies are looked for in `graph`, its bodies and its child graphs, at any depth: a
+ * child graph's conditional node runs as part of the parent too. */
+static bool nests(const nested_t *entry, CUgraph graph) {
+    return entry->parent == graph &&
+           (entry->kind == GM_NESTED_BODY || entry->kind == GM_NESTED_CHILD);
+}
+
 static bool bodies_have_markers_locked(gm_engine_t *engine, CUgraph graph, int depth) {
     for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++) {
-        if (nested[i].parent != graph || nested[i].kind != GM_NESTED_BODY)
+        if (!nests(&nested[i], graph))
             continue;
-        if (gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)nested[i].graph) ||
+        if ((nested[i].kind == GM_NESTED_BODY &&
+             gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)nested[i].graph)) ||
             bodies_have_markers_locked(engine, nested[i].graph, depth + 1))
             return true;
     }
@@ -298,10 +308,10 @@ bool gm_touches(CUgraph graph) {
  * self-contained (gm_engine_graph_self_contained); NULL when there is none. */
 static CUgraph body_not_contained_locked(gm_engine_t *engine, CUgraph graph, int depth) {
     for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++) {
-        if (nested[i].parent != graph || nested[i].kind != GM_NESTED_BODY)
+        if (!nests(&nested[i], graph))
             continue;
         uint64_t key = (uint64_t)(uintptr_t)nested[i].graph;
-        if (gm_engine_graph_has_markers(engine, key) &&
+        if (nested[i].kind == GM_NESTED_BODY && gm_engine_graph_has_markers(engine, key) &&
             !gm_engine_graph_self_contained(engine, key))
             return nested[i].graph;
         CUgraph deeper = body_not_contained_locked(engine, nested[i].graph, depth + 1);
@@ -363,24 +373,17 @@ bool gm_child_swap_refused(gm_engine_t *engine, CUgraphNode node, CUgraph child)
  * nothing of them may stay, in this registry or in the engine. The registry's lock is held from
  * before the driver's destroy until both have forgotten them (lock order: registry, then engine),
  * so a graph the driver makes meanwhile with a recycled handle cannot be registered in between. */
-gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call) {
-    uint64_t first = (uint64_t)(uintptr_t)graph, *keys = &first;
-    uint32_t count = 1, cap = 0;
-    pthread_mutex_lock(&nested_lock);
-    /* Descendants, breadth first: keys[] doubles as the queue. Without host memory for the list
-     * the graph is still destroyed; descendants left out stay known until their handles are. */
+/* Forgets `keys[0..count)` (room for `cap`; keys may be NULL when count is 0 and the call is
+ * all there is), the graphs nested in them at any depth, here and in the engine, in one step with
+ * `call`. Without host memory for the whole list the call is still made; descendants left out
+ * stay known until their handles are. */
+static gm_status_t destroy_nested_locked(gm_engine_t *engine, uint64_t *keys, uint32_t count,
+                                         uint32_t cap, gm_driver_call_t call) {
+    /* Descendants, breadth first: keys[] doubles as the queue. */
     for (uint32_t next = 0; next < count; next++)
         for (uint32_t i = 0; i < nested_count; i++) {
             if ((uint64_t)(uintptr_t)nested[i].parent != keys[next])
                 continue;
-            if (keys == &first) {
-                keys = NULL;
-                if (gm_grow((void **)&keys, &cap, 8, sizeof *keys) != GM_OK) {
-                    keys = &first;
-                    break;
-                }
-                keys[0] = first;
-            }
             if (gm_grow((void **)&keys, &cap, count + 1, sizeof *keys) != GM_OK)
                 break;
             keys[count++] = (uint64_t)(uintptr_t)nested[i].graph;
@@ -401,8 +404,34 @@ gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_drive
                 i++;
         }
     }
+    free(keys);
+    return st;
+}
+
+gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call) {
+    uint64_t *keys = NULL;
+    uint32_t cap = 0, count = 0;
+    if (gm_grow((void **)&keys, &cap, 8, sizeof *keys) == GM_OK)
+        keys[count++] = (uint64_t)(uintptr_t)graph;
+    else
+        return engine ? gm_engine_graphs_destroy(engine, &(uint64_t){(uintptr_t)graph}, 1, call)
+               : (!call.fn || call.fn(call.arg)) ? GM_OK
+                                                 : GM_ERR_DRIVER;
+    pthread_mutex_lock(&nested_lock);
+    gm_status_t st = destroy_nested_locked(engine, keys, count, cap, call);
     pthread_mutex_unlock(&nested_lock);
-    if (keys != &first)
-        free(keys);
+    return st;
+}
+
+gm_status_t gm_node_destroy_nested(gm_engine_t *engine, CUgraphNode node, gm_driver_call_t call) {
+    uint64_t *keys = NULL;
+    uint32_t cap = 0, count = 0;
+    pthread_mutex_lock(&nested_lock);
+    for (uint32_t i = 0; node != NULL && i < nested_count; i++)
+        if (nested[i].node == node && nested[i].kind != GM_NESTED_TOUCH &&
+            gm_grow((void **)&keys, &cap, count + 1, sizeof *keys) == GM_OK)
+            keys[count++] = (uint64_t)(uintptr_t)nested[i].graph;
+    gm_status_t st = destroy_nested_locked(engine, keys, count, cap, call);
+    pthread_mutex_unlock(&nested_lock);
     return st;
 }

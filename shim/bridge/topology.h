@@ -57,6 +57,9 @@ bool gm_touches(CUgraph graph);
  * and forgets it and the graphs it owned, here and in the engine (NULL: not started), in one step.
  * GM_ERR_DRIVER when the call failed (nothing is forgotten). */
 gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call);
+/* The same for a node (cuGraphDestroyNode through `call`): the graphs it owns (a conditional
+ * node's bodies) and those nested in them go with it. */
+gm_status_t gm_node_destroy_nested(gm_engine_t *engine, CUgraphNode node, gm_driver_call_t call);
 
 /* Whether replacing the child graph of `node` in an exec by `child` is refused: either holds a
  * memory node (engine NULL: not started, nothing is refused). */

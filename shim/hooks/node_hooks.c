@@ -99,6 +99,16 @@ static bool graph_has_markers(CUgraph graph) {
     return engine != NULL && gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph);
 }
 
+static bool lifted(void);
+
+/* A copy of `graph` needs graphmem: it holds markers, or (under GRAPHMEM_LIFT_RESTRICTIONS, where
+ * they are planned) its conditional bodies do. */
+static bool copy_needs_graphmem(CUgraph graph) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    return graph_has_markers(graph) ||
+           (engine != NULL && lifted() && gm_conditional_bodies_have_markers(engine, graph));
+}
+
 CUresult gm_hook_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                         const CUgraphNode *dependencies, size_t numDependencies,
                                         CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams) {
@@ -164,7 +174,7 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
         return add_free_node(node_out, graph, deps, edge_data, count, p->free.dptr, result);
     case CU_GRAPH_NODE_TYPE_GRAPH:
         if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE &&
-            graph_has_markers(p->graph.graph)) {
+            copy_needs_graphmem(p->graph.graph)) {
             *result = lifted() ? add_child_by_clone(node_out, graph, deps, edge_data, count,
                                                     p->graph.graph)
                                : CUDA_ERROR_NOT_SUPPORTED;
@@ -247,7 +257,7 @@ CUresult gm_hook_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
 CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                           const CUgraphNode *dependencies, size_t numDependencies,
                                           CUgraph childGraph) {
-    if (graph_has_markers(childGraph)) /* a clone: the driver refuses it for memory nodes */
+    if (copy_needs_graphmem(childGraph)) /* a clone: the driver refuses it for memory nodes */
         return lifted() ? add_child_by_clone(phGraphNode, hGraph, dependencies, NULL,
                                              numDependencies, childGraph)
                         : CUDA_ERROR_NOT_SUPPORTED;
@@ -278,6 +288,11 @@ static bool find_in_clone(void *clone, uint64_t node, uint64_t *clone_out) {
 CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     bool markers = graph_has_markers(originalGraph);
     if (markers && !lifted())
+        return CUDA_ERROR_NOT_SUPPORTED;
+    /* The driver's copies of conditional bodies are not registered as bodies: their markers
+     * would stand for nothing. */
+    gm_engine_t *started = gm_glue_engine_if_started();
+    if (lifted() && started != NULL && gm_conditional_bodies_have_markers(started, originalGraph))
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult result = gm_real.cuGraphClone(phGraphClone, originalGraph);
     if (result != CUDA_SUCCESS)
@@ -345,15 +360,24 @@ static CUresult call_destroy_node(void *arg) {
     return gm_real.cuGraphDestroyNode((CUgraphNode)arg);
 }
 
+/* A node that is no marker: a conditional node's bodies, and what they hold, end with it in the
+ * same step as the driver's call (their records, markers and registry entries). */
+static CUresult destroy_plain_node(gm_engine_t *engine, CUgraphNode node) {
+    gm_app_call_t call;
+    gm_node_destroy_nested(engine, node, gm_app_call_begin(&call, call_destroy_node, node));
+    gm_app_call_end(&call);
+    return call.result;
+}
+
 CUresult gm_hook_cuGraphDestroyNode(CUgraphNode hNode) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
     if (!lifted()) {
         if (in_graph_with_markers(hNode))
             return CUDA_ERROR_NOT_SUPPORTED; /* no node of a graph with memory nodes may go */
-        return gm_real.cuGraphDestroyNode(hNode);
+        return destroy_plain_node(engine, hNode);
     }
-    gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || hNode == NULL)
-        return gm_real.cuGraphDestroyNode(hNode);
+        return destroy_plain_node(engine, hNode);
     /* A marker's end and the driver's destruction in one step: a node handle given out again at
      * once never meets the old marker. */
     gm_app_call_t call;
@@ -361,7 +385,7 @@ CUresult gm_hook_cuGraphDestroyNode(CUgraphNode hNode) {
         engine, (uint64_t)(uintptr_t)hNode, gm_app_call_begin(&call, call_destroy_node, hNode));
     gm_app_call_end(&call);
     if (status == GM_ERR_INVALID_VALUE) /* not a marker */
-        return gm_real.cuGraphDestroyNode(hNode);
+        return destroy_plain_node(engine, hNode);
     return call.result;
 }
 

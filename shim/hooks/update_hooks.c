@@ -5,6 +5,7 @@
 #include "bridge/engine_glue.h"
 #include "bridge/topology.h"
 #include "log.h"
+#include "options.h"
 
 typedef struct update_call {
     CUgraphExec exec;
@@ -20,6 +21,14 @@ static CUresult call_update(void *arg) {
 static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     uint64_t key = (uint64_t)(uintptr_t)exec;
+    /* Under GRAPHMEM_LIFT_RESTRICTIONS a graph with markers in conditional bodies is checked and
+     * planned at instantiation only. */
+    if (engine != NULL && info != NULL && graph != NULL &&
+        gm_option_bool(GM_OPT_LIFT_RESTRICTIONS) &&
+        gm_conditional_bodies_have_markers(engine, graph)) {
+        *info = (CUgraphExecUpdateResultInfo){.result = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED};
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
     /* Neither side holds memory nodes: the driver's answer is the whole answer. */
     if (engine == NULL || info == NULL || graph == NULL ||
         (!gm_engine_serves(engine, key) &&

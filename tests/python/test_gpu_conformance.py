@@ -191,10 +191,15 @@ def test_conditional_bodies():
     observes what the driver does."""
     native, under = beyond_the_driver("conditional_bodies", "GRAPHMEM_LIFT_RESTRICTIONS")
     assert dict(native.obs).get("instantiate") == "cudaErrorInvalidValue", native.describe()
+    assert dict(native.obs).get("child_body_instantiate") == "cudaErrorInvalidValue", \
+        native.describe()
     want = {"built": "ok", "instantiate": "cudaSuccess", "launch0": "cudaSuccess",
             "sync0": "cudaSuccess", "iterations0": "5", "launch1": "cudaSuccess",
             "sync1": "cudaSuccess", "iterations1": "5", "escape_built": "ok",
-            "escape_body_instantiate": "cudaErrorInvalidValue", "wrong_words": "0"}
+            "escape_body_instantiate": "cudaErrorInvalidValue",
+            "clone_with_bodies": "cudaErrorNotSupported", "child_body_built": "ok",
+            "child_body_instantiate": "cudaSuccess", "child_body_launch": "cudaSuccess",
+            "child_body_sync": "cudaSuccess", "wrong_words": "0"}
     assert_observed(under, want)
 
 

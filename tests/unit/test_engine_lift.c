@@ -446,6 +446,84 @@ static void test_conditional_body(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A conditional body planned by its parent's exec while something else uses its windows: its
+ * clone, a child copy of it, or the body instantiated itself. Planning the body with the parent
+ * merges the window families, so the two execs take turns (no map over a mapping). */
+static void body_shared(int variant) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t body, c;
+    sim_one_alloc_graph(&s, &body, 3 * MiB, false);
+    const uint64_t before = 0xB0, cond = 0xB1, after = 0xB2, exit = 0xB3, parent = 0x7A7A;
+    uint64_t nodes[7] = {before, cond, after, exit, body.nodes[0], body.nodes[1], body.nodes[2]};
+    uint32_t from[] = {0, 1, 3, 1, 4, 5, 6}, to[] = {1, 3, 2, 4, 5, 6, 3};
+    gm_topology_t topo = {7, nodes, 7, from, to};
+    REQUIRE(gm_engine_instantiate(s.engine, parent, &topo, 0xA1, 0) == GM_OK);
+    uint64_t other = body.key;
+    if (variant < 2) { /* a clone of the body, moved into a graph of its own for a child copy */
+        sim_clone(&s, &body, &c);
+        REQUIRE(gm_engine_graph_clone(s.engine, body.key, c.key, (gm_node_map_t){find_clone, &s}) ==
+                GM_OK);
+        if (variant == 1) {
+            sim_graph_t q;
+            sim_graph_init(&s, &q);
+            gm_engine_graph_moved(s.engine, c.key, q.key);
+            c.key = q.key;
+        }
+        other = c.key;
+    } else {
+        c = body;
+    }
+    REQUIRE(sim_instantiate(&s, &c, 0xC1, 0) == GM_OK);
+    uint64_t before_misuses = misuses(&s);
+    CHECK_EQ_INT(sim_launch(&s, 0xA1, S1), GM_OK); /* still running on S1 */
+    CHECK_EQ_INT(sim_launch(&s, 0xC1, S1 + 1), GM_OK);
+    CHECK(sim_run_data(&s, &c, NULL));
+    CHECK_EQ_U64(misuses(&s) - before_misuses, 0);
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xA1, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xC1, GM_NO_CALL);
+    sim_graph_destroy(s.engine, parent);
+    sim_graph_destroy(s.engine, body.key);
+    if (other != body.key)
+        sim_graph_destroy(s.engine, other);
+    CHECK(sim_fini(&s));
+}
+
+static void test_body_shared(void) {
+    for (int variant = 0; variant < 3; variant++)
+        body_shared(variant);
+}
+
+/* A third graph freeing an address a clone family shares frees the record live there, whichever
+ * exec of the family made it. */
+static void test_foreign_free_in_family(void) {
+    for (int which = 0; which < 2; which++) {
+        sim_t s;
+        REQUIRE(lifted_sim(&s));
+        sim_graph_t h, hc, f;
+        cloned_pair(&s, &h, &hc, 2 * MiB, true);
+        REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
+        REQUIRE(sim_instantiate(&s, &hc, 0xF2, 0) == GM_OK);
+        sim_graph_init(&s, &f);
+        gm_status_t st;
+        REQUIRE(sim_free(&s, &f, h.va[0], NULL, 0, &st) != UINT32_MAX);
+        REQUIRE(sim_instantiate(&s, &f, 0xD1, 0) == GM_OK);
+        CHECK_EQ_INT(sim_launch(&s, which ? 0xF2 : 0xF1, S1), GM_OK);
+        CHECK_EQ_INT(sim_launch(&s, 0xD1, S1), GM_OK);                /* frees it */
+        CHECK_EQ_INT(sim_launch(&s, 0xD1, S1), GM_ERR_INVALID_VALUE); /* nothing live to free */
+        CHECK_EQ_INT(sim_launch(&s, which ? 0xF1 : 0xF2, S1), GM_OK); /* the address is free */
+        host_backend_complete_all(s.hb);
+        CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[0], S1), GM_OK);
+        const uint64_t execs[] = {0xF1, 0xF2, 0xD1}, graphs[] = {h.key, hc.key, f.key};
+        for (size_t i = 0; i < 3; i++)
+            gm_engine_exec_destroy(s.engine, execs[i], GM_NO_CALL);
+        for (size_t i = 0; i < 3; i++)
+            sim_graph_destroy(s.engine, graphs[i]);
+        CHECK(sim_fini(&s));
+    }
+}
+
 int main(void) {
     RUN_TEST(test_free_marker_destroyed);
     RUN_TEST(test_alloc_marker_destroyed);
@@ -458,5 +536,7 @@ int main(void) {
     RUN_TEST(test_twins_escape_window);
     RUN_TEST(test_moved_clone_family);
     RUN_TEST(test_conditional_body);
+    RUN_TEST(test_body_shared);
+    RUN_TEST(test_foreign_free_in_family);
     return gm_check_summary();
 }
