@@ -5,8 +5,8 @@
 // it, frees D. P is launched twice. Graph Q: an IF body that allocates without freeing, refused by
 // the driver, by graphmem as it is, and by graphmem with the option (a body runs zero or more
 // times). A clone of P: graphmem with the option refuses it (its bodies would be copies it cannot
-// plan). Graph R: a child graph moved in whose IF body allocates, fills, checks and frees E; the
-// driver refuses R's instantiation as for P, graphmem with the option runs it.
+// plan). Graph R: a child graph whose IF body allocates, fills, checks and frees E; the driver
+// refuses R's instantiation as for P, graphmem with the option runs it.
 // tests/python/test_gpu_conformance.py runs it natively, under graphmem as it is (the same
 // observations) and with the option (the observations it expects).
 #include "common.cuh"
@@ -116,25 +116,23 @@ int main() {
     if (pc)
         cudaGraphDestroy(pc);
 
-    // R: the IF body sits in a child graph moved into R.
-    cudaGraph_t r = nullptr, child = nullptr;
+    // R: the IF body sits in R's child graph (added empty, reached through the child node).
+    cudaGraph_t r = nullptr, empty = nullptr, child = nullptr;
     cudaGraphCreate(&r, 0);
-    cudaGraphCreate(&child, 0);
+    cudaGraphCreate(&empty, 0);
     cudaGraphNode_t c_if, c1, c2, c3, c4, r_child;
     cudaGraphConditionalHandle c_handle;
-    bool r_built = true;
-    cudaGraph_t c_body =
-        add_conditional(child, &c_if, nullptr, 0, cudaGraphCondTypeIf, &c_handle, &r_built);
+    bool r_built = cudaGraphAddChildGraphNode(&r_child, r, nullptr, 0, empty) == cudaSuccess &&
+                   cudaGraphChildGraphNodeGetGraph(r_child, &child) == cudaSuccess;
+    cudaGraphDestroy(empty);
+    cudaGraph_t c_body = r_built ? add_conditional(child, &c_if, nullptr, 0, cudaGraphCondTypeIf,
+                                                   &c_handle, &r_built)
+                                 : nullptr;
     void *ce = nullptr;
     r_built &= add_alloc(&c1, c_body, nullptr, 0, kBytes, &ce) == cudaSuccess;
     r_built &= add_fill(&c2, c_body, &c1, 1, ce, kWords, 8) == cudaSuccess;
     r_built &= add_check(&c3, c_body, &c2, 1, ce, kWords, 8, bad) == cudaSuccess;
     r_built &= cudaGraphAddMemFreeNode(&c4, c_body, &c3, 1, ce) == cudaSuccess;
-    cudaGraphNodeParams moved = {};
-    moved.type = cudaGraphNodeTypeGraph;
-    moved.graph.graph = child;
-    moved.graph.ownership = cudaGraphChildGraphOwnershipMove;
-    r_built &= cudaGraphAddNode(&r_child, r, nullptr, nullptr, 0, &moved) == cudaSuccess;
     obs_ok("child_body_built", r_built);
     cudaGraphExec_t er = nullptr;
     cudaError_t r_inst = cudaGraphInstantiate(&er, r, 0);
