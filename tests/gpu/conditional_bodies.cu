@@ -53,6 +53,18 @@ static cudaGraph_t add_conditional(cudaGraph_t g, cudaGraphNode_t *node,
     return np.conditional.phGraph_out ? np.conditional.phGraph_out[0] : nullptr;
 }
 
+// Adds to `body` after `dep` (NULL: none): alloc X, fill with v, check, free X; returns the free.
+static cudaGraphNode_t add_checked_use(cudaGraph_t body, const cudaGraphNode_t *dep, uint32_t v,
+                                       unsigned *bad, bool *built) {
+    cudaGraphNode_t alloc, fill, check, done = nullptr;
+    void *x = nullptr;
+    *built &= add_alloc(&alloc, body, dep, dep ? 1 : 0, kBytes, &x) == cudaSuccess;
+    *built &= add_fill(&fill, body, &alloc, 1, x, kWords, v) == cudaSuccess;
+    *built &= add_check(&check, body, &fill, 1, x, kWords, v, bad) == cudaSuccess;
+    *built &= cudaGraphAddMemFreeNode(&done, body, &check, 1, x) == cudaSuccess;
+    return done;
+}
+
 int main() {
     require_graph_memory();
     cudaStream_t s;
@@ -62,20 +74,16 @@ int main() {
 
     cudaGraph_t p = nullptr;
     cudaGraphCreate(&p, 0);
-    cudaGraphNode_t if_node, while_node, n1, n2, n3, n4;
+    cudaGraphNode_t if_node, while_node;
     cudaGraphConditionalHandle if_handle, loop;
     cudaGraph_t if_body =
         add_conditional(p, &if_node, nullptr, 0, cudaGraphCondTypeIf, &if_handle, &built);
-    void *a = nullptr;
-    built &= add_alloc(&n1, if_body, nullptr, 0, kBytes, &a) == cudaSuccess;
-    built &= add_fill(&n2, if_body, &n1, 1, a, kWords, 5) == cudaSuccess;
-    built &= add_check(&n3, if_body, &n2, 1, a, kWords, 5, bad) == cudaSuccess;
-    built &= cudaGraphAddMemFreeNode(&n4, if_body, &n3, 1, a) == cudaSuccess;
+    add_checked_use(if_body, nullptr, 5, bad, &built);
 
     cudaGraph_t loop_body =
         add_conditional(p, &while_node, &if_node, 1, cudaGraphCondTypeWhile, &loop, &built);
-    void *b = nullptr, *d = nullptr;
-    cudaGraphNode_t m1, m2, m3, m4, m5, m6, m7;
+    void *b = nullptr;
+    cudaGraphNode_t m1, m2, m3;
     built &= add_alloc(&m1, loop_body, nullptr, 0, kBytes, &b) == cudaSuccess;
     size_t n = kWords;
     void *args[] = {&b, &n, &iteration, &loop, &bad};
@@ -86,10 +94,7 @@ int main() {
     k.kernelParams = args;
     built &= cudaGraphAddKernelNode(&m2, loop_body, &m1, 1, &k) == cudaSuccess;
     built &= cudaGraphAddMemFreeNode(&m3, loop_body, &m2, 1, b) == cudaSuccess;
-    built &= add_alloc(&m4, loop_body, &m3, 1, kBytes, &d) == cudaSuccess;
-    built &= add_fill(&m5, loop_body, &m4, 1, d, kWords, 9) == cudaSuccess;
-    built &= add_check(&m6, loop_body, &m5, 1, d, kWords, 9, bad) == cudaSuccess;
-    built &= cudaGraphAddMemFreeNode(&m7, loop_body, &m6, 1, d) == cudaSuccess;
+    add_checked_use(loop_body, &m3, 9, bad, &built);
     obs_ok("built", built);
 
     cudaGraphExec_t e = nullptr;
@@ -120,7 +125,7 @@ int main() {
     cudaGraph_t r = nullptr, empty = nullptr, child = nullptr;
     cudaGraphCreate(&r, 0);
     cudaGraphCreate(&empty, 0);
-    cudaGraphNode_t c_if, c1, c2, c3, c4, r_child;
+    cudaGraphNode_t c_if, r_child;
     cudaGraphConditionalHandle c_handle;
     bool r_built = cudaGraphAddChildGraphNode(&r_child, r, nullptr, 0, empty) == cudaSuccess &&
                    cudaGraphChildGraphNodeGetGraph(r_child, &child) == cudaSuccess;
@@ -128,11 +133,8 @@ int main() {
     cudaGraph_t c_body = r_built ? add_conditional(child, &c_if, nullptr, 0, cudaGraphCondTypeIf,
                                                    &c_handle, &r_built)
                                  : nullptr;
-    void *ce = nullptr;
-    r_built &= add_alloc(&c1, c_body, nullptr, 0, kBytes, &ce) == cudaSuccess;
-    r_built &= add_fill(&c2, c_body, &c1, 1, ce, kWords, 8) == cudaSuccess;
-    r_built &= add_check(&c3, c_body, &c2, 1, ce, kWords, 8, bad) == cudaSuccess;
-    r_built &= cudaGraphAddMemFreeNode(&c4, c_body, &c3, 1, ce) == cudaSuccess;
+    if (c_body)
+        add_checked_use(c_body, nullptr, 8, bad, &r_built);
     obs_ok("child_body_built", r_built);
     cudaGraphExec_t er = nullptr;
     cudaError_t r_inst = cudaGraphInstantiate(&er, r, 0);

@@ -24,6 +24,17 @@ static bool lifted_sim(sim_t *s) {
     return sim_init(s, &c);
 }
 
+/* The end of a test: the "GPU" finishes, the execs and graphs go, and nothing is left. */
+static void teardown(sim_t *s, const uint64_t *execs, size_t exec_count, const uint64_t *graphs,
+                     size_t graph_count) {
+    host_backend_complete_all(s->hb);
+    for (size_t i = 0; i < exec_count; i++)
+        gm_engine_exec_destroy(s->engine, execs[i], GM_NO_CALL);
+    for (size_t i = 0; i < graph_count; i++)
+        sim_graph_destroy(s->engine, graphs[i]);
+    CHECK(sim_fini(s));
+}
+
 /* A destroyed free node: the allocation escapes from the next instantiation on (a relaunch is
  * refused until it is freed outside); the driver's refusal changes nothing; a node that is no
  * marker is left to the caller. */
@@ -60,10 +71,7 @@ static void test_free_marker_destroyed(void) {
     gm_status_t st;
     sim_free(&s, &g, g.va[a], &k, 1, &st);
     CHECK_EQ_INT(st, GM_OK);
-    host_backend_complete_all(s.hb);
-    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1);
 }
 
 /* A destroyed alloc node: its allocation leaves the graph with its free; the other one stays and
@@ -92,10 +100,7 @@ static void test_alloc_marker_destroyed(void) {
     REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK);
     CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
-    host_backend_complete_all(s.hb);
-    gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xE2}, 1, (uint64_t[]){g.key}, 1);
 }
 
 /* A small allocation made after another was freed reuses its bytes, on the proof of the path
@@ -171,12 +176,7 @@ static void test_instantiated_twice(void) {
     gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
     CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
-    host_backend_complete_all(s.hb);
-    gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
-    gm_engine_exec_destroy(s.engine, 0xF1, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    sim_graph_destroy(s.engine, h.key);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xE2, 0xF1}, 2, (uint64_t[]){g.key, h.key}, 2);
 }
 
 /* The driver's cuGraphNodeFindInClone for a clone whose nodes are the original's plus an offset;
@@ -275,12 +275,7 @@ static void test_clone(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK);
     CHECK(sim_run_data(&s, &c, NULL));
     host_backend_complete_all(s.hb);
-    const uint64_t execs[] = {0xC1, 0xF1, 0xF2}, graphs[] = {c.key, h.key, hc.key, f.key};
-    for (size_t i = 0; i < 3; i++)
-        gm_engine_exec_destroy(s.engine, execs[i], GM_NO_CALL);
-    for (size_t i = 0; i < 4; i++)
-        sim_graph_destroy(s.engine, graphs[i]);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xC1, 0xF1, 0xF2}, 3, (uint64_t[]){c.key, h.key, hc.key, f.key}, 4);
 }
 
 /* A child by copy is a clone moved into the parent: the parent's execs then share the original's
@@ -303,13 +298,7 @@ static void test_child_by_clone(void) {
         CHECK_EQ_INT(sim_launch(&s, 0xD1, S1 + 1), GM_OK);
         CHECK(sim_run_data(&s, &parent, NULL));
     }
-    host_backend_complete_all(s.hb);
-    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
-    gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    sim_graph_destroy(s.engine, parent_key);
-    sim_graph_destroy(s.engine, c.key);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xE1, 0xD1}, 2, (uint64_t[]){g.key, parent_key, c.key}, 3);
 }
 
 static uint64_t misuses(sim_t *s) {
@@ -348,11 +337,7 @@ static void test_clone_free_own(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK);
     CHECK(sim_run_data(&s, &c, NULL));
     CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK); /* nothing left unfreed */
-    host_backend_complete_all(s.hb);
-    gm_engine_exec_destroy(s.engine, 0xC1, GM_NO_CALL);
-    sim_graph_destroy(s.engine, c.key);
-    sim_graph_destroy(s.engine, g.key);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xC1}, 1, (uint64_t[]){c.key, g.key}, 2);
 }
 
 /* Execs of one graph with different allocation sets (the graph grew between them): while one
@@ -378,10 +363,7 @@ static void test_twins_escape_window(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
-    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
-    gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, (uint64_t[]){g.key}, 1);
 }
 
 /* A clone moved into a parent after an exec of its original was made: the original's execs keep
@@ -400,12 +382,7 @@ static void test_moved_clone_family(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xE2, S1 + 1), GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
     CHECK_EQ_U64(misuses(&s) - before, 0);
-    host_backend_complete_all(s.hb);
-    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
-    gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
-    sim_graph_destroy(s.engine, p.key);
-    sim_graph_destroy(s.engine, g.key);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, (uint64_t[]){p.key, g.key}, 2);
 }
 
 /* A conditional body (GRAPHMEM_LIFT_RESTRICTIONS): the parent's topology holds the body's nodes
@@ -438,12 +415,7 @@ static void test_conditional_body(void) {
     CHECK(sim_run_data(&s, &body, NULL));
     CHECK_EQ_INT(sim_launch(&s, 0xA1, S1), GM_OK);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 3 * MiB);
-    host_backend_complete_all(s.hb);
-    gm_engine_exec_destroy(s.engine, 0xA1, GM_NO_CALL);
-    sim_graph_destroy(s.engine, body.key);
-    sim_graph_destroy(s.engine, open.key);
-    sim_graph_destroy(s.engine, parent);
-    CHECK(sim_fini(&s));
+    teardown(&s, (uint64_t[]){0xA1}, 1, (uint64_t[]){body.key, open.key, parent}, 3);
 }
 
 /* A conditional body planned by its parent's exec while something else uses its windows: its
@@ -515,12 +487,7 @@ static void test_foreign_free_in_family(void) {
         CHECK_EQ_INT(sim_launch(&s, which ? 0xF1 : 0xF2, S1), GM_OK); /* the address is free */
         host_backend_complete_all(s.hb);
         CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[0], S1), GM_OK);
-        const uint64_t execs[] = {0xF1, 0xF2, 0xD1}, graphs[] = {h.key, hc.key, f.key};
-        for (size_t i = 0; i < 3; i++)
-            gm_engine_exec_destroy(s.engine, execs[i], GM_NO_CALL);
-        for (size_t i = 0; i < 3; i++)
-            sim_graph_destroy(s.engine, graphs[i]);
-        CHECK(sim_fini(&s));
+        teardown(&s, (uint64_t[]){0xF1, 0xF2, 0xD1}, 3, (uint64_t[]){h.key, hc.key, f.key}, 3);
     }
 }
 
