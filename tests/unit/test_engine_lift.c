@@ -35,6 +35,19 @@ static void teardown(sim_t *s, const uint64_t *execs, size_t exec_count, const u
     CHECK(sim_fini(s));
 }
 
+/* Exec `first` of graph `fg` leaves its allocation at `va` live: exec `second` (of `sg`, the same
+ * graph or a clone) is refused until it is freed outside, then runs and leaves it live itself. */
+static void live_address_turns(sim_t *s, sim_graph_t *fg, uint64_t first, sim_graph_t *sg,
+                               uint64_t second, uint64_t va) {
+    CHECK_EQ_INT(sim_launch(s, first, S1), GM_OK);
+    CHECK(sim_run_data(s, fg, NULL));
+    CHECK_EQ_INT(sim_launch(s, second, S1), GM_ERR_INVALID_VALUE);
+    CHECK(sim_forget_live(s, va));
+    CHECK_EQ_INT(gm_engine_free_outside(s->engine, va, S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(s, second, S1), GM_OK);
+    CHECK(sim_run_data(s, sg, NULL));
+}
+
 /* A destroyed free node: the allocation escapes from the next instantiation on (a relaunch is
  * refused until it is freed outside); the driver's refusal changes nothing; a node that is no
  * marker is left to the caller. */
@@ -153,13 +166,7 @@ static void test_instantiated_twice(void) {
     const uint32_t x = 0;
     REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &h, 0xF2, GM_EXEC_AUTO_FREE) == GM_OK);
-    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
-    CHECK(sim_run_data(&s, &h, NULL));
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_ERR_INVALID_VALUE);
-    CHECK(sim_forget_live(&s, h.va[x]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK);
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK);
-    CHECK(sim_run_data(&s, &h, NULL));
+    live_address_turns(&s, &h, 0xF1, &h, 0xF2, h.va[x]);
     CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK); /* its own, AutoFreeOnLaunch */
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
     host_backend_complete_all(s.hb);
@@ -247,13 +254,7 @@ static void test_clone(void) {
     const uint32_t x = 0;
     REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
     REQUIRE(sim_instantiate(&s, &hc, 0xF2, 0) == GM_OK);
-    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
-    CHECK(sim_run_data(&s, &h, NULL));
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_ERR_INVALID_VALUE);
-    CHECK(sim_forget_live(&s, h.va[x]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK);
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK);
-    CHECK(sim_run_data(&s, &hc, NULL));
+    live_address_turns(&s, &h, 0xF1, &hc, 0xF2, h.va[x]);
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
     CHECK(sim_forget_live(&s, h.va[x]));
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK); /* through the clone's */
