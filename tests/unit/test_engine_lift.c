@@ -186,32 +186,12 @@ static void test_instantiated_twice(void) {
     teardown(&s, (uint64_t[]){0xE2, 0xF1}, 2, (uint64_t[]){g.key, h.key}, 2);
 }
 
-/* The driver's cuGraphNodeFindInClone for a clone whose nodes are the original's plus an offset;
- * arg NULL: the node is not found. */
-#define CLONE_OFFSET 0x1000000ull
-static bool find_clone(void *arg, uint64_t node, uint64_t *clone_out) {
-    *clone_out = node + CLONE_OFFSET;
-    return arg != NULL;
-}
-
-/* The sim's view of a clone: the same nodes under the clone's handles. */
-static void sim_clone(sim_t *s, const sim_graph_t *g, sim_graph_t *c) {
-    *c = *g;
-    sim_graph_init(s, c); /* a key of its own */
-    uint64_t key = c->key;
-    *c = *g;
-    c->key = key;
-    for (uint32_t i = 0; i < c->node_count; i++)
-        c->nodes[i] += CLONE_OFFSET;
-}
-
 /* A graph of one allocation of `size` (node 0) used by node 1, freed in the graph unless `escape`,
  * and its clone (GRAPHMEM_LIFT_RESTRICTIONS). */
 static void cloned_pair(sim_t *s, sim_graph_t *g, sim_graph_t *c, uint64_t size, bool escape) {
     sim_one_alloc_graph(s, g, size, escape);
-    sim_clone(s, g, c);
-    REQUIRE(gm_engine_graph_clone(s->engine, g->key, c->key, (gm_node_map_t){find_clone, s}) ==
-            GM_OK);
+    sim_clone_view(s, g, c);
+    REQUIRE(gm_engine_graph_clone(s->engine, g->key, c->key, sim_clone_map(true)) == GM_OK);
 }
 
 /* A clone's markers stand for copies of the original's allocations at the same addresses: execs
@@ -228,12 +208,11 @@ static void test_clone(void) {
     uint32_t k = sim_plain(&s, &g, (uint32_t[]){a, b}, 2);
     uint32_t fb = sim_free(&s, &g, g.va[b], &k, 1, NULL);
     REQUIRE(sim_free(&s, &g, g.va[a], &fb, 1, NULL) != UINT32_MAX);
-    sim_clone(&s, &g, &c);
-    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, NULL}),
+    sim_clone_view(&s, &g, &c);
+    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, g.key, c.key, sim_clone_map(false)),
                  GM_ERR_NOT_SUPPORTED);
     CHECK(!gm_engine_graph_has_markers(s.engine, c.key));
-    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, (gm_node_map_t){find_clone, &s}) ==
-            GM_OK);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, sim_clone_map(true)) == GM_OK);
     gm_marker_info_t info;
     CHECK_EQ_INT(gm_engine_marker(s.engine, c.nodes[a], &info), GM_MARKER_ALLOC);
     CHECK_EQ_U64(info.va, g.va[a]);
@@ -264,8 +243,8 @@ static void test_clone(void) {
     sim_graph_init(&s, &f);
     gm_status_t st;
     REQUIRE(sim_free(&s, &f, h.va[x], NULL, 0, &st) != UINT32_MAX);
-    sim_clone(&s, &f, &fc);
-    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, f.key, fc.key, (gm_node_map_t){find_clone, &s}),
+    sim_clone_view(&s, &f, &fc);
+    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, f.key, fc.key, sim_clone_map(true)),
                  GM_ERR_NOT_SUPPORTED);
     CHECK(!gm_engine_graph_has_markers(s.engine, fc.key));
 
@@ -317,8 +296,8 @@ static void test_clone_moved_child(void) {
     REQUIRE(sim_plain(&s, &c, &a, 1) != UINT32_MAX);
     gm_engine_graph_moved(s.engine, c.key, p.key);
     CHECK(gm_engine_graph_has_markers(s.engine, c.key)); /* the shim asks the engine */
-    sim_clone(&s, &c, &cc);
-    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, c.key, cc.key, (gm_node_map_t){find_clone, &s}),
+    sim_clone_view(&s, &c, &cc);
+    CHECK_EQ_INT(gm_engine_graph_clone(s.engine, c.key, cc.key, sim_clone_map(true)),
                  GM_ERR_NOT_SUPPORTED);
     sim_graph_destroy(s.engine, p.key);
     sim_graph_destroy(s.engine, c.key);
@@ -434,9 +413,8 @@ static void body_shared(int variant) {
     REQUIRE(gm_engine_instantiate(s.engine, parent, &topo, 0xA1, 0) == GM_OK);
     uint64_t other = body.key;
     if (variant < 2) { /* a clone of the body, moved into a graph of its own for a child copy */
-        sim_clone(&s, &body, &c);
-        REQUIRE(gm_engine_graph_clone(s.engine, body.key, c.key, (gm_node_map_t){find_clone, &s}) ==
-                GM_OK);
+        sim_clone_view(&s, &body, &c);
+        REQUIRE(gm_engine_graph_clone(s.engine, body.key, c.key, sim_clone_map(true)) == GM_OK);
         if (variant == 1) {
             sim_graph_t q;
             sim_graph_init(&s, &q);

@@ -286,14 +286,6 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-/* The driver's cuGraphNodeFindInClone for the clones world. */
-#define CLONE_OFFSET 0x1000000ull
-static bool find_clone(void *arg, uint64_t node, uint64_t *clone_out) {
-    (void)arg;
-    *clone_out = node + CLONE_OFFSET;
-    return true;
-}
-
 /* Graph i: allocations made at its root, one node using them all, frees of the ones that do not
  * escape after it: every allocation is live during the whole run, so none shares bytes with
  * another of the same graph, and every byte the payload writes must be its own. */
@@ -315,16 +307,10 @@ static void build_graph(world_t *w, tgraph_t *t, int i, uint64_t *rng) {
     t->flags = i % 2 ? GM_EXEC_AUTO_FREE : 0;
     t->exec = atomic_fetch_add(&w->next_exec, 1);
     t->twin = w->twins ? atomic_fetch_add(&w->next_exec, 1) : 0;
-    if (w->clones) { /* the clone's nodes: the original's plus an offset */
-        t->clone = t->g;
-        sim_graph_init(&w->s, &t->clone);
-        uint64_t key = t->clone.key;
-        t->clone = t->g;
-        t->clone.key = key;
-        for (uint32_t n = 0; n < t->clone.node_count; n++)
-            t->clone.nodes[n] += CLONE_OFFSET;
-        REQUIRE(gm_engine_graph_clone(w->s.engine, t->g.key, t->clone.key,
-                                      (gm_node_map_t){find_clone, NULL}) == GM_OK);
+    if (w->clones) {
+        sim_clone_view(&w->s, &t->g, &t->clone);
+        REQUIRE(gm_engine_graph_clone(w->s.engine, t->g.key, t->clone.key, sim_clone_map(true)) ==
+                GM_OK);
     }
     pthread_mutex_init(&t->lock, NULL);
 }

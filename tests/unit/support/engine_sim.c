@@ -308,6 +308,25 @@ void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape) {
         sim_free(s, g, g->va[a], &k, 1, NULL);
 }
 
+void sim_clone_view(sim_t *s, const sim_graph_t *g, sim_graph_t *c) {
+    sim_graph_init(s, c); /* a key of its own */
+    uint64_t key = c->key;
+    *c = *g;
+    c->key = key;
+    for (uint32_t i = 0; i < c->node_count; i++)
+        c->nodes[i] += SIM_CLONE_OFFSET;
+}
+
+static bool find_in_clone(void *found, uint64_t node, uint64_t *clone_out) {
+    *clone_out = node + SIM_CLONE_OFFSET;
+    return found != NULL;
+}
+
+gm_node_map_t sim_clone_map(bool found) {
+    static int yes;
+    return (gm_node_map_t){find_in_clone, found ? &yes : NULL};
+}
+
 void sim_graph_destroy(gm_engine_t *engine, uint64_t graph) {
     gm_engine_graphs_destroy(engine, &graph, 1, GM_NO_CALL);
 }

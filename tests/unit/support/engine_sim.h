@@ -72,6 +72,13 @@ bool sim_run_data(sim_t *s, const sim_graph_t *g, uint64_t *rng);
 bool sim_forget_live(sim_t *s, uint64_t va);
 
 uint64_t sim_attr(sim_t *s, int attr);
+/* A clone of g as the driver makes it (cuGraphClone): a graph of its own holding the same nodes
+ * under handles of its own, the original's plus SIM_CLONE_OFFSET. */
+#define SIM_CLONE_OFFSET 0x1000000ull
+void sim_clone_view(sim_t *s, const sim_graph_t *g, sim_graph_t *c);
+/* cuGraphNodeFindInClone for such a clone, for gm_engine_graph_clone; `found` false: the driver
+ * finds no node. */
+gm_node_map_t sim_clone_map(bool found);
 /* cuGraphDestroy as the shim reports it (the driver's part done). */
 void sim_graph_destroy(gm_engine_t *engine, uint64_t graph);
 
