@@ -1,0 +1,257 @@
+#include "nested.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "util.h"
+
+typedef struct nested {
+    CUgraph parent, graph;
+    CUgraphNode node; /* the node of `parent` owning `graph` (NULL: not known, or TOUCH) */
+    gm_nested_kind_t kind;
+    bool doomed, expanded; /* marks of a destroy in progress (under the lock) */
+} nested_t;
+
+static nested_t *nested;
+static uint32_t nested_count, nested_cap;
+static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Child entries in `nested`, changed under the lock: every captured allocation and free asks
+ * gm_nested_is_child, and most programs have no child graph at all. A graph becomes a child
+ * before anyone can capture into it (its handle comes from the child node), so a capture that
+ * reads 0 here has no child graph to miss. */
+static atomic_uint child_count;
+
+static void count_children(const nested_t *entry, int delta) {
+    if (entry->kind == GM_NESTED_CHILD)
+        atomic_fetch_add_explicit(&child_count, (unsigned)delta, memory_order_release);
+}
+
+void gm_nested_record(CUgraph parent, CUgraphNode node, const CUgraph *graphs, unsigned count,
+                      gm_nested_kind_t kind) {
+    pthread_mutex_lock(&nested_lock);
+    /* A node handle given out again (its node destroyed alone): its old bodies are gone. */
+    for (uint32_t i = 0; node != NULL && kind == GM_NESTED_BODY && i < nested_count;) {
+        if (nested[i].node == node && nested[i].kind == GM_NESTED_BODY)
+            nested[i] = nested[--nested_count];
+        else
+            i++;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        if (gm_grow((void **)&nested, &nested_cap, nested_count + 1, sizeof *nested) != GM_OK)
+            break;
+        nested[nested_count++] = (nested_t){parent, graphs[i], node, kind, false, false};
+        count_children(&nested[nested_count - 1], 1);
+    }
+    pthread_mutex_unlock(&nested_lock);
+}
+
+/* Conditional bodies are looked for in `graph`, its bodies and its child graphs, at any depth: a
+ * child graph's conditional node runs as part of the parent too. */
+static bool nests(const nested_t *entry, CUgraph graph) {
+    return entry->parent == graph &&
+           (entry->kind == GM_NESTED_BODY || entry->kind == GM_NESTED_CHILD);
+}
+
+static bool bodies_have_markers_locked(gm_engine_t *engine, CUgraph graph, int depth) {
+    for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++) {
+        if (!nests(&nested[i], graph))
+            continue;
+        if ((nested[i].kind == GM_NESTED_BODY &&
+             gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)nested[i].graph)) ||
+            bodies_have_markers_locked(engine, nested[i].graph, depth + 1))
+            return true;
+    }
+    return false;
+}
+
+void gm_touch_note(CUgraph graph) {
+    if (graph != NULL && !gm_touches(graph))
+        gm_nested_record(graph, NULL, &(CUgraph){NULL}, 1, GM_NESTED_TOUCH);
+}
+
+static bool touches_locked(CUgraph graph, int depth) {
+    for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++)
+        if (nested[i].parent == graph &&
+            (nested[i].kind == GM_NESTED_TOUCH || touches_locked(nested[i].graph, depth + 1)))
+            return true;
+    return false;
+}
+
+size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap) {
+    pthread_mutex_lock(&nested_lock);
+    size_t n = 0;
+    for (size_t i = 0; node != NULL && i < nested_count; i++)
+        if (nested[i].node == node && nested[i].kind == GM_NESTED_BODY) {
+            if (n < cap)
+                out[n] = nested[i].graph;
+            n++;
+        }
+    pthread_mutex_unlock(&nested_lock);
+    return n;
+}
+
+size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
+    pthread_mutex_lock(&nested_lock);
+    size_t n = 0;
+    for (size_t i = 0; i < nested_count; i++)
+        if (nested[i].parent == graph && nested[i].kind == GM_NESTED_BODY) {
+            if (n < cap)
+                out[n] = nested[i].graph;
+            n++;
+        }
+    pthread_mutex_unlock(&nested_lock);
+    return n;
+}
+
+bool gm_touches(CUgraph graph) {
+    pthread_mutex_lock(&nested_lock);
+    bool found = touches_locked(graph, 0);
+    pthread_mutex_unlock(&nested_lock);
+    return found;
+}
+
+/* The first conditional body of `graph`, at any depth, that holds markers but is not
+ * self-contained (gm_engine_graph_self_contained); NULL when there is none. */
+static CUgraph body_not_contained_locked(gm_engine_t *engine, CUgraph graph, int depth) {
+    for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++) {
+        if (!nests(&nested[i], graph))
+            continue;
+        uint64_t key = (uint64_t)(uintptr_t)nested[i].graph;
+        if (nested[i].kind == GM_NESTED_BODY && gm_engine_graph_has_markers(engine, key) &&
+            !gm_engine_graph_self_contained(engine, key))
+            return nested[i].graph;
+        CUgraph deeper = body_not_contained_locked(engine, nested[i].graph, depth + 1);
+        if (deeper)
+            return deeper;
+    }
+    return NULL;
+}
+
+CUgraph gm_conditional_body_not_contained(gm_engine_t *engine, CUgraph graph) {
+    pthread_mutex_lock(&nested_lock);
+    CUgraph found = body_not_contained_locked(engine, graph, 0);
+    pthread_mutex_unlock(&nested_lock);
+    return found;
+}
+
+bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {
+    pthread_mutex_lock(&nested_lock);
+    bool found = bodies_have_markers_locked(engine, graph, 0);
+    pthread_mutex_unlock(&nested_lock);
+    return found;
+}
+
+bool gm_nested_is_child(CUgraph graph) {
+    if (atomic_load_explicit(&child_count, memory_order_acquire) == 0)
+        return false;
+    pthread_mutex_lock(&nested_lock);
+    bool found = false;
+    for (size_t i = 0; i < nested_count && !found; i++)
+        found = nested[i].graph == graph && nested[i].kind == GM_NESTED_CHILD;
+    pthread_mutex_unlock(&nested_lock);
+    return found;
+}
+
+/* ---- destroying graphs and nodes ----------------------------------------------------------- */
+
+/* The graphs a destroyed graph or node owned die with it: their handles may come back for new
+ * graphs, so nothing of them may stay, in this registry or in the engine. The registry's lock is
+ * held from before the driver's destroy until both have forgotten them (lock order: registry,
+ * then engine), so a graph the driver makes meanwhile with a recycled handle cannot be registered
+ * in between.
+ *
+ * The entries to forget are marked in place (`doomed`), so forgetting them here needs no host
+ * memory. A TOUCH entry names no graph (its `graph` is NULL): it dies with its parent and never
+ * passes death on. */
+static bool owns(const nested_t *entry) {
+    return entry->kind != GM_NESTED_TOUCH;
+}
+
+/* Marks every entry under a doomed owning entry, at any depth; returns how many graphs die with
+ * the roots (doomed entries that own a graph). Each owning entry is expanded once (`expanded`), so
+ * this costs the registry's size times the doomed entries plus the depth. */
+static uint32_t doom_descendants(void) {
+    uint32_t graphs = 0;
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (uint32_t j = 0; j < nested_count; j++) {
+            if (!nested[j].doomed || nested[j].expanded || !owns(&nested[j]))
+                continue;
+            nested[j].expanded = grew = true;
+            graphs++;
+            for (uint32_t i = 0; i < nested_count; i++)
+                if (nested[i].parent == nested[j].graph)
+                    nested[i].doomed = true;
+        }
+    }
+    return graphs;
+}
+
+/* Forgets the doomed entries (`forget`) or clears their marks (the destroy failed). */
+static void settle_doomed(bool forget) {
+    for (uint32_t i = 0; i < nested_count;) {
+        if (nested[i].doomed && forget) {
+            count_children(&nested[i], -1);
+            nested[i] = nested[--nested_count];
+            continue;
+        }
+        nested[i].doomed = nested[i].expanded = false;
+        i++;
+    }
+}
+
+static gm_status_t call_alone(gm_driver_call_t call) {
+    return (!call.fn || call.fn(call.arg)) ? GM_OK : GM_ERR_DRIVER;
+}
+
+/* Makes `call` and has the engine forget `root` (0: none) and the graphs of the doomed entries in
+ * the same step; then forgets those entries here. */
+static gm_status_t destroy_doomed_locked(gm_engine_t *engine, uint64_t root,
+                                         gm_driver_call_t call) {
+    uint32_t dying = doom_descendants() + (root != 0);
+    if (dying == 0) { /* a node that owns no graph: nothing of graphmem's ends with it */
+        gm_status_t st = call_alone(call);
+        settle_doomed(st == GM_OK);
+        return st;
+    }
+    uint64_t stack_keys[16], *keys = stack_keys;
+    if (dying > 16 && (keys = malloc(dying * sizeof *keys)) == NULL) {
+        /* Without host memory for the whole list the engine forgets what fits: the graphs left
+         * out stay known to it until their handles are used again. */
+        gm_log(GM_LOG_WARN, "out of host memory listing nested graphs to destroy");
+        keys = stack_keys;
+        dying = 16;
+    }
+    uint32_t count = 0;
+    if (root != 0)
+        keys[count++] = root;
+    for (uint32_t i = 0; i < nested_count && count < dying; i++)
+        if (nested[i].doomed && owns(&nested[i]) && (uint64_t)(uintptr_t)nested[i].graph != root)
+            keys[count++] = (uint64_t)(uintptr_t)nested[i].graph;
+    gm_status_t st =
+        engine ? gm_engine_graphs_destroy(engine, keys, count, call) : call_alone(call);
+    settle_doomed(st == GM_OK);
+    if (keys != stack_keys)
+        free(keys);
+    return st;
+}
+
+gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call) {
+    pthread_mutex_lock(&nested_lock);
+    for (uint32_t i = 0; i < nested_count; i++)
+        nested[i].doomed = nested[i].parent == graph || nested[i].graph == graph;
+    gm_status_t st = destroy_doomed_locked(engine, (uint64_t)(uintptr_t)graph, call);
+    pthread_mutex_unlock(&nested_lock);
+    return st;
+}
+
+gm_status_t gm_node_destroy_nested(gm_engine_t *engine, CUgraphNode node, gm_driver_call_t call) {
+    pthread_mutex_lock(&nested_lock);
+    for (uint32_t i = 0; i < nested_count; i++)
+        nested[i].doomed = node != NULL && nested[i].node == node && owns(&nested[i]);
+    gm_status_t st = destroy_doomed_locked(engine, 0, call);
+    pthread_mutex_unlock(&nested_lock);
+    return st;
+}
