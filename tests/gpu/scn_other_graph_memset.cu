@@ -3,7 +3,9 @@
 // A. The driver instantiates G2 before G1 ever launched (measured on an H100, driver 580), and so
 // must graphmem, whose addresses are mapped only at launch: it notes G2 when the memset node is
 // added and covers A while G2 is instantiated. Also a clone of G2, and a graph holding G2 as a
-// child graph; then G1 launches, G2 runs, and the data is checked.
+// child graph; then G1 launches, G2 runs, and the data is checked. Before G2 is instantiated,
+// another graph touching A is destroyed, and a child node whose graph touches A: neither may take
+// G2's note with it (a destroy once dropped every graph's).
 #include "common.cuh"
 
 static const size_t kBytes = 4u << 20;
@@ -21,6 +23,16 @@ int main() {
     cudaGraphCreate(&g2, 0);
     cudaMemsetParams m = memset_words(a, kBytes, 0x77u);
     obs_rc("g2_memset_node", cudaGraphAddMemsetNode(&n, g2, nullptr, 0, &m));
+    cudaGraph_t other, holder;
+    cudaGraphNode_t other_memset, holder_child;
+    cudaGraphCreate(&other, 0);
+    obs_rc("other_memset_node", cudaGraphAddMemsetNode(&other_memset, other, nullptr, 0, &m));
+    cudaGraphCreate(&holder, 0);
+    obs_rc("holder_child_node",
+           cudaGraphAddChildGraphNode(&holder_child, holder, nullptr, 0, other));
+    obs_rc("holder_destroy_child_node", cudaGraphDestroyNode(holder_child));
+    obs_rc("other_destroy", cudaGraphDestroy(other));
+    cudaGraphDestroy(holder);
     cudaGraphExec_t e2 = nullptr, ec = nullptr, ep = nullptr, e1 = nullptr;
     obs_rc("g2_instantiate_before_g1_launch", cudaGraphInstantiate(&e2, g2, 0));
     obs_rc("clone", cudaGraphClone(&clone, g2));
