@@ -86,8 +86,8 @@ static bool free_allowed(const gm_record_t *r) {
  * (§A2.1, §A2.4). Several records share an address inside one graph (then all but one are freed
  * already), and across a graph and its clones (gm_engine_graph_clone): g's own comes first. */
 static gm_record_t *free_target(gm_engine_t *e, const gm_graph_t *g, uint64_t va) {
-    gm_record_t *first = gm_map_get(&e->addresses, va), *other = NULL;
-    for (gm_record_t *r = first; r; r = r->va_next) {
+    gm_record_t *other = NULL;
+    for (gm_record_t *r = gm_map_get(&e->addresses, va); r; r = r->va_next) {
         if (!free_allowed(r))
             continue;
         if (r->owner == g)
@@ -341,26 +341,48 @@ void gm_family_merge(gm_engine_t *e, uint64_t from, uint64_t to) {
 /* ---- clones (GRAPHMEM_LIFT_RESTRICTIONS) ---------------------------------------------------- */
 
 /* What a clone takes: its nodes for the original's markers, and the memory for its copies, all
- * found before anything changes. */
+ * found before anything changes. `free_record[i]` is the index in the original's records of the
+ * allocation its i-th free frees. */
 typedef struct clone_plan {
+    uint32_t records, frees; /* of the original, once the plan's arrays exist */
     uint64_t *alloc_nodes, *free_nodes;
+    uint32_t *free_record;
     gm_record_t **copies;
     gm_chunk_t **chunks;
-    gm_marker_t **frees;
+    gm_marker_t **free_markers;
 } clone_plan_t;
 
-static void clone_plan_free(clone_plan_t *cp, uint32_t records, uint32_t frees) {
-    for (uint32_t i = 0; cp->copies && i < records; i++) {
+static void clone_plan_free(clone_plan_t *cp) {
+    for (uint32_t i = 0; i < cp->records; i++) {
         free(cp->copies[i]);
         free(cp->chunks[i]);
     }
-    for (uint32_t i = 0; cp->frees && i < frees; i++)
-        free(cp->frees[i]);
+    for (uint32_t i = 0; i < cp->frees; i++)
+        free(cp->free_markers[i]);
     free(cp->alloc_nodes);
     free(cp->free_nodes);
+    free(cp->free_record);
     free(cp->copies);
     free(cp->chunks);
-    free(cp->frees);
+    free(cp->free_markers);
+}
+
+/* Each free's record by index, through a map from record to index filled once. */
+static gm_status_t index_free_records(const gm_graph_t *g, uint32_t *free_record) {
+    gm_map_t index = {0};
+    gm_status_t st = gm_map_reserve(&index, g->record_count);
+    for (uint32_t k = 0; st == GM_OK && k < g->record_count; k++)
+        gm_map_put(&index, (uint64_t)(uintptr_t)g->records[k], (void *)(uintptr_t)(k + 1));
+    for (uint32_t i = 0; st == GM_OK && i < g->free_count; i++) {
+        uintptr_t k = (uintptr_t)gm_map_get(&index, (uint64_t)(uintptr_t)g->frees[i]->record);
+        /* A free of another graph's allocation: its clone would free it a second time. */
+        if (k == 0)
+            st = GM_ERR_NOT_SUPPORTED;
+        else
+            free_record[i] = (uint32_t)(k - 1);
+    }
+    gm_map_fini(&index);
+    return st;
 }
 
 static gm_status_t clone_prepare(gm_engine_t *e, const gm_graph_t *g, gm_graph_t *c,
@@ -368,14 +390,22 @@ static gm_status_t clone_prepare(gm_engine_t *e, const gm_graph_t *g, gm_graph_t
     uint32_t n = g->record_count, f = g->free_count;
     cp->alloc_nodes = calloc(n + 1, sizeof *cp->alloc_nodes);
     cp->free_nodes = calloc(f + 1, sizeof *cp->free_nodes);
+    cp->free_record = calloc(f + 1, sizeof *cp->free_record);
     cp->copies = calloc(n + 1, sizeof *cp->copies);
     cp->chunks = calloc(n + 1, sizeof *cp->chunks);
-    cp->frees = calloc(f + 1, sizeof *cp->frees);
-    if (!cp->alloc_nodes || !cp->free_nodes || !cp->copies || !cp->chunks || !cp->frees ||
-        gm_grow((void **)&c->records, &c->record_cap, n, sizeof *c->records) ||
+    cp->free_markers = calloc(f + 1, sizeof *cp->free_markers);
+    if (!cp->alloc_nodes || !cp->free_nodes || !cp->free_record || !cp->copies || !cp->chunks ||
+        !cp->free_markers)
+        return GM_ERR_OUT_OF_MEMORY;
+    cp->records = n;
+    cp->frees = f;
+    if (gm_grow((void **)&c->records, &c->record_cap, n, sizeof *c->records) ||
         gm_grow((void **)&c->frees, &c->free_cap, f, sizeof *c->frees) ||
         gm_map_reserve(&e->nodes, n + f))
         return GM_ERR_OUT_OF_MEMORY;
+    gm_status_t st = index_free_records(g, cp->free_record);
+    if (st != GM_OK)
+        return st;
     for (uint32_t i = 0; i < n; i++) {
         gm_record_t *r = g->records[i];
         if (!(cp->copies[i] = calloc(1, sizeof *cp->copies[i])) ||
@@ -386,10 +416,7 @@ static gm_status_t clone_prepare(gm_engine_t *e, const gm_graph_t *g, gm_graph_t
             return GM_ERR_NOT_SUPPORTED;
     }
     for (uint32_t i = 0; i < f; i++) {
-        /* The clone of a free of another graph's allocation would free it a second time. */
-        if (g->frees[i]->record->owner != g)
-            return GM_ERR_NOT_SUPPORTED;
-        if (!(cp->frees[i] = calloc(1, sizeof *cp->frees[i])))
+        if (!(cp->free_markers[i] = calloc(1, sizeof *cp->free_markers[i])))
             return GM_ERR_OUT_OF_MEMORY;
         if (!find.fn(find.arg, g->frees[i]->node, &cp->free_nodes[i]))
             return GM_ERR_NOT_SUPPORTED;
@@ -406,7 +433,6 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
     /* A moved child: its markers are its parent's now, which a clone could not copy. */
     if (gm_map_get(&e->moved, original) || gm_graph_get(e, clone, false)) {
         st = GM_ERR_NOT_SUPPORTED;
-        g = NULL;
         goto out;
     }
     if (!g || (!g->record_count && !g->free_count))
@@ -434,13 +460,9 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         marker_known(e, cp.alloc_nodes[i]);
     }
     for (uint32_t i = 0; i < g->free_count; i++) {
-        const gm_marker_t *m = g->frees[i];
-        gm_record_t *copy = NULL;
-        for (uint32_t k = 0; k < g->record_count && !copy; k++)
-            if (g->records[k] == m->record)
-                copy = c->records[k];
-        gm_marker_t *mc = cp.frees[i];
-        cp.frees[i] = NULL;
+        gm_record_t *copy = c->records[cp.free_record[i]];
+        gm_marker_t *mc = cp.free_markers[i];
+        cp.free_markers[i] = NULL;
         *mc = (gm_marker_t){
             .kind = GM_MARKER_FREE, .record = copy, .graph = c, .node = cp.free_nodes[i]};
         copy->free_marker = mc;
@@ -450,7 +472,7 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         marker_known(e, cp.free_nodes[i]);
     }
 out:
-    clone_plan_free(&cp, g ? g->record_count : 0, g ? g->free_count : 0);
+    clone_plan_free(&cp);
     gm_engine_unlock(e);
     return st;
 }

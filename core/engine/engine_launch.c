@@ -23,15 +23,6 @@ static gm_record_t *live_at(const gm_engine_t *e, const gm_record_t *r) {
     return NULL;
 }
 
-/* An allocation at r's address is live from another part: its own record (made by another exec
- * of r's graph), or a clone's copy of it (gm_engine_graph_clone). */
-static bool address_taken(const gm_engine_t *e, const gm_part_t *p, const gm_record_t *r) {
-    for (const gm_record_t *q = gm_map_get(&e->addresses, r->va); q; q = q->va_next)
-        if (q->live && q->live_part != p)
-            return true;
-    return false;
-}
-
 /* The driver would refuse this launch: GM_ERR_INVALID_VALUE. */
 static gm_status_t launch_check(const gm_engine_t *e, const gm_exec_t *x, bool upload) {
     /* A free of another graph's allocation that is not live now (never made by a launch, or
@@ -48,9 +39,13 @@ static gm_status_t launch_check(const gm_engine_t *e, const gm_exec_t *x, bool u
          * address is taken until it is freed. Its window is mapped then, so p is not. */
         if (p->shared_maps.mapped && p->escape_maps.mapped)
             continue;
-        for (uint32_t k = 0; k < p->record_count; k++)
-            if (address_taken(e, p, p->records[k]))
+        for (uint32_t k = 0; k < p->record_count; k++) {
+            /* Live from another part: made by another exec of its graph, or a clone's copy. An
+             * address has at most one live record. */
+            const gm_record_t *live = live_at(e, p->records[k]);
+            if (live && live->live_part != p)
                 return GM_ERR_INVALID_VALUE;
+        }
     }
     return GM_OK;
 }

@@ -94,12 +94,14 @@ static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNod
     return true;
 }
 
+static bool lifted(void) {
+    return gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
+}
+
 static bool graph_has_markers(CUgraph graph) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     return engine != NULL && gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph);
 }
-
-static bool lifted(void);
 
 /* A copy of `graph` needs graphmem: it holds markers, or (under GRAPHMEM_LIFT_RESTRICTIONS, where
  * they are planned) its conditional bodies do. */
@@ -127,10 +129,6 @@ CUresult gm_hook_cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     if (add_free_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, dptr, &result))
         return result;
     return gm_real.cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr);
-}
-
-static bool lifted(void) {
-    return gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
 }
 
 static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
@@ -286,21 +284,22 @@ static bool find_in_clone(void *clone, uint64_t node, uint64_t *clone_out) {
  * GRAPHMEM_LIFT_RESTRICTIONS a graph whose markers stand for the same allocations (their execs
  * take turns on the addresses); when the engine cannot take it, the clone goes again. */
 CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
-    bool markers = graph_has_markers(originalGraph);
+    /* Markers are made by a started engine only: one not started now has none to copy. */
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    bool markers =
+        engine != NULL && gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)originalGraph);
     if (markers && !lifted())
         return CUDA_ERROR_NOT_SUPPORTED;
     /* The driver's copies of conditional bodies are not registered as bodies: their markers
      * would stand for nothing. */
-    gm_engine_t *started = gm_glue_engine_if_started();
-    if (lifted() && started != NULL && gm_conditional_bodies_have_markers(started, originalGraph))
+    if (lifted() && engine != NULL && gm_conditional_bodies_have_markers(engine, originalGraph))
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult result = gm_real.cuGraphClone(phGraphClone, originalGraph);
     if (result != CUDA_SUCCESS)
         return result;
     if (gm_touches(originalGraph))
         gm_touch_note(*phGraphClone);
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    if (!markers || engine == NULL)
+    if (!markers)
         return result;
     gm_status_t status;
     GM_RELAXED(status = gm_engine_graph_clone(engine, (uint64_t)(uintptr_t)originalGraph,
