@@ -16,6 +16,8 @@
 // single_1MiB, 100x1MiB_sequential, 100x1MiB_concurrent, escape (allocations freed by cudaFree
 // after the launch), 4graphs_1stream (four graphs one after another on one stream),
 // 4graphs_events (the same four alternating between two streams, ordered by events),
+// 4graphs_events_long (the same with graphs of 50 ms, so that none has finished when the next is
+// launched), 4graphs_unordered_long (those without events: they may run at once),
 // 8graphs_8streams (eight 64 MiB graphs on eight streams; the first is short and has finished
 // before the eighth is launched, the others run 50 ms: seven are live at once, 448 MiB). The
 // last has no exec lines: its execs run at the same time, so the largest bound is not its bound.
@@ -72,13 +74,19 @@ static void single(const char *name, cudaGraphExec_t e, const std::vector<void *
         name, {e}, [&] { launch(e, st[0]); }, escaping);
 }
 
-// A, B live; free A; C; free B; D; ...: two allocations live at a time.
-static cudaGraphExec_t chain_two_live(const std::vector<size_t> &sizes) {
+__global__ void spin(char *p, unsigned long long ns);
+
+// A, B live; free A; C; free B; D; ...: two allocations live at a time. With `spin_ns`, the first
+// allocation is held that long by a kernel (the graph runs at least that long).
+static cudaGraphExec_t chain_two_live(const std::vector<size_t> &sizes,
+                                      unsigned long long spin_ns = 0) {
     begin_capture(st[0]);
     void *prev = nullptr;
     for (size_t bytes : sizes) {
         void *p = alloc_on(st[0], bytes);
         touch_on(st[0], p);
+        if (spin_ns && !prev)
+            spin<<<1, 1, 0, st[0]>>>((char *)p, spin_ns);
         if (prev)
             free_on(st[0], prev);
         prev = p;
@@ -206,12 +214,26 @@ static cudaGraphExec_t long_graph(cudaStream_t s, unsigned long long ns) {
     return instantiate(end_capture(s));
 }
 
-// Four two-live chains of different sizes (bounds 128, 256, 512 and 384 MiB).
-static std::vector<cudaGraphExec_t> four_graphs() {
+// Four two-live chains of different sizes (bounds 128, 256, 512 and 384 MiB), each running at
+// least `spin_ns`.
+static std::vector<cudaGraphExec_t> four_graphs(unsigned long long spin_ns = 0) {
     std::vector<cudaGraphExec_t> execs;
     for (size_t bytes : {64 * MiB, 128 * MiB, 256 * MiB, 192 * MiB})
-        execs.push_back(chain_two_live(std::vector<size_t>(4, bytes)));
+        execs.push_back(chain_two_live(std::vector<size_t>(4, bytes), spin_ns));
     return execs;
+}
+
+// The four on streams st[0] and st[1] in turn, each launch after an event recorded behind the one
+// before when `ordered`.
+static void four_on_two_streams(const std::vector<cudaGraphExec_t> &execs, bool ordered) {
+    for (size_t i = 0; i < execs.size(); i++) {
+        cudaStream_t s = st[i % 2];
+        if (i && ordered)
+            CK(cudaStreamWaitEvent(s, ev[0], 0));
+        launch(execs[i], s);
+        if (ordered)
+            CK(cudaEventRecord(ev[0], s));
+    }
 }
 
 static cudaGraphExec_t dag(int branches) {
@@ -266,17 +288,22 @@ int main(int, char **argv) {
     {
         new_streams();
         std::vector<cudaGraphExec_t> execs = four_graphs();
-        footprint("4graphs_events", execs,
-                  [&] {
-                      for (size_t i = 0; i < execs.size(); i++) {
-                          cudaStream_t s = st[i % 2];
-                          if (i)
-                              CK(cudaStreamWaitEvent(s, ev[0], 0));
-                          launch(execs[i], s);
-                          CK(cudaEventRecord(ev[0], s));
-                      }
-                  },
-                  {});
+        footprint("4graphs_events", execs, [&] { four_on_two_streams(execs, true); }, {});
+    }
+    {
+        // The same with graphs of 50 ms: none has finished when the next is launched, so only the
+        // events say they never run at once.
+        new_streams();
+        std::vector<cudaGraphExec_t> execs = four_graphs(50000000ull);
+        footprint("4graphs_events_long", execs, [&] { four_on_two_streams(execs, true); }, {});
+    }
+    {
+        // Unordered: they may run at once, two at a time. No exec lines: the largest bound is
+        // not its bound (graphmem: 512 + 384 MiB, one group per stream).
+        new_streams();
+        std::vector<cudaGraphExec_t> execs = four_graphs(50000000ull);
+        footprint("4graphs_unordered_long", {}, [&] { four_on_two_streams(execs, false); }, {});
+        kept.insert(kept.end(), execs.begin(), execs.end());
     }
     {
         cudaStream_t s8[8];

@@ -237,6 +237,24 @@ gm_status_t gm_engine_free_outside(gm_engine_t *engine, uint64_t va, uint64_t st
 /* cuStreamDestroy through `call` (as gm_engine_exec_destroy): its handle may name a new stream
  * from now on, so the engine forgets it. Fences recorded on it keep the order of what it ran. */
 gm_status_t gm_engine_stream_destroy(gm_engine_t *engine, uint64_t stream, gm_driver_call_t call);
+/* ---- Event order ----------------------------------------------------------------------------
+ * Hints for sharing memory between streams the program orders with events (core/README.md, "Event
+ * order"). A mark is a place in a stream: after its `served`-th served launch or upload. The shim
+ * takes the mark of a stream before the driver records an event on it and hands it over once the
+ * record succeeded (GM_NO_MARK: the record says nothing, e.g. in a capture); it reads an event's
+ * mark before the driver's wait and hands it over once the wait succeeded outside any capture. No
+ * engine lock: none of these waits for an instantiation. A wrong mark costs concurrency only. */
+typedef struct gm_order_mark {
+    uint64_t stream_id; /* 0: none */
+    uint64_t served;
+} gm_order_mark_t;
+#define GM_NO_MARK ((gm_order_mark_t){0, 0})
+gm_order_mark_t gm_engine_order_mark(gm_engine_t *engine, uint64_t stream);
+void gm_engine_event_recorded(gm_engine_t *engine, uint64_t event, gm_order_mark_t mark);
+gm_order_mark_t gm_engine_event_mark(gm_engine_t *engine, uint64_t event);
+void gm_engine_stream_waited(gm_engine_t *engine, uint64_t stream, gm_order_mark_t mark);
+void gm_engine_event_destroyed(gm_engine_t *engine, uint64_t event);
+
 /* Around a driver call by which `stream` may enter a capture (begin capture, waiting for an event)
  * or by which streams go away with their context (stream = GM_NO_STREAM: every stream): the
  * stream's deferred fences are realized first, and no launch defers a new one until the end

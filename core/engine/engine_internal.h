@@ -177,6 +177,7 @@ struct gm_part {
      * none): launched there again, it leaves for that stream's own group rather than wait when
      * the group is busy elsewhere (engine_part.c, gm_part_enter). */
     uint64_t adopted_stream;
+    gm_order_mark_t run_mark; /* its latest launch's place in its stream (engine_order.c) */
     bool mapped_once;
     bool busy; /* being mapped: a trim for room must leave it alone */
     gm_part_t *all_next, *all_prev;
@@ -184,9 +185,10 @@ struct gm_part {
 
 struct gm_group {
     int device;
-    uint64_t stream;        /* key in the device's group map; GM_NO_STREAM when private */
-    uint64_t last_stream;   /* where its latest user ran (GM_NO_STREAM once destroyed) */
-    gm_fence_t *last_fence; /* after that user's launch; NULL: no user to wait for */
+    uint64_t stream;           /* key in the device's group map; GM_NO_STREAM when private */
+    uint64_t last_stream;      /* where its latest user ran (GM_NO_STREAM once destroyed) */
+    gm_fence_t *last_fence;    /* after that user's launch; NULL: no user to wait for */
+    gm_order_mark_t last_mark; /* that launch's place in last_stream (engine_order.c) */
     gm_part_t *last_part;
     bool last_launch; /* that user's work was a launch, which the driver orders before the exec's
                        * later launches and uploads (an upload is ordered before neither) */
@@ -248,6 +250,13 @@ struct gm_engine {
     pthread_mutex_t defer_lock;
     gm_fence_t *deferred;
     atomic_uint defer_active, joins_unlocked;
+    /* Event order (engine_order.c), under order_lock (taken after `lock` when both are): stream
+     * -> its served count and what it waited for; event -> the mark of its last record.
+     * order_active: a served launch was committed (before it, no mark can matter). */
+    pthread_mutex_t order_lock;
+    gm_map_t order_streams, order_events;
+    uint64_t order_next_id;
+    atomic_bool order_active;
     /* Raised by every release of `lock` after a change (gm_engine_unlock; lookups and the launch
      * fast path release it with gm_engine_unlock_unchanged): an exec whose steady_epoch equals it
      * has seen nothing change since its last launch. */

@@ -7,6 +7,7 @@
 
 #include "engine_cover.h"
 #include "engine_fence.h"
+#include "engine_order.h"
 #include "engine_part.h"
 #include "engine_trim.h"
 
@@ -124,13 +125,16 @@ static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, g
         x->report.uploads++;
     else
         x->report.launches++;
+    gm_order_mark_t mark = gm_order_served(e, stream);
     for (uint32_t i = 0; i < x->part_count; i++) {
         gm_part_t *p = x->parts[i];
         gm_fence_set(e, &p->run_fence, f);
         p->run_stream = stream;
+        p->run_mark = mark;
         gm_group_t *g = p->group;
         gm_fence_set(e, &g->last_fence, f);
         g->last_stream = stream;
+        g->last_mark = mark;
         g->last_part = p;
         g->last_launch = !upload;
         if (upload)
@@ -373,6 +377,7 @@ gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_
         if (p->group && p->group->last_stream == stream)
             p->group->last_stream = GM_NO_STREAM;
     }
+    gm_order_stream_gone(e, stream);
     gm_engine_unlock(e);
     return GM_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "engine_cover.h"
+#include "engine_order.h"
 #include "engine_exec.h"
 #include "engine_graph.h"
 #include "engine_group.h"
@@ -26,6 +27,7 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     pthread_mutex_init(&e->lock, NULL);
     pthread_mutex_init(&e->defer_lock, NULL);
     pthread_cond_init(&e->uncovered, NULL);
+    gm_order_init(e);
     e->backend = *backend;
     e->config = *config;
     e->page = backend->granularity;
@@ -69,6 +71,7 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_keyset_fini(&e->marker_nodes);
     gm_keyset_fini(&e->address_keys);
     free(e->dead_reports);
+    gm_order_fini(e);
     pthread_cond_destroy(&e->uncovered);
     pthread_mutex_destroy(&e->defer_lock);
     pthread_mutex_destroy(&e->lock);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "engine_fence.h"
+#include "engine_order.h"
 #include "engine_group.h"
 #include "engine_record.h"
 
@@ -207,23 +208,27 @@ void gm_part_free_live(gm_engine_t *e, gm_part_t *p) {
 
 /* ---- its group ----------------------------------------------------------------------------- */
 
-/* Whether nothing that maps the group's memory may still be running: its latest user and every
- * member finished (queries only, gm_fence_finished). */
-static bool group_idle(gm_engine_t *e, gm_group_t *g) {
-    if (!gm_fence_finished(e, g->last_fence))
+/* Whether nothing that maps the group's memory may still be running ahead of a launch on
+ * `stream`: its latest user and every member finished (queries only, gm_fence_finished), or the
+ * program ordered `stream` after them with events (gm_order_after, asked first: it touches no
+ * stream). The launch still waits for the latest user through graphmem's own fence (order() in
+ * engine_launch.c), so event order only chooses the group; it never replaces the fence. */
+static bool group_behind(gm_engine_t *e, gm_group_t *g, uint64_t stream) {
+    if (!gm_order_after(e, stream, g->last_mark) && !gm_fence_finished(e, g->last_fence))
         return false;
     for (gm_part_t *m = g->members; m; m = m->group_next)
-        if (!gm_fence_finished(e, m->run_fence))
+        if (!gm_order_after(e, stream, m->run_mark) && !gm_fence_finished(e, m->run_fence))
             return false;
     return true;
 }
 
 /* A part's first group. Its stream's group, unless that holds less of the memory the part needs
- * than a group of another stream whose users have all finished: then it joins that one, and
- * reuses its memory without a wait, where a group of its own would grow the footprint by the
- * other's bytes (eight 64 MiB graphs on eight streams, the first finished before the eighth is
- * launched: the driver reuses the first's memory). Not under `remap`, whose members leave for
- * their stream's group at a stream change, nor under no_alias. */
+ * than a group of another stream whose users have all finished, or that the program ordered this
+ * stream after with events: then it joins that one, and reuses its memory, where a group of its
+ * own would grow the footprint by the other's bytes (eight 64 MiB graphs on eight streams, the
+ * first finished before the eighth is launched: the driver reuses the first's memory; graphs
+ * taking turns on two streams through events). Not under `remap`, whose members leave for their
+ * stream's group at a stream change, nor under no_alias. */
 static gm_group_t *first_group(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
     uint64_t need = p->plan.shared.pages;
     if (need == 0 || e->config.no_alias || e->config.cross_stream != GM_CROSS_STREAM_SERIALIZE)
@@ -237,7 +242,7 @@ static gm_group_t *first_group(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
     while (gm_map_next(&e->groups[p->device], &pos, NULL, &v)) {
         gm_group_t *g = v;
         uint64_t h = gm_group_held_pages(g);
-        if (g != home && h > held && group_idle(e, g)) {
+        if (g != home && h > held && group_behind(e, g, stream)) {
             best = g;
             held = h;
             if (held >= need)
@@ -251,11 +256,13 @@ static gm_group_t *first_group(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
  * still runs: where any member would wait for that user, it leaves instead for its own stream's
  * group, once its own last run finished (unmapping does not wait for the GPU), so that graphs
  * warmed up one after another and then run at the same time on their streams get their
- * concurrency back after one remap each. Still running itself: it waits like any member. */
+ * concurrency back after one remap each. Still running itself: it waits like any member. Nor does
+ * it leave when the program ordered its stream after that user with events: the wait costs it no
+ * concurrency the program wanted. */
 static bool leaves_adopted(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
     const gm_group_t *g = p->group;
     if (p->adopted_stream != stream || g->last_stream == stream ||
-        (g->last_part == p && g->last_launch))
+        (g->last_part == p && g->last_launch) || gm_order_after(e, stream, g->last_mark))
         return false;
     return !gm_fence_finished(e, g->last_fence) && gm_fence_finished(e, p->run_fence);
 }

@@ -1,7 +1,8 @@
-/* Stream destruction, and the other calls by which a stream may join a capture or go away:
- * waiting for an event (a stream that waits for an event recorded in a capture joins it) and a
- * context's destruction or reset (its streams go, their handles may come back). Each realizes the
- * engine's deferred fences on the stream first (core/README.md, "Deferred fences").
+/* Event records and destruction (event order, below). Stream destruction, and the other calls by
+ * which a stream may join a capture or go away: waiting for an event (a stream that waits for an
+ * event recorded in a capture joins it) and a context's destruction or reset (its streams go, their
+ * handles may come back). Each realizes the engine's deferred fences on the stream first
+ * (core/README.md, "Deferred fences").
  *
  * Stream destruction. The engine forgets a stream in the same step as the driver destroys it: the
  * driver may hand the handle out again at once, to another thread, and a new stream with that
@@ -45,11 +46,84 @@ CUresult gm_hook_cuStreamDestroy_v2(CUstream hStream) {
     return stream_destroy(gm_real.cuStreamDestroy_v2, hStream);
 }
 
+/* Event order (core/README.md, "Event order"): hints for which streams' graphs may share memory.
+ * An event's mark is the recording stream's place, taken before the driver records (a launch
+ * racing the record is left out, never claimed); the stream that waits is after the mark read
+ * before the driver's wait. Default streams and captures give no marks and take none. */
+static uint64_t event_key(CUevent event) {
+    return (uint64_t)(uintptr_t)event;
+}
+
+static bool orders(gm_engine_t *engine, CUstream stream, bool ptsz) {
+    return engine != NULL && !gm_stream_is_default(stream) && !gm_stream_capturing(stream, ptsz);
+}
+
+static gm_order_mark_t mark_before_record(gm_engine_t *engine, CUstream stream, bool ptsz) {
+    return orders(engine, stream, ptsz) ? gm_engine_order_mark(engine, gm_stream_key(stream, ptsz))
+                                        : GM_NO_MARK;
+}
+
+static CUresult recorded(gm_engine_t *engine, CUevent event, gm_order_mark_t mark,
+                         CUresult result) {
+    if (engine != NULL && result == CUDA_SUCCESS)
+        gm_engine_event_recorded(engine, event_key(event), mark);
+    return result;
+}
+
+CUresult gm_hook_cuEventRecord(CUevent hEvent, CUstream hStream) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    gm_order_mark_t mark = mark_before_record(engine, hStream, false);
+    return recorded(engine, hEvent, mark, gm_real.cuEventRecord(hEvent, hStream));
+}
+
+CUresult gm_hook_cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    gm_order_mark_t mark = mark_before_record(engine, hStream, true);
+    return recorded(engine, hEvent, mark, gm_real.cuEventRecord_ptsz(hEvent, hStream));
+}
+
+CUresult gm_hook_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    gm_order_mark_t mark = mark_before_record(engine, hStream, false);
+    return recorded(engine, hEvent, mark, gm_real.cuEventRecordWithFlags(hEvent, hStream, flags));
+}
+
+CUresult gm_hook_cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    gm_order_mark_t mark = mark_before_record(engine, hStream, true);
+    return recorded(engine, hEvent, mark,
+                    gm_real.cuEventRecordWithFlags_ptsz(hEvent, hStream, flags));
+}
+
+/* Forgotten after the driver's call: a handle given out again meanwhile may lose its new mark (a
+ * hint lost), but a destroyed event's mark never reaches a new one. */
+static CUresult event_destroyed(CUevent event, CUresult result) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine != NULL && result == CUDA_SUCCESS)
+        gm_engine_event_destroyed(engine, event_key(event));
+    return result;
+}
+
+CUresult gm_hook_cuEventDestroy(CUevent hEvent) {
+    return event_destroyed(hEvent, gm_real.cuEventDestroy(hEvent));
+}
+
+CUresult gm_hook_cuEventDestroy_v2(CUevent hEvent) {
+    return event_destroyed(hEvent, gm_real.cuEventDestroy_v2(hEvent));
+}
+
 static CUresult wait_event(CUresult (*real)(CUstream, CUevent, unsigned int), CUstream stream,
                            CUevent event, unsigned int flags, bool ptsz) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    gm_order_mark_t mark = engine != NULL && !gm_stream_is_default(stream)
+                               ? gm_engine_event_mark(engine, event_key(event))
+                               : GM_NO_MARK;
     gm_join_t join = gm_join_begin(stream, ptsz, false);
     CUresult result = real(stream, event, flags);
     gm_join_end(join);
+    /* A wait inside a capture (or one that joined the stream to a capture) orders nothing now. */
+    if (result == CUDA_SUCCESS && mark.stream_id != 0 && orders(engine, stream, ptsz))
+        gm_engine_stream_waited(engine, gm_stream_key(stream, ptsz), mark);
     return result;
 }
 

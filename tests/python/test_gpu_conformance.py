@@ -203,6 +203,30 @@ def test_conditional_bodies():
     assert_observed(under, want)
 
 
+def reserved_high(run, when):
+    """ReservedMemHigh from the INFO line `<when>_attrs` of tests/gpu/common.cuh's info_attrs."""
+    fields = dict(f.split("=") for f in dict(run.info)[f"{when}_attrs"].split())
+    return int(fields["reserved_high"])
+
+
+def test_event_order():
+    """Graphs taking turns on two streams through events share one group's memory under graphmem
+    (the largest graph's), though none has finished when the next launches; unordered, they keep
+    their own (core/README.md, "Event order"). Return codes and wrong words as natively."""
+    gh.require_gpu()
+    prog = gh.program("event_order")
+    native = gh.run_native([prog])
+    under = gh.run_graphmem([prog])
+    print(gh.info_report("event_order", native, under))
+    diffs = gh.obs_differences(native, under)
+    assert not diffs, "\n".join(diffs) + f"\n--- graphmem\n{under.describe()}"
+    assert dict(under.obs).get("ordered_wrong_words") == "0", under.describe()
+    mib = 1 << 20
+    assert reserved_high(under, "ordered_first_round") <= 64 * mib, under.describe()
+    assert reserved_high(under, "ordered_end") <= 64 * mib, under.describe()
+    assert reserved_high(under, "unordered_round") >= 112 * mib, under.describe()
+
+
 def test_use_after_free_faults():
     gh.require_gpu()
     prog = gh.program("uaf")

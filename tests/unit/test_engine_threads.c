@@ -15,7 +15,11 @@
  * under GRAPHMEM_LIFT_RESTRICTIONS with every graph instantiated twice, and once with every graph
  * cloned and the clone instantiated, the host threads launching either exec: the two share the
  * graph's addresses and must never run at once (a launch of one takes the windows from the other
- * after its run), and an allocation one left live refuses the other's launch until it is freed. */
+ * after its run), and an allocation one left live refuses the other's launch until it is freed.
+ * In every world the host threads also claim event order that the "GPU" never keeps (a stream
+ * "waits" for an event recorded on another, core/README.md "Event order"): a first launch may then
+ * take a busy group of another stream, and graphmem's own fences must still keep the bytes apart.
+ */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -220,11 +224,22 @@ typedef struct host_thread {
     int index;
 } host_thread_t;
 
+/* Event order the "GPU" does not keep: `stream` is said to wait for an event recorded on another
+ * stream now, as the shim reports cuEventRecord and cuStreamWaitEvent, but no wait is enqueued. */
+static void claim_order(world_t *w, int index, uint64_t stream, uint64_t *rng) {
+    uint64_t pick = gm_rand(rng) % (THREADS + SHARED_STREAMS), event = 0xEE00 + (uint64_t)index;
+    uint64_t from = pick < THREADS ? STREAM(pick) : SHARED(pick - THREADS);
+    gm_engine_event_recorded(w->s.engine, event, gm_engine_order_mark(w->s.engine, from));
+    gm_engine_stream_waited(w->s.engine, stream, gm_engine_event_mark(w->s.engine, event));
+}
+
 static void *host_main(void *arg) {
     host_thread_t *h = arg;
     world_t *w = h->w;
     uint64_t stream = STREAM(h->index), rng = w->seed * 31 + (uint64_t)h->index + 1;
     for (uint32_t op = 0; op < w->ops_per_thread; op++) {
+        if (gm_rand(&rng) % 8 == 0)
+            claim_order(w, h->index, stream, &rng);
         uint64_t roll = gm_rand(&rng) % 100;
         if (roll < 6) {
             gm_engine_trim(w->s.engine, 0);

@@ -1,0 +1,160 @@
+/* Event order between streams, as hints for choosing a sharing group (core/README.md, "Event
+ * order"). A stream counts the served launches and uploads committed on it; an event recorded on
+ * it carries that count (its mark); a stream that waits for the event is after that many of the
+ * recording stream's launches. A group whose users all ran before a stream's position can take a
+ * first launch there without making it wait for more than the program already waits for.
+ *
+ * Only ever a hint: the launch still waits for the group's latest user through graphmem's own fence
+ * (engine_launch.c, order()), so a mark that is wrong (an event recorded in ways graphmem does not
+ * see: a graph's event node, another process, a launch attribute) costs concurrency, never bytes.
+ *
+ * The order lock is separate from the engine lock, so event records and waits, which programs make
+ * all the time, never wait for an instantiation. Lock order: engine, then order. */
+#include "engine_order.h"
+
+#include <stdlib.h>
+
+#include "util.h"
+
+/* A stream remembers this many recording streams it waited for; past it the oldest goes (a hint
+ * lost). */
+#define GM_ORDER_AFTER_MAX 64
+
+typedef struct stream_order {
+    uint64_t id;     /* unique to this stream's life: a handle given out again gets a new one */
+    uint64_t served; /* served launches and uploads committed on it */
+    gm_order_mark_t *after;
+    uint32_t after_count, after_cap, after_next;
+} stream_order_t;
+
+void gm_order_init(gm_engine_t *e) {
+    pthread_mutex_init(&e->order_lock, NULL);
+}
+
+void gm_order_fini(gm_engine_t *e) {
+    uint32_t pos = 0;
+    void *v;
+    while (gm_map_next(&e->order_streams, &pos, NULL, &v)) {
+        free(((stream_order_t *)v)->after);
+        free(v);
+    }
+    pos = 0;
+    while (gm_map_next(&e->order_events, &pos, NULL, &v))
+        free(v);
+    gm_map_fini(&e->order_streams);
+    gm_map_fini(&e->order_events);
+    pthread_mutex_destroy(&e->order_lock);
+}
+
+/* The stream's entry, made when `make` (NULL: none, or no host memory). Under the order lock. */
+static stream_order_t *stream_entry(gm_engine_t *e, uint64_t stream, bool make) {
+    stream_order_t *s = gm_map_get(&e->order_streams, stream);
+    if (s || !make)
+        return s;
+    if (!(s = calloc(1, sizeof *s)) || gm_map_put(&e->order_streams, stream, s) != GM_OK) {
+        free(s);
+        return NULL;
+    }
+    s->id = ++e->order_next_id;
+    return s;
+}
+
+gm_order_mark_t gm_order_served(gm_engine_t *e, uint64_t stream) {
+    pthread_mutex_lock(&e->order_lock);
+    stream_order_t *s = stream_entry(e, stream, true);
+    gm_order_mark_t mark = GM_NO_MARK;
+    if (s) {
+        s->served++;
+        mark = (gm_order_mark_t){s->id, s->served};
+        atomic_store_explicit(&e->order_active, true, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&e->order_lock);
+    return mark;
+}
+
+bool gm_order_after(gm_engine_t *e, uint64_t stream, gm_order_mark_t mark) {
+    if (mark.stream_id == 0)
+        return false;
+    pthread_mutex_lock(&e->order_lock);
+    const stream_order_t *s = stream_entry(e, stream, false);
+    bool after = s && s->id == mark.stream_id; /* the stream's own order */
+    for (uint32_t i = 0; s && !after && i < s->after_count; i++)
+        after = s->after[i].stream_id == mark.stream_id && s->after[i].served >= mark.served;
+    pthread_mutex_unlock(&e->order_lock);
+    return after;
+}
+
+void gm_order_stream_gone(gm_engine_t *e, uint64_t stream) {
+    pthread_mutex_lock(&e->order_lock);
+    stream_order_t *s = gm_map_remove(&e->order_streams, stream);
+    pthread_mutex_unlock(&e->order_lock);
+    if (s)
+        free(s->after);
+    free(s);
+}
+
+gm_order_mark_t gm_engine_order_mark(gm_engine_t *e, uint64_t stream) {
+    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
+        return GM_NO_MARK; /* nothing served yet: no mark could matter */
+    pthread_mutex_lock(&e->order_lock);
+    const stream_order_t *s = stream_entry(e, stream, false);
+    gm_order_mark_t mark = s ? (gm_order_mark_t){s->id, s->served} : GM_NO_MARK;
+    pthread_mutex_unlock(&e->order_lock);
+    return mark;
+}
+
+void gm_engine_event_recorded(gm_engine_t *e, uint64_t event, gm_order_mark_t mark) {
+    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&e->order_lock);
+    gm_order_mark_t *m = gm_map_get(&e->order_events, event);
+    if (mark.stream_id == 0) {
+        free(gm_map_remove(&e->order_events, event));
+    } else if (m) {
+        *m = mark;
+    } else if ((m = malloc(sizeof *m)) != NULL) {
+        *m = mark;
+        if (gm_map_put(&e->order_events, event, m) != GM_OK)
+            free(m);
+    }
+    pthread_mutex_unlock(&e->order_lock);
+}
+
+gm_order_mark_t gm_engine_event_mark(gm_engine_t *e, uint64_t event) {
+    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
+        return GM_NO_MARK;
+    pthread_mutex_lock(&e->order_lock);
+    const gm_order_mark_t *m = gm_map_get(&e->order_events, event);
+    gm_order_mark_t mark = m ? *m : GM_NO_MARK;
+    pthread_mutex_unlock(&e->order_lock);
+    return mark;
+}
+
+void gm_engine_stream_waited(gm_engine_t *e, uint64_t stream, gm_order_mark_t mark) {
+    if (mark.stream_id == 0)
+        return;
+    pthread_mutex_lock(&e->order_lock);
+    stream_order_t *s = stream_entry(e, stream, true);
+    uint32_t i = 0;
+    while (s && s->id != mark.stream_id && i < s->after_count &&
+           s->after[i].stream_id != mark.stream_id)
+        i++;
+    if (!s || s->id == mark.stream_id) {
+        /* no room to remember it, or its own order */
+    } else if (i < s->after_count) {
+        if (s->after[i].served < mark.served)
+            s->after[i].served = mark.served;
+    } else if (s->after_count < GM_ORDER_AFTER_MAX &&
+               gm_grow((void **)&s->after, &s->after_cap, s->after_count + 1, sizeof *s->after) ==
+                   GM_OK) {
+        s->after[s->after_count++] = mark;
+    } else if (s->after_count) { /* full: the oldest goes */
+        s->after[s->after_next] = mark;
+        s->after_next = (s->after_next + 1) % s->after_count;
+    }
+    pthread_mutex_unlock(&e->order_lock);
+}
+
+void gm_engine_event_destroyed(gm_engine_t *e, uint64_t event) {
+    gm_engine_event_recorded(e, event, GM_NO_MARK);
+}
