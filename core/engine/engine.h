@@ -190,12 +190,23 @@ typedef struct gm_topology {
 } gm_topology_t;
 
 #define GM_EXEC_AUTO_FREE 1u /* CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
+/* GRAPHMEM_LIFT_RESTRICTIONS, CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH: the exec's launches from
+ * the device are invisible to graphmem, so once its first upload or launch mapped its memory, it
+ * stays mapped while the exec exists (trim leaves it) in a group of its own (shared with no other
+ * exec); after the exec's destruction it is given back only once gm_engine_device_idle says no
+ * device launch can still run. Refused: allocations escaping the graph, frees of other graphs'
+ * allocations (GM_ERR_INVALID_VALUE), another exec alive in its window family
+ * (GM_ERR_NOT_SUPPORTED); and while it lives, any other exec of that family. */
+#define GM_EXEC_PINNED 2u
 
 /* Plans `graph` for the new `exec` (already instantiated by the driver). Maps nothing yet. */
 gm_status_t gm_engine_instantiate(gm_engine_t *engine, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags);
 /* Whether an exec of `graph` is alive (the driver refuses a second instantiation). */
 bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
+/* Every piece of work submitted before now has finished (a context-wide synchronize returned):
+ * the memory of destroyed GM_EXEC_PINNED execs may go. */
+void gm_engine_device_idle(gm_engine_t *engine);
 
 /* Whether `exec` is an exec graphmem serves. Never waits (no lock): launches of graphs graphmem
  * does not serve pass through on this answer alone. */

@@ -134,6 +134,31 @@ bool gm_topology_valid(const gm_topology_t *topo) {
            (!topo->edge_count || (topo->edge_from && topo->edge_to));
 }
 
+/* Whether a live exec's part (a pinned one, with `pinned_only`) belongs to window family `serial`.
+ */
+static bool family_has_exec(const gm_engine_t *e, uint64_t serial, bool pinned_only) {
+    for (const gm_part_t *q = e->parts; q; q = q->all_next)
+        if (q->graph_serial == serial && !q->exec->destroyed && (q->pinned || !pinned_only))
+            return true;
+    return false;
+}
+
+/* GM_EXEC_PINNED (engine.h): what it refuses, once the exec is built; then its parts are pinned.
+ * Any exec of a family with a pinned exec alive is refused too. */
+static gm_status_t pin_check(const gm_engine_t *e, gm_exec_t *x) {
+    bool pinned = x->flags & GM_EXEC_PINNED;
+    for (uint32_t i = 0; i < x->part_count; i++) {
+        const gm_part_t *p = x->parts[i];
+        if (family_has_exec(e, p->graph_serial, !pinned))
+            return GM_ERR_NOT_SUPPORTED;
+        if (pinned && (p->escaping_count || x->foreign_count))
+            return GM_ERR_INVALID_VALUE;
+    }
+    for (uint32_t i = 0; pinned && i < x->part_count; i++)
+        x->parts[i]->pinned = true;
+    return GM_OK;
+}
+
 gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags) {
     if (!gm_topology_valid(topo))
@@ -155,7 +180,10 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
     st = GM_ERR_OUT_OF_MEMORY;
     if (gm_map_reserve(&e->execs, 1) || gm_keyset_insert(&e->served, exec))
         goto out;
-    if ((st = gm_exec_build(e, g, topo, exec, flags, &x)) != GM_OK) {
+    if ((st = gm_exec_build(e, g, topo, exec, flags, &x)) != GM_OK ||
+        (st = pin_check(e, x)) != GM_OK) {
+        if (x)
+            gm_exec_discard(e, x);
         gm_keyset_remove(&e->served, exec);
         goto out;
     }
@@ -163,6 +191,22 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
 out:
     gm_engine_unlock(e);
     return st;
+}
+
+void gm_engine_device_idle(gm_engine_t *e) {
+    pthread_mutex_lock(&e->lock);
+    for (gm_part_t *p = e->parts, *next; p; p = next) {
+        next = p->all_next;
+        if (!p->pinned || !p->exec->destroyed)
+            continue;
+        p->pinned = false;
+        /* Its host launches are still behind their fences: trimmed and reclaimed as any other. */
+        gm_part_trim(e, p, true);
+        gm_part_try_reclaim(e, p);
+    }
+    for (int d = 0; d < e->config.device_count; d++)
+        gm_pool_settle(e->pools[d]);
+    gm_engine_unlock(e);
 }
 
 bool gm_engine_graph_instantiated(gm_engine_t *e, uint64_t graph) {

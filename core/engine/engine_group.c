@@ -23,6 +23,11 @@ static void group_free(gm_engine_t *e, gm_group_t *g) {
     free(g);
 }
 
+gm_status_t gm_group_join_private(gm_engine_t *e, gm_part_t *p, uint64_t stream) {
+    gm_group_t *g = group_new(p->device, stream);
+    return g ? gm_group_join(e, p, stream, g) : GM_ERR_OUT_OF_MEMORY;
+}
+
 static gm_group_t *group_for(gm_engine_t *e, int device, uint64_t stream) {
     if (e->config.no_alias)
         return group_new(device, stream);

@@ -7,6 +7,8 @@
 /* `p` (in no group) joins `into`, or when NULL the group of `stream` on its device (a private one
  * under no_alias). */
 gm_status_t gm_group_join(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_group_t *into);
+/* `p` (in no group) joins a group of its own (GM_EXEC_PINNED). */
+gm_status_t gm_group_join_private(gm_engine_t *e, gm_part_t *p, uint64_t stream);
 /* Pages of its arena that hold memory now. */
 uint64_t gm_group_held_pages(const gm_group_t *g);
 /* `p`, mapped nowhere in its group's arena any more, leaves; an empty group goes. */

@@ -179,6 +179,9 @@ struct gm_part {
     uint64_t adopted_stream;
     gm_order_mark_t run_mark; /* its latest launch's place in its stream (engine_order.c) */
     bool mapped_once;
+    /* GM_EXEC_PINNED: never unmapped, in a group of its own, until the exec is destroyed and
+     * gm_engine_device_idle cleared it. */
+    bool pinned;
     bool busy; /* being mapped: a trim for room must leave it alone */
     gm_part_t *all_next, *all_prev;
 };

@@ -71,6 +71,10 @@ static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait
         if (q == p || q->graph_serial != p->graph_serial || q->device != p->device ||
             (!q->shared_maps.count && !q->escape_maps.count))
             continue;
+        /* A pinned part's windows stay until no device launch of its exec can run: after its
+         * exec is destroyed, until gm_engine_device_idle (GM_EXEC_PINNED). */
+        if (q->pinned)
+            return GM_ERR_NOT_SUPPORTED;
         /* q keeps all its escape windows while it holds an unfreed allocation (its live one is
          * refused by launch_check); p needing another of them must wait for that free. */
         if (q->unfreed && q->escape_maps.count && escape_window_shared(p, q))

@@ -279,6 +279,8 @@ static gm_status_t leave_group(gm_engine_t *e, gm_part_t *p) {
 
 gm_status_t gm_part_enter(gm_engine_t *e, gm_part_t *p, uint64_t stream, gm_fence_t **wait) {
     gm_group_t *g = p->group;
+    if (p->pinned) /* a group of its own, for good */
+        return g ? GM_OK : gm_group_join_private(e, p, stream);
     if (g && g->stream != stream && e->config.cross_stream == GM_CROSS_STREAM_REMAP) {
         /* Leave only once the previous run is over: unmapping does not wait for the GPU. The
          * caller waits for the fence on the host, without the lock, and tries again. */
@@ -451,7 +453,9 @@ static bool points_done(gm_engine_t *e, gm_part_t *p) {
 }
 
 gm_fence_t *gm_part_trim(gm_engine_t *e, gm_part_t *p, bool release) {
-    if (p->busy || e->covers) /* covers hold every mapping still (engine_cover.c) */
+    /* Covers hold every mapping still (engine_cover.c); a pinned part's device launches are
+     * invisible to graphmem (GM_EXEC_PINNED). */
+    if (p->busy || e->covers || p->pinned)
         return NULL;
     if (!gm_part_idle(e, p))
         return p->run_fence;

@@ -31,6 +31,10 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
         }
         goto out;
     }
+    if (x->flags & GM_EXEC_PINNED) {
+        st = GM_ERR_NOT_SUPPORTED; /* its device launches could be running on the old plan */
+        goto out;
+    }
     if (gm_shape_pair(&x->shape, &b, &at) == GM_SHAPE_KIND_CHANGED) {
         *error_node = b.nodes[at];
         st = GM_ERR_UPDATE_FAILURE;

@@ -1,0 +1,115 @@
+/* GM_EXEC_PINNED (GRAPHMEM_LIFT_RESTRICTIONS, device launch): once its first upload mapped it, the
+ * exec's memory stays mapped while it exists, trims and other graphs' launches leave it alone, it
+ * shares bytes with no other exec; after its destruction it stays until gm_engine_device_idle.
+ * What it refuses: escaping allocations, another exec of its window family, an exec update. */
+#include "check.h"
+#include "engine_sim.h"
+
+#define MiB (1ull << 20)
+#define S1 0x51
+#define S2 0x52
+
+static bool lifted_sim(sim_t *s) {
+    gm_engine_config_t c = sim_default_config();
+    c.lift_restrictions = true;
+    return sim_init(s, &c);
+}
+
+static bool mapped(sim_t *s, uint64_t va) {
+    return host_backend_handle_at(s->hb, va, NULL) != 0;
+}
+
+static void test_pinned_stays_mapped(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g, h;
+    sim_one_alloc_graph(&s, &g, 4 * MiB, false);
+    sim_one_alloc_graph(&s, &h, 4 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &h, 0xE1, 0) == GM_OK);
+    CHECK(!mapped(&s, g.va[0])); /* nothing before its first upload */
+    CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
+    CHECK(mapped(&s, g.va[0]));
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK(mapped(&s, g.va[0])); /* a device launch may come any time */
+    /* Another graph on the same stream gets bytes of its own. */
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 8 * MiB);
+    CHECK_EQ_INT(sim_launch(&s, 0xD1, S2), GM_OK); /* host launches as any exec */
+    CHECK(sim_run_data(&s, &g, NULL));
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 4 * MiB);
+    CHECK(mapped(&s, g.va[0]));
+
+    /* Destroyed: kept until no device launch can run, then given back. */
+    CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL), GM_OK);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK(mapped(&s, g.va[0]));
+    /* A new pinned exec of the graph may be made, but not mapped over the old one's windows. */
+    REQUIRE(sim_instantiate(&s, &g, 0xD2, GM_EXEC_PINNED) == GM_OK);
+    CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_ERR_NOT_SUPPORTED);
+    gm_engine_device_idle(s.engine);
+    CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_OK);
+    CHECK(mapped(&s, g.va[0]));
+    CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD2, GM_NO_CALL), GM_OK);
+    gm_engine_device_idle(s.engine);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK(!mapped(&s, g.va[0]));
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    sim_graph_destroy(s.engine, h.key);
+    CHECK(sim_fini(&s));
+}
+
+static bool driver_ok(void *arg) {
+    (*(int *)arg)++;
+    return true;
+}
+
+static void test_pinned_refusals(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g, esc;
+    sim_one_alloc_graph(&s, &g, 4 * MiB, false);
+    sim_one_alloc_graph(&s, &esc, 4 * MiB, true);
+    /* An allocation escaping the graph: its frees could never be ordered after device launches. */
+    CHECK_EQ_INT(sim_instantiate(&s, &esc, 0xD0, GM_EXEC_PINNED), GM_ERR_INVALID_VALUE);
+    CHECK(!gm_engine_serves(s.engine, 0xD0));
+    /* One exec of a window family beside a pinned one, either way round. */
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    CHECK_EQ_INT(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED), GM_ERR_NOT_SUPPORTED);
+    CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL), GM_OK);
+    REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
+    CHECK_EQ_INT(sim_instantiate(&s, &g, 0xE2, 0), GM_ERR_NOT_SUPPORTED);
+    sim_graph_t c;
+    sim_clone_view(&s, &g, &c);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, sim_clone_map(true)) == GM_OK);
+    CHECK_EQ_INT(sim_instantiate(&s, &c, 0xE3, 0), GM_ERR_NOT_SUPPORTED);
+    /* An update: its device launches run the plan it has. */
+    int calls = 0;
+    uint64_t error_node = 0;
+    gm_topology_t t = {g.node_count, g.nodes, g.edge_count, g.edge_from, g.edge_to};
+    CHECK_EQ_INT(gm_engine_exec_update(s.engine, 0xD1, g.key, &t,
+                                       (gm_driver_call_t){driver_ok, &calls}, &error_node),
+                 GM_ERR_NOT_SUPPORTED);
+    CHECK_EQ_INT(calls, 0);
+    CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
+    gm_engine_device_idle(s.engine);
+    sim_graph_destroy(s.engine, g.key);
+    sim_graph_destroy(s.engine, c.key);
+    sim_graph_destroy(s.engine, esc.key);
+    CHECK(sim_fini(&s));
+}
+
+int main(void) {
+    RUN_TEST(test_pinned_stays_mapped);
+    RUN_TEST(test_pinned_refusals);
+    return gm_check_summary();
+}
