@@ -260,11 +260,16 @@ typedef struct gm_order_mark {
     uint64_t served;
 } gm_order_mark_t;
 #define GM_NO_MARK ((gm_order_mark_t){0, 0})
+/* False until a served launch was committed: before it no mark can matter, and the shim skips
+ * everything (one load). */
+bool gm_engine_order_active(gm_engine_t *engine);
 gm_order_mark_t gm_engine_order_mark(gm_engine_t *engine, uint64_t stream);
 void gm_engine_event_recorded(gm_engine_t *engine, uint64_t event, gm_order_mark_t mark);
 gm_order_mark_t gm_engine_event_mark(gm_engine_t *engine, uint64_t event);
 void gm_engine_stream_waited(gm_engine_t *engine, uint64_t stream, gm_order_mark_t mark);
 void gm_engine_event_destroyed(gm_engine_t *engine, uint64_t event);
+/* Streams and events went away with a context (their handles may come back): every mark goes. */
+void gm_engine_order_reset(gm_engine_t *engine);
 
 /* Around a driver call by which `stream` may enter a capture (begin capture, waiting for an event)
  * or by which streams go away with their context (stream = GM_NO_STREAM: every stream): the

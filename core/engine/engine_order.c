@@ -31,7 +31,8 @@ void gm_order_init(gm_engine_t *e) {
     pthread_mutex_init(&e->order_lock, NULL);
 }
 
-void gm_order_fini(gm_engine_t *e) {
+/* Frees every stream's and event's entry; under the order lock or at the end. */
+static void forget_all(gm_engine_t *e) {
     uint32_t pos = 0;
     void *v;
     while (gm_map_next(&e->order_streams, &pos, NULL, &v)) {
@@ -43,7 +44,21 @@ void gm_order_fini(gm_engine_t *e) {
         free(v);
     gm_map_fini(&e->order_streams);
     gm_map_fini(&e->order_events);
+}
+
+void gm_order_fini(gm_engine_t *e) {
+    forget_all(e);
     pthread_mutex_destroy(&e->order_lock);
+}
+
+void gm_engine_order_reset(gm_engine_t *e) {
+    pthread_mutex_lock(&e->order_lock);
+    forget_all(e);
+    pthread_mutex_unlock(&e->order_lock);
+}
+
+bool gm_engine_order_active(gm_engine_t *e) {
+    return atomic_load_explicit(&e->order_active, memory_order_relaxed);
 }
 
 /* The stream's entry, made when `make` (NULL: none, or no host memory). Under the order lock. */
@@ -59,14 +74,23 @@ static stream_order_t *stream_entry(gm_engine_t *e, uint64_t stream, bool make) 
     return s;
 }
 
+/* Streams the program created and any thread may name (the backend's fence_may_defer): the shim
+ * gives default streams no marks, and a per-thread default stream's key would be left behind by
+ * every thread that launched on one. */
+static bool tracked(const gm_engine_t *e, uint64_t stream) {
+    return e->backend.fence_may_defer && e->backend.fence_may_defer(e->backend.ctx, stream);
+}
+
 gm_order_mark_t gm_order_served(gm_engine_t *e, uint64_t stream) {
+    atomic_store_explicit(&e->order_active, true, memory_order_relaxed);
+    if (!tracked(e, stream))
+        return GM_NO_MARK;
     pthread_mutex_lock(&e->order_lock);
     stream_order_t *s = stream_entry(e, stream, true);
     gm_order_mark_t mark = GM_NO_MARK;
     if (s) {
         s->served++;
         mark = (gm_order_mark_t){s->id, s->served};
-        atomic_store_explicit(&e->order_active, true, memory_order_relaxed);
     }
     pthread_mutex_unlock(&e->order_lock);
     return mark;

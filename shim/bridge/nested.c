@@ -4,7 +4,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "log.h"
 #include "util.h"
 
 typedef struct nested {
@@ -66,8 +65,19 @@ static bool bodies_have_markers_locked(gm_engine_t *engine, CUgraph graph, int d
     return false;
 }
 
+/* A graph's own note, not one of a graph nested in it: that one goes with its node, while the
+ * graph's own memset or copy stays. */
+static bool touch_noted(CUgraph graph) {
+    pthread_mutex_lock(&nested_lock);
+    bool found = false;
+    for (size_t i = 0; i < nested_count && !found; i++)
+        found = nested[i].parent == graph && nested[i].kind == GM_NESTED_TOUCH;
+    pthread_mutex_unlock(&nested_lock);
+    return found;
+}
+
 void gm_touch_note(CUgraph graph) {
-    if (graph != NULL && !gm_touches(graph))
+    if (graph != NULL && !touch_noted(graph))
         gm_nested_record(graph, NULL, &(CUgraph){NULL}, 1, GM_NESTED_TOUCH);
 }
 
@@ -216,22 +226,32 @@ static gm_status_t destroy_doomed_locked(gm_engine_t *engine, uint64_t root,
         settle_doomed(st == GM_OK);
         return st;
     }
-    uint64_t stack_keys[16], *keys = stack_keys;
-    if (dying > 16 && (keys = malloc(dying * sizeof *keys)) == NULL) {
-        /* Without host memory for the whole list the engine forgets what fits: the graphs left
-         * out stay known to it until their handles are used again. */
-        gm_log(GM_LOG_WARN, "out of host memory listing nested graphs to destroy");
+    /* The whole list, or without host memory for it batches of 16: the first with the driver's
+     * call, the rest right after, all under the registry's lock (so a recycled handle cannot be
+     * registered here meanwhile). */
+    uint64_t stack_keys[16], *keys = NULL;
+    uint32_t room = dying;
+    if (dying <= 16 || (keys = malloc(dying * sizeof *keys)) == NULL) {
         keys = stack_keys;
-        dying = 16;
+        room = 16;
     }
-    uint32_t count = 0;
+    uint32_t count = 0, next = 0;
     if (root != 0)
         keys[count++] = root;
-    for (uint32_t i = 0; i < nested_count && count < dying; i++)
-        if (nested[i].doomed && owns(&nested[i]) && (uint64_t)(uintptr_t)nested[i].graph != root)
-            keys[count++] = (uint64_t)(uintptr_t)nested[i].graph;
-    gm_status_t st =
-        engine ? gm_engine_graphs_destroy(engine, keys, count, call) : call_alone(call);
+    gm_status_t st = GM_OK;
+    for (bool first = true;; first = false) {
+        for (; next < nested_count && count < room; next++)
+            if (nested[next].doomed && owns(&nested[next]) &&
+                (uint64_t)(uintptr_t)nested[next].graph != root)
+                keys[count++] = (uint64_t)(uintptr_t)nested[next].graph;
+        if (!first && count == 0)
+            break;
+        gm_driver_call_t now = first ? call : GM_NO_CALL;
+        st = engine ? gm_engine_graphs_destroy(engine, keys, count, now) : call_alone(now);
+        count = 0;
+        if (st != GM_OK || next >= nested_count) /* only the first can fail: the driver's call */
+            break;
+    }
     settle_doomed(st == GM_OK);
     if (keys != stack_keys)
         free(keys);
@@ -240,8 +260,10 @@ static gm_status_t destroy_doomed_locked(gm_engine_t *engine, uint64_t root,
 
 gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call) {
     pthread_mutex_lock(&nested_lock);
-    for (uint32_t i = 0; i < nested_count; i++)
-        nested[i].doomed = nested[i].parent == graph || nested[i].graph == graph;
+    /* A NULL graph owns nothing (TOUCH entries name no graph). */
+    for (uint32_t i = 0; graph != NULL && i < nested_count; i++)
+        nested[i].doomed =
+            nested[i].parent == graph || (owns(&nested[i]) && nested[i].graph == graph);
     gm_status_t st = destroy_doomed_locked(engine, (uint64_t)(uintptr_t)graph, call);
     pthread_mutex_unlock(&nested_lock);
     return st;

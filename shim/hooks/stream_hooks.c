@@ -48,14 +48,16 @@ CUresult gm_hook_cuStreamDestroy_v2(CUstream hStream) {
 
 /* Event order (core/README.md, "Event order"): hints for which streams' graphs may share memory.
  * An event's mark is the recording stream's place, taken before the driver records (a launch
- * racing the record is left out, never claimed); the stream that waits is after the mark read
- * before the driver's wait. Default streams and captures give no marks and take none. */
+ * racing the record is left out); the stream that waits is after the mark read before the
+ * driver's wait (a record racing the wait, on another stream, makes the hint wrong: it costs
+ * concurrency, never bytes). Default streams and captures give no marks and take none. */
 static uint64_t event_key(CUevent event) {
     return (uint64_t)(uintptr_t)event;
 }
 
 static bool orders(gm_engine_t *engine, CUstream stream, bool ptsz) {
-    return engine != NULL && !gm_stream_is_default(stream) && !gm_stream_capturing(stream, ptsz);
+    return engine != NULL && gm_engine_order_active(engine) && !gm_stream_is_default(stream) &&
+           !gm_stream_capturing(stream, ptsz);
 }
 
 static gm_order_mark_t mark_before_record(gm_engine_t *engine, CUstream stream, bool ptsz) {
@@ -65,7 +67,7 @@ static gm_order_mark_t mark_before_record(gm_engine_t *engine, CUstream stream, 
 
 static CUresult recorded(gm_engine_t *engine, CUevent event, gm_order_mark_t mark,
                          CUresult result) {
-    if (engine != NULL && result == CUDA_SUCCESS)
+    if (engine != NULL && result == CUDA_SUCCESS && gm_engine_order_active(engine))
         gm_engine_event_recorded(engine, event_key(event), mark);
     return result;
 }
@@ -115,9 +117,10 @@ CUresult gm_hook_cuEventDestroy_v2(CUevent hEvent) {
 static CUresult wait_event(CUresult (*real)(CUstream, CUevent, unsigned int), CUstream stream,
                            CUevent event, unsigned int flags, bool ptsz) {
     gm_engine_t *engine = gm_glue_engine_if_started();
-    gm_order_mark_t mark = engine != NULL && !gm_stream_is_default(stream)
-                               ? gm_engine_event_mark(engine, event_key(event))
-                               : GM_NO_MARK;
+    gm_order_mark_t mark =
+        engine != NULL && gm_engine_order_active(engine) && !gm_stream_is_default(stream)
+            ? gm_engine_event_mark(engine, event_key(event))
+            : GM_NO_MARK;
     gm_join_t join = gm_join_begin(stream, ptsz, false);
     CUresult result = real(stream, event, flags);
     gm_join_end(join);
@@ -139,6 +142,9 @@ CUresult gm_hook_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsign
  * waits for the context's work, runs without the engine's locks. */
 static void context_going(void) {
     gm_join_end(gm_join_begin(NULL, false, true));
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine != NULL) /* its streams' and events' handles may come back */
+        gm_engine_order_reset(engine);
 }
 
 /* The context destruction and reset hooks: context_going, then the driver. */

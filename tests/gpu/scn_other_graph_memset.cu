@@ -5,7 +5,8 @@
 // added and covers A while G2 is instantiated. Also a clone of G2, and a graph holding G2 as a
 // child graph; then G1 launches, G2 runs, and the data is checked. Before G2 is instantiated,
 // another graph touching A is destroyed, and a child node whose graph touches A: neither may take
-// G2's note with it (a destroy once dropped every graph's).
+// G2's note with it (a destroy once dropped every graph's); nor may a child node destroyed in a
+// graph with a memset of its own take that graph's note.
 #include "common.cuh"
 
 static const size_t kBytes = 4u << 20;
@@ -33,6 +34,19 @@ int main() {
     obs_rc("holder_destroy_child_node", cudaGraphDestroyNode(holder_child));
     obs_rc("other_destroy", cudaGraphDestroy(other));
     cudaGraphDestroy(holder);
+    // A graph holding G2 as a child and a memset of its own: destroying the child node leaves
+    // its own memset to cover.
+    cudaGraph_t own;
+    cudaGraphNode_t own_child, own_memset;
+    cudaGraphExec_t eo = nullptr;
+    cudaGraphCreate(&own, 0);
+    obs_rc("own_child_node", cudaGraphAddChildGraphNode(&own_child, own, nullptr, 0, g2));
+    obs_rc("own_memset_node", cudaGraphAddMemsetNode(&own_memset, own, nullptr, 0, &m));
+    obs_rc("own_destroy_child_node", cudaGraphDestroyNode(own_child));
+    obs_rc("own_instantiate_before_g1_launch", cudaGraphInstantiate(&eo, own, 0));
+    if (eo)
+        cudaGraphExecDestroy(eo);
+    cudaGraphDestroy(own);
     cudaGraphExec_t e2 = nullptr, ec = nullptr, ep = nullptr, e1 = nullptr;
     obs_rc("g2_instantiate_before_g1_launch", cudaGraphInstantiate(&e2, g2, 0));
     obs_rc("clone", cudaGraphClone(&clone, g2));

@@ -159,10 +159,41 @@ static void test_many_descendants(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A graph's own note outlives a child's: destroying the child node leaves the parent's memset
+ * noted, whichever was noted first. */
+static void test_own_note_after_touching_child(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    const uint64_t parent = 0x7000, child = 0x7100, node = 0x7200;
+    gm_nested_record(graph_of(parent), node_of(node), &(CUgraph){graph_of(child)}, 1,
+                     GM_NESTED_CHILD);
+    gm_touch_note(graph_of(child));  /* the child's copy touches */
+    gm_touch_note(graph_of(parent)); /* then a memset of the parent itself */
+    driver_call_t d = {0, false};
+    CHECK_EQ_INT(gm_node_destroy_nested(s.engine, node_of(node), call_of(&d)), GM_OK);
+    CHECK(gm_touches(graph_of(parent)));
+    CHECK_EQ_INT(gm_graph_destroy_nested(s.engine, graph_of(parent), call_of(&d)), GM_OK);
+    CHECK(!gm_touches(graph_of(parent)));
+    CHECK(sim_fini(&s));
+}
+
+/* A NULL graph owns nothing: its destroy takes no note with it. */
+static void test_null_root_keeps_notes(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    gm_touch_note(graph_of(0x8000));
+    CHECK_EQ_INT(gm_graph_destroy_nested(s.engine, NULL, GM_NO_CALL), GM_OK);
+    CHECK(gm_touches(graph_of(0x8000)));
+    CHECK_EQ_INT(gm_graph_destroy_nested(s.engine, graph_of(0x8000), GM_NO_CALL), GM_OK);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_touch_notes_survive_other_destroys);
     RUN_TEST(test_descendants_die_with_their_graph);
     RUN_TEST(test_node_takes_its_bodies);
     RUN_TEST(test_many_descendants);
+    RUN_TEST(test_own_note_after_touching_child);
+    RUN_TEST(test_null_root_keeps_notes);
     return gm_check_summary();
 }

@@ -85,10 +85,10 @@ static void test_unordered_turns_apart(void) {
 }
 
 /* An event recorded before the launch it would have to follow, one re-recorded on a stream with
- * no served launch, one destroyed, and a wait by a stream whose handle was given out again: none
- * orders B after graph 0's run. */
+ * no served launch, one destroyed, a wait by a stream whose handle was given out again, and marks
+ * forgotten with a context: none orders B after graph 0's run. */
 static void test_stale_marks_order_nothing(void) {
-    for (int variant = 0; variant < 4; variant++) {
+    for (int variant = 0; variant < 5; variant++) {
         sim_t s;
         REQUIRE(sim_init(&s, NULL));
         sim_graph_t g[4];
@@ -107,6 +107,8 @@ static void test_stale_marks_order_nothing(void) {
         gm_engine_stream_waited(s.engine, STREAM_B, gm_engine_event_mark(s.engine, EVENT));
         if (variant == 3) /* B goes; a new stream gets its handle */
             REQUIRE(gm_engine_stream_destroy(s.engine, STREAM_B, GM_NO_CALL) == GM_OK);
+        if (variant == 4) /* a context goes: its streams' handles may come back */
+            gm_engine_order_reset(s.engine);
         REQUIRE(sim_launch(&s, 0xE1, STREAM_B) == GM_OK);
         CHECK(sim_run_data(&s, &g[1], NULL));
         CHECK_EQ_U64(adopted(&s), 0);
