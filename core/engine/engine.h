@@ -204,9 +204,11 @@ gm_status_t gm_engine_instantiate(gm_engine_t *engine, uint64_t graph, const gm_
                                   uint64_t exec, unsigned flags);
 /* Whether an exec of `graph` is alive (the driver refuses a second instantiation). */
 bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
-/* Every piece of work submitted before now has finished (a context-wide synchronize returned):
- * the memory of destroyed GM_EXEC_PINNED execs may go. */
-void gm_engine_device_idle(gm_engine_t *engine);
+/* Every piece of work submitted to `device` before now has finished (a context-wide synchronize
+ * returned): the memory of destroyed GM_EXEC_PINNED execs there may go. has_pinned_waiting: some
+ * is waiting for that (one load). */
+void gm_engine_device_idle(gm_engine_t *engine, int device);
+bool gm_engine_has_pinned_waiting(gm_engine_t *engine);
 
 /* Whether `exec` is an exec graphmem serves. Never waits (no lock): launches of graphs graphmem
  * does not serve pass through on this answer alone. */

@@ -193,12 +193,17 @@ out:
     return st;
 }
 
-void gm_engine_device_idle(gm_engine_t *e) {
+bool gm_engine_has_pinned_waiting(gm_engine_t *e) {
+    return atomic_load_explicit(&e->pinned_waiting, memory_order_relaxed) != 0;
+}
+
+void gm_engine_device_idle(gm_engine_t *e, int device) {
     pthread_mutex_lock(&e->lock);
     for (gm_part_t *p = e->parts, *next; p; p = next) {
         next = p->all_next;
-        if (!p->pinned || !p->exec->destroyed)
+        if (!p->pinned || !p->exec->destroyed || p->device != device)
             continue;
+        atomic_fetch_sub_explicit(&e->pinned_waiting, 1, memory_order_relaxed);
         p->pinned = false;
         /* Its host launches are still behind their fences: trimmed and reclaimed as any other. */
         gm_part_trim(e, p, true);
@@ -254,6 +259,9 @@ gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call
     }
     gm_exec_t *x = gm_map_remove(&e->execs, exec);
     gm_keyset_remove(&e->served, exec);
+    for (uint32_t i = 0; x && i < x->part_count; i++)
+        if (x->parts[i]->pinned)
+            atomic_fetch_add_explicit(&e->pinned_waiting, 1, memory_order_relaxed);
     for (uint32_t i = 0; x && e->config.free_on_destroy && i < x->part_count; i++)
         gm_part_free_live(e, x->parts[i]);
     if (x)

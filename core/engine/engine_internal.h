@@ -260,6 +260,8 @@ struct gm_engine {
     gm_map_t order_streams, order_events;
     uint64_t order_next_id;
     atomic_bool order_active;
+    /* Parts of destroyed GM_EXEC_PINNED execs still pinned (gm_engine_device_idle). */
+    atomic_uint pinned_waiting;
     /* Raised by every release of `lock` after a change (gm_engine_unlock; lookups and the launch
      * fast path release it with gm_engine_unlock_unchanged): an exec whose steady_epoch equals it
      * has seen nothing change since its last launch. */

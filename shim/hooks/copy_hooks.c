@@ -2,6 +2,7 @@
  * so the driver's check that they touch mapped memory passes as it does for its own graph
  * allocations (shim/scratch.h). */
 #include "bridge/captures.h"
+#include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
 #include "bridge/scratch.h"
 #include "bridge/topology.h"
@@ -46,11 +47,13 @@ GM_COVERED(cuGraphMemcpyNodeSetParams, true, false, NULL,
 GM_COVERED(cuGraphExecMemsetNodeSetParams, true, false, NULL,
            (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
             CUcontext ctx),
-           (hGraphExec, hNode, memsetParams, ctx), gm_scratch_cover_memset(&c, memsetParams))
+           (hGraphExec, gm_device_node(hGraphExec, hNode), memsetParams, ctx),
+           gm_scratch_cover_memset(&c, memsetParams))
 GM_COVERED(cuGraphExecMemcpyNodeSetParams, true, false, NULL,
            (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams,
             CUcontext ctx),
-           (hGraphExec, hNode, copyParams, ctx), gm_scratch_cover_memcpy(&c, copyParams))
+           (hGraphExec, gm_device_node(hGraphExec, hNode), copyParams, ctx),
+           gm_scratch_cover_memcpy(&c, copyParams))
 
 /* ---- captured memsets and copies ------------------------------------------------------------ */
 

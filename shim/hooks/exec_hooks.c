@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "bridge/captures.h"
+#include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
 #include "bridge/scratch.h"
 #include "bridge/streams.h"
@@ -20,6 +21,9 @@ typedef struct instantiation {
     gm_engine_t *engine; /* NULL: not ours, forward unchanged */
     gm_topology_buf_t topology;
     gm_scratch_t cover; /* the driver checks memset/memcpy targets while it instantiates */
+    /* Device launch under GRAPHMEM_LIFT_RESTRICTIONS: the marker-free copy the driver
+     * instantiates instead of the graph (bridge/device_copies.h); NULL otherwise. */
+    CUgraph device_copy;
     /* For the debug line that says where an instantiation's time went. */
     uint64_t started_ns, read_ns, driver_started_ns;
 } instantiation_t;
@@ -45,6 +49,7 @@ static CUgraphNode first_marker(gm_engine_t *engine, CUgraph graph) {
 static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
                         CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
     inst->engine = NULL;
+    inst->device_copy = NULL;
     inst->topology = (gm_topology_buf_t){0};
     gm_scratch_begin(&inst->cover, NULL);
     gm_engine_t *engine = gm_glue_engine_if_started();
@@ -71,14 +76,24 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
      * the execs share the graph's addresses and take turns (core/README.md). */
     if (!lift && gm_engine_graph_instantiated(engine, key))
         return CUDA_ERROR_NOT_SUPPORTED;
-    if (flags & GM_INSTANTIATE_FLAG_DEVICE_LAUNCH) {
-        /* With AutoFree too, the driver refuses the flags before looking at any node. */
-        if (flags & GM_INSTANTIATE_FLAG_AUTO_FREE)
-            return CUDA_SUCCESS;
+    bool device_launch = flags & GM_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+    /* With AutoFree too, the driver refuses the flags before looking at any node. */
+    if (device_launch && (flags & GM_INSTANTIATE_FLAG_AUTO_FREE))
+        return CUDA_SUCCESS;
+    if (device_launch && !lift) {
         if (params != NULL) {
             params->result_out = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
             params->hErrNode_out = first_marker(engine, graph);
         }
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* GRAPHMEM_LIFT_RESTRICTIONS: launches from the device are invisible to graphmem, so every
+     * allocation must end in the graph (the exec is pinned, engine.h GM_EXEC_PINNED). */
+    if (device_launch && !gm_engine_graph_self_contained(engine, key)) {
+        gm_log(GM_LOG_WARN,
+               "instantiate: graph %p refused for device launch: an allocation escapes it or it "
+               "frees another graph's (GRAPHMEM_LIFT_RESTRICTIONS)",
+               (void *)graph);
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (gm_conditional_bodies_have_markers(engine, graph)) {
@@ -103,6 +118,22 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
                (void *)graph, (int)r);
         return r;
     }
+    if (device_launch) {
+        uint32_t markers_read = 0;
+        for (uint32_t i = 0; i < inst->topology.view.node_count; i++)
+            markers_read +=
+                gm_engine_marker(engine, inst->topology.view.nodes[i], NULL) != GM_MARKER_NONE;
+        r = gm_device_copy_make(engine, graph, markers_read, &inst->device_copy);
+        if (r != CUDA_SUCCESS) {
+            gm_log(GM_LOG_WARN,
+                   "instantiate: graph %p refused for device launch: no copy without memory "
+                   "nodes (%d; memory nodes in child graphs or conditional bodies are not "
+                   "copied out)",
+                   (void *)graph, (int)r);
+            gm_topology_free(&inst->topology);
+            return r;
+        }
+    }
     inst->engine = engine;
     gm_scratch_begin(&inst->cover, engine);
     gm_scratch_cover_graph(&inst->cover, graph, &inst->topology);
@@ -121,6 +152,8 @@ static bool driver_done(void *arg) {
 static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
                         unsigned long long flags, CUstream upload_stream) {
     unsigned engine_flags = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
+    if (inst->device_copy != NULL)
+        engine_flags |= GM_EXEC_PINNED;
     gm_status_t status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
                                                &inst->topology.view, key, engine_flags);
     if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
@@ -148,6 +181,13 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
         uint64_t engine_started_ns = gm_now_ns();
         gm_status_t status;
         GM_RELAXED(status = plan(inst, graph, (uint64_t)(uintptr_t)*exec, flags, upload_stream));
+        if (status == GM_OK && inst->device_copy != NULL &&
+            !gm_device_copy_register(*exec, inst->device_copy)) {
+            gm_engine_exec_destroy(inst->engine, (uint64_t)(uintptr_t)*exec, GM_NO_CALL);
+            status = GM_ERR_OUT_OF_MEMORY;
+        }
+        if (status == GM_OK)
+            inst->device_copy = NULL; /* the exec's now */
         if (status != GM_OK) {
             gm_log(GM_LOG_DEBUG, "instantiate: graph %p (%u nodes, %u edges) refused: %s",
                    (void *)graph, inst->topology.view.node_count, inst->topology.view.edge_count,
@@ -164,7 +204,14 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
         }
     }
     gm_topology_free(&inst->topology);
+    if (inst->device_copy != NULL)
+        gm_real.cuGraphDestroy(inst->device_copy);
     return result;
+}
+
+/* The graph the driver instantiates: the marker-free copy for device launch, else the graph. */
+static CUgraph driver_graph(const instantiation_t *inst, CUgraph graph) {
+    return inst->device_copy != NULL ? inst->device_copy : graph;
 }
 
 typedef CUresult (*legacy_instantiate_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
@@ -199,7 +246,7 @@ CUresult gm_hook_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
     CUresult r = prepare(hGraph, flags, &inst, NULL);
     if (r != CUDA_SUCCESS)
         return r;
-    r = gm_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
+    r = gm_real.cuGraphInstantiateWithFlags(phGraphExec, driver_graph(&inst, hGraph), flags);
     return finish(&inst, hGraph, r, phGraphExec, flags, NULL);
 }
 
@@ -213,7 +260,7 @@ static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUg
     CUresult r = prepare(hGraph, params->flags, &inst, params);
     if (r != CUDA_SUCCESS)
         return r;
-    r = real(phGraphExec, hGraph, params);
+    r = real(phGraphExec, driver_graph(&inst, hGraph), params);
     return finish(&inst, hGraph, r, phGraphExec, params->flags, params->hUploadStream);
 }
 
@@ -302,7 +349,7 @@ CUresult gm_hook_cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
  * hand the handle out again at once, to another thread, and that must not meet the old records. */
 
 static CUresult call_exec_destroy(void *arg) {
-    return gm_real.cuGraphExecDestroy((CUgraphExec)arg);
+    return gm_device_exec_destroy((CUgraphExec)arg, gm_real.cuGraphExecDestroy);
 }
 
 CUresult gm_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {

@@ -7,6 +7,7 @@
 
 #include "interpose/driver.h"
 #include "bridge/captures.h"
+#include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
 #include "bridge/markers.h"
 #include "bridge/scratch.h"
@@ -425,7 +426,8 @@ CUresult gm_hook_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hN
     gm_scratch_t cover;
     gm_scratch_begin(&cover, gm_glue_engine_if_started());
     gm_scratch_cover_node(&cover, nodeParams);
-    CUresult r = gm_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams);
+    CUresult r =
+        gm_real.cuGraphExecNodeSetParams(hGraphExec, gm_device_node(hGraphExec, hNode), nodeParams);
     gm_scratch_end(&cover);
     return r;
 }

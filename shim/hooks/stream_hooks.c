@@ -9,6 +9,8 @@
  * handle must not meet the fences recorded on the old one. A stream that received markers in a
  * capture still open leaves its last captured nodes to the unjoined check first
  * (bridge/joins.h). */
+#include "interpose/driver.h"
+
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
@@ -157,3 +159,27 @@ GM_CONTEXT_GOING(cuCtxDestroy, CUcontext)
 GM_CONTEXT_GOING(cuCtxDestroy_v2, CUcontext)
 GM_CONTEXT_GOING(cuDevicePrimaryCtxReset, CUdevice)
 GM_CONTEXT_GOING(cuDevicePrimaryCtxReset_v2, CUdevice)
+
+/* A context-wide synchronize returned: every launch made in the context before it finished,
+ * device launches of pinned execs included (engine.h, GM_EXEC_PINNED), so the memory of those
+ * destroyed on its device may go. Graphs are taken to run in one context per device (the
+ * runtime's primary context); `ctx` NULL: the current one. */
+static CUresult synchronized(CUresult result, CUcontext ctx) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    CUdevice device = -1;
+    if (engine == NULL || result != CUDA_SUCCESS || !gm_engine_has_pinned_waiting(engine))
+        return result;
+    if (ctx == NULL ? gm_drv.cuCtxGetDevice(&device) == CUDA_SUCCESS
+                    : gm_drv.cuCtxGetDevice_v2 != NULL &&
+                          gm_drv.cuCtxGetDevice_v2(&device, ctx) == CUDA_SUCCESS)
+        gm_engine_device_idle(engine, (int)device);
+    return result;
+}
+
+CUresult gm_hook_cuCtxSynchronize(void) {
+    return synchronized(gm_real.cuCtxSynchronize(), NULL);
+}
+
+CUresult gm_hook_cuCtxSynchronize_v2(CUcontext ctx) {
+    return synchronized(gm_real.cuCtxSynchronize_v2(ctx), ctx);
+}

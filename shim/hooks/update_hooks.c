@@ -1,7 +1,9 @@
 /* Updates of instantiated graphs: cuGraphExecUpdate (both ABIs) and the child-graph setter. The
  * driver sees graphmem's markers as empty nodes and would take updates it refuses for memory
  * nodes; the engine pairs the nodes as the driver does and re-plans an exec it updates
- * (core/engine/engine_update.c). */
+ * (core/engine/engine_update.c). Also the exec node setters, whose node an exec made for device
+ * launch knows under another handle (bridge/device_copies.h). */
+#include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
 #include "bridge/topology.h"
 #include "log.h"
@@ -84,5 +86,30 @@ CUresult gm_hook_cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgr
                                                     CUgraph childGraph) {
     if (gm_child_swap_refused(gm_glue_engine_if_started(), hNode, childGraph))
         return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
-    return gm_real.cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph);
+    return gm_real.cuGraphExecChildGraphNodeSetParams(hGraphExec, gm_device_node(hGraphExec, hNode),
+                                                      childGraph);
+}
+
+/* Exec node calls that name the application's node: an exec made from a marker-free copy for
+ * device launch (bridge/device_copies.h) knows the copy's node instead. Other execs: unchanged. */
+CUresult gm_hook_cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) {
+    return gm_real.cuGraphExecKernelNodeSetParams(hGraphExec, gm_device_node(hGraphExec, hNode),
+                                                  nodeParams);
+}
+
+CUresult gm_hook_cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                   const CUDA_KERNEL_NODE_PARAMS *nodeParams) {
+    return gm_real.cuGraphExecKernelNodeSetParams_v2(hGraphExec, gm_device_node(hGraphExec, hNode),
+                                                     nodeParams);
+}
+
+CUresult gm_hook_cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                       unsigned int isEnabled) {
+    return gm_real.cuGraphNodeSetEnabled(hGraphExec, gm_device_node(hGraphExec, hNode), isEnabled);
+}
+
+CUresult gm_hook_cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                       unsigned int *isEnabled) {
+    return gm_real.cuGraphNodeGetEnabled(hGraphExec, gm_device_node(hGraphExec, hNode), isEnabled);
 }

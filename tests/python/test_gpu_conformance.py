@@ -203,6 +203,26 @@ def test_conditional_bodies():
     assert_observed(under, want)
 
 
+def test_device_launch():
+    """GRAPHMEM_LIFT_RESTRICTIONS=1 instantiates a graph with memory nodes for device launch (the
+    driver refuses): launched from the device, after a trim, with a kernel node changed through
+    the application's node, from the host, and beside another graph that must keep its own
+    memory; an escaping allocation stays refused. Without the option graphmem observes what the
+    driver does."""
+    native, under = beyond_the_driver("device_launch", "GRAPHMEM_LIFT_RESTRICTIONS")
+    assert dict(native.obs).get("instantiate") == "cudaErrorInvalidValue", native.describe()
+    ok, rc0 = "cudaSuccess", "0"
+    want = {"built": "ok", "instantiate": ok, "upload": ok, "launcher_made": "yes",
+            "device_launch": ok, "device_sync": ok, "device_launch_rc": rc0,
+            "after_trim_launch": ok, "after_trim_sync": ok, "after_trim_launch_rc": rc0,
+            "set_fill": ok, "reupload": ok, "after_set_launch": ok, "after_set_sync": ok,
+            "host_launch": ok, "host_sync": ok, "make_e": "ok", "beside_launches": "ok",
+            "beside_sync": ok, "beside_wrong_words": "0", "escape_built": "ok",
+            "escape_instantiate": "cudaErrorInvalidValue", "destroy": ok,
+            "out_wrong_words": "0"}
+    assert_observed(under, want)
+
+
 def reserved_high(run, when):
     """ReservedMemHigh from the INFO line `<when>_attrs` of tests/gpu/common.cuh's info_attrs."""
     fields = dict(f.split("=") for f in dict(run.info)[f"{when}_attrs"].split())

@@ -51,11 +51,11 @@ static void test_pinned_stays_mapped(void) {
     /* A new pinned exec of the graph may be made, but not mapped over the old one's windows. */
     REQUIRE(sim_instantiate(&s, &g, 0xD2, GM_EXEC_PINNED) == GM_OK);
     CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_ERR_NOT_SUPPORTED);
-    gm_engine_device_idle(s.engine);
+    gm_engine_device_idle(s.engine, 0);
     CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_OK);
     CHECK(mapped(&s, g.va[0]));
     CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD2, GM_NO_CALL), GM_OK);
-    gm_engine_device_idle(s.engine);
+    gm_engine_device_idle(s.engine, 0);
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
     CHECK(!mapped(&s, g.va[0]));
@@ -101,7 +101,7 @@ static void test_pinned_refusals(void) {
     CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
     host_backend_complete_all(s.hb);
     gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
-    gm_engine_device_idle(s.engine);
+    gm_engine_device_idle(s.engine, 0);
     sim_graph_destroy(s.engine, g.key);
     sim_graph_destroy(s.engine, c.key);
     sim_graph_destroy(s.engine, esc.key);
