@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "interpose/driver.h"
+#include "log.h"
 #include "util.h"
 
 /* ---- the copy ------------------------------------------------------------------------------ */
@@ -19,9 +20,9 @@ static CUresult neighbours(CUgraphNode node, bool in, node_list_t *out) {
     size_t n = 0;
     CUresult r = in ? gm_drv.cuGraphNodeGetDependencies_v2(node, NULL, NULL, &n)
                     : gm_drv.cuGraphNodeGetDependentNodes_v2(node, NULL, NULL, &n);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS || n == 0) /* no array with a count of 0: the driver refuses that */
         return r;
-    out->nodes = calloc(n ? n : 1, sizeof *out->nodes);
+    out->nodes = calloc(n, sizeof *out->nodes);
     if (out->nodes == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     out->count = n;
@@ -87,6 +88,9 @@ CUresult gm_device_copy_make(gm_engine_t *engine, CUgraph graph, uint32_t marker
             r = bridge_out(*copy, m);
     }
     free(nodes);
+    if (r != CUDA_SUCCESS)
+        gm_log(GM_LOG_DEBUG, "device launch copy of graph %p: %s failed (%d)", (void *)graph,
+               *copy == NULL ? "the clone" : "taking a marker out", (int)r);
     if (r != CUDA_SUCCESS && *copy != NULL) {
         gm_real.cuGraphDestroy(*copy);
         *copy = NULL;
