@@ -204,10 +204,13 @@ gm_status_t gm_engine_instantiate(gm_engine_t *engine, uint64_t graph, const gm_
                                   uint64_t exec, unsigned flags);
 /* Whether an exec of `graph` is alive (the driver refuses a second instantiation). */
 bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
-/* Every piece of work submitted to `device` before now has finished (a context-wide synchronize
- * returned): the memory of destroyed GM_EXEC_PINNED execs there may go. has_pinned_waiting: some
- * is waiting for that (one load). */
-void gm_engine_device_idle(gm_engine_t *engine, int device);
+/* A GM_EXEC_PINNED exec runs in `context` (an opaque key: the shim's CUcontext); set once after
+ * gm_engine_instantiate. */
+void gm_engine_exec_set_context(gm_engine_t *engine, uint64_t exec, uint64_t context);
+/* Every piece of work submitted to `context` before now has finished (a context-wide synchronize
+ * returned): the memory of destroyed GM_EXEC_PINNED execs of that context may go.
+ * has_pinned_waiting: some is waiting for that (one load). */
+void gm_engine_device_idle(gm_engine_t *engine, uint64_t context);
 bool gm_engine_has_pinned_waiting(gm_engine_t *engine);
 
 /* Whether `exec` is an exec graphmem serves. Never waits (no lock): launches of graphs graphmem

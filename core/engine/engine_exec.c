@@ -197,11 +197,19 @@ bool gm_engine_has_pinned_waiting(gm_engine_t *e) {
     return atomic_load_explicit(&e->pinned_waiting, memory_order_relaxed) != 0;
 }
 
-void gm_engine_device_idle(gm_engine_t *e, int device) {
+void gm_engine_exec_set_context(gm_engine_t *e, uint64_t exec, uint64_t context) {
+    pthread_mutex_lock(&e->lock);
+    gm_exec_t *x = gm_map_get(&e->execs, exec);
+    if (x)
+        x->context = context;
+    gm_engine_unlock_unchanged(e);
+}
+
+void gm_engine_device_idle(gm_engine_t *e, uint64_t context) {
     pthread_mutex_lock(&e->lock);
     for (gm_part_t *p = e->parts, *next; p; p = next) {
         next = p->all_next;
-        if (!p->pinned || !p->exec->destroyed || p->device != device)
+        if (!p->pinned || !p->exec->destroyed || p->exec->context != context)
             continue;
         atomic_fetch_sub_explicit(&e->pinned_waiting, 1, memory_order_relaxed);
         p->pinned = false;

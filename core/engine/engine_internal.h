@@ -216,6 +216,7 @@ struct gm_exec {
      * steady_epoch and steady_fence (the stream's deferred fence) is not realized. */
     uint64_t steady_stream, steady_epoch;
     gm_fence_t *steady_fence;
+    uint64_t context;        /* GM_EXEC_PINNED: where its device launches run */
     gm_shape_t shape;        /* what cuGraphExecUpdate pairs (shape.h) */
     gm_exec_report_t report; /* counters; bytes are filled when reported */
 };

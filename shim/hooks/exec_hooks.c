@@ -2,6 +2,8 @@
  * without any pass straight through. */
 #include <stdlib.h>
 
+#include "interpose/driver.h"
+
 #include "bridge/captures.h"
 #include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
@@ -181,6 +183,11 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
         uint64_t engine_started_ns = gm_now_ns();
         gm_status_t status;
         GM_RELAXED(status = plan(inst, graph, (uint64_t)(uintptr_t)*exec, flags, upload_stream));
+        CUcontext context = NULL;
+        if (status == GM_OK && inst->device_copy != NULL &&
+            gm_drv.cuCtxGetCurrent(&context) == CUDA_SUCCESS)
+            gm_engine_exec_set_context(inst->engine, (uint64_t)(uintptr_t)*exec,
+                                       (uint64_t)(uintptr_t)context);
         if (status == GM_OK && inst->device_copy != NULL &&
             !gm_device_copy_register(*exec, inst->device_copy)) {
             gm_engine_exec_destroy(inst->engine, (uint64_t)(uintptr_t)*exec, GM_NO_CALL);

@@ -162,17 +162,13 @@ GM_CONTEXT_GOING(cuDevicePrimaryCtxReset_v2, CUdevice)
 
 /* A context-wide synchronize returned: every launch made in the context before it finished,
  * device launches of pinned execs included (engine.h, GM_EXEC_PINNED), so the memory of those
- * destroyed on its device may go. Graphs are taken to run in one context per device (the
- * runtime's primary context); `ctx` NULL: the current one. */
+ * destroyed in it may go. `ctx` NULL: the current one. */
 static CUresult synchronized(CUresult result, CUcontext ctx) {
     gm_engine_t *engine = gm_glue_engine_if_started();
-    CUdevice device = -1;
     if (engine == NULL || result != CUDA_SUCCESS || !gm_engine_has_pinned_waiting(engine))
         return result;
-    if (ctx == NULL ? gm_drv.cuCtxGetDevice(&device) == CUDA_SUCCESS
-                    : gm_drv.cuCtxGetDevice_v2 != NULL &&
-                          gm_drv.cuCtxGetDevice_v2(&device, ctx) == CUDA_SUCCESS)
-        gm_engine_device_idle(engine, (int)device);
+    if (ctx != NULL || gm_drv.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS)
+        gm_engine_device_idle(engine, (uint64_t)(uintptr_t)ctx);
     return result;
 }
 

@@ -26,6 +26,7 @@ static void test_pinned_stays_mapped(void) {
     sim_one_alloc_graph(&s, &g, 4 * MiB, false);
     sim_one_alloc_graph(&s, &h, 4 * MiB, false);
     REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
+    gm_engine_exec_set_context(s.engine, 0xD1, 0xC0);
     REQUIRE(sim_instantiate(&s, &h, 0xE1, 0) == GM_OK);
     CHECK(!mapped(&s, g.va[0])); /* nothing before its first upload */
     CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
@@ -44,18 +45,22 @@ static void test_pinned_stays_mapped(void) {
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 4 * MiB);
     CHECK(mapped(&s, g.va[0]));
 
-    /* Destroyed: kept until no device launch can run, then given back. */
+    /* Destroyed: kept until no device launch can run (its context synchronized), then given back.
+     */
     CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL), GM_OK);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
     CHECK(mapped(&s, g.va[0]));
     /* A new pinned exec of the graph may be made, but not mapped over the old one's windows. */
     REQUIRE(sim_instantiate(&s, &g, 0xD2, GM_EXEC_PINNED) == GM_OK);
+    gm_engine_exec_set_context(s.engine, 0xD2, 0xC0);
     CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_ERR_NOT_SUPPORTED);
-    gm_engine_device_idle(s.engine, 0);
+    gm_engine_device_idle(s.engine, 0xC1); /* another context: says nothing of this one */
+    CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_ERR_NOT_SUPPORTED);
+    gm_engine_device_idle(s.engine, 0xC0);
     CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_OK);
     CHECK(mapped(&s, g.va[0]));
     CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD2, GM_NO_CALL), GM_OK);
-    gm_engine_device_idle(s.engine, 0);
+    gm_engine_device_idle(s.engine, 0xC0);
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
     CHECK(!mapped(&s, g.va[0]));
@@ -101,7 +106,7 @@ static void test_pinned_refusals(void) {
     CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
     host_backend_complete_all(s.hb);
     gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
-    gm_engine_device_idle(s.engine, 0);
+    gm_engine_device_idle(s.engine, 0xC0);
     sim_graph_destroy(s.engine, g.key);
     sim_graph_destroy(s.engine, c.key);
     sim_graph_destroy(s.engine, esc.key);
