@@ -1,8 +1,12 @@
-// Forwarded-call cost outside capture: host ns per uncaptured cuMemAllocAsync+cuMemFreeAsync pair
-// and per cuStreamIsCapturing. Entry points come from cudaGetDriverEntryPointByVersion, the way
-// libraries reach the driver, so under graphmem they are graphmem's hooks.
+// Forwarded-call cost outside capture: host ns per uncaptured cuMemAllocAsync+cuMemFreeAsync pair,
+// per cuStreamIsCapturing, and per cuEventRecord on one stream plus cuStreamWaitEvent on another
+// (which graphmem hooks for event order, core/README.md "Event order"): before any graph with
+// memory was launched, and after one was launched on the recording stream (then graphmem keeps
+// marks). Entry points come from cudaGetDriverEntryPointByVersion, the way libraries reach the
+// driver, so under graphmem they are graphmem's hooks.
 //
-// Metrics: alloc_free_pair_ns, is_capturing_ns (bench/run-gpu reports graphmem - native).
+// Metrics: alloc_free_pair_ns, is_capturing_ns, record_wait_ns, record_wait_served_ns
+// (bench/run-gpu reports graphmem - native).
 #include <cuda.h>
 
 #include "bench_common.cuh"
@@ -38,6 +42,10 @@ int main(int, char **argv) {
     alloc_fn alloc = (alloc_fn)entry_point("cuMemAllocAsync", 11020);
     free_fn release = (free_fn)entry_point("cuMemFreeAsync", 11020);
     capturing_fn capturing = (capturing_fn)entry_point("cuStreamIsCapturing", 10000);
+    typedef CUresult (*record_fn)(CUevent, CUstream);
+    typedef CUresult (*wait_fn)(CUstream, CUevent, unsigned);
+    record_fn record = (record_fn)entry_point("cuEventRecord", 2000);
+    wait_fn wait = (wait_fn)entry_point("cuStreamWaitEvent", 3020);
     cudaStream_t stream = new_stream();
     // Keep the pool's memory between pairs: the figure is the call, not the driver's refill.
     cudaMemPool_t pool;
@@ -68,9 +76,31 @@ int main(int, char **argv) {
     double pair_ns = median_ns_per_call(pair, 20000, 15);
     CK(cudaStreamSynchronize(stream));
     double query_ns = median_ns_per_call(query, 200000, 15);
+    cudaStream_t other = new_stream();
+    cudaEvent_t event = new_event();
+    auto record_wait = [&] {
+        failures += record((CUevent)event, s) != CUDA_SUCCESS;
+        failures += wait((CUstream)other, (CUevent)event, 0) != CUDA_SUCCESS;
+    };
+    double record_wait_ns = median_ns_per_call(record_wait, 20000, 15);
+    // A graph with memory launched on the recording stream: from now on graphmem marks events.
+    begin_capture(other);
+    void *p = alloc_on(other, 1 << 20);
+    touch_on(other, p);
+    free_on(other, p);
+    cudaGraphExec_t exec = instantiate(end_capture(other));
+    CK(cudaGraphLaunch(exec, stream));
+    CK(cudaDeviceSynchronize());
+    double record_wait_served_ns = median_ns_per_call(record_wait, 20000, 15);
+    CK(cudaDeviceSynchronize());
     BENCH_REQUIRE(failures == 0, "a timed driver call failed");
     metric("alloc_free_pair_ns", pair_ns);
     metric("is_capturing_ns", query_ns);
+    metric("record_wait_ns", record_wait_ns);
+    metric("record_wait_served_ns", record_wait_served_ns);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaEventDestroy(event));
+    CK(cudaStreamDestroy(other));
     CK(cudaStreamDestroy(stream));
     return 0;
 }
