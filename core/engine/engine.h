@@ -207,10 +207,13 @@ bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
 /* A GM_EXEC_PINNED exec runs in `context` (an opaque key: the shim's CUcontext); set once after
  * gm_engine_instantiate. */
 void gm_engine_exec_set_context(gm_engine_t *engine, uint64_t exec, uint64_t context);
-/* Every piece of work submitted to `context` before now has finished (a context-wide synchronize
- * returned): the memory of destroyed GM_EXEC_PINNED execs of that context may go.
- * has_pinned_waiting: some is waiting for that (one load). */
-void gm_engine_device_idle(gm_engine_t *engine, uint64_t context);
+/* A context-wide synchronize: gm_engine_sync_mark before the driver's call, then, once it
+ * returned, gm_engine_device_idle with that mark: every piece of work submitted to `context`
+ * before the call has finished, so the memory of GM_EXEC_PINNED execs of that context destroyed
+ * before the mark may go (one destroyed during the call may have been launched from the device
+ * after the synchronize began). has_pinned_waiting: some is waiting for that (one load). */
+uint64_t gm_engine_sync_mark(gm_engine_t *engine);
+void gm_engine_device_idle(gm_engine_t *engine, uint64_t context, uint64_t mark);
 bool gm_engine_has_pinned_waiting(gm_engine_t *engine);
 
 /* Whether `exec` is an exec graphmem serves. Never waits (no lock): launches of graphs graphmem

@@ -145,7 +145,7 @@ static bool family_has_exec(const gm_engine_t *e, uint64_t serial, bool pinned_o
 
 /* GM_EXEC_PINNED (engine.h): what it refuses, once the exec is built; then its parts are pinned.
  * Any exec of a family with a pinned exec alive is refused too. */
-static gm_status_t pin_check(const gm_engine_t *e, gm_exec_t *x) {
+gm_status_t gm_exec_pin_check(const gm_engine_t *e, gm_exec_t *x) {
     bool pinned = x->flags & GM_EXEC_PINNED;
     for (uint32_t i = 0; i < x->part_count; i++) {
         const gm_part_t *p = x->parts[i];
@@ -181,7 +181,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
     if (gm_map_reserve(&e->execs, 1) || gm_keyset_insert(&e->served, exec))
         goto out;
     if ((st = gm_exec_build(e, g, topo, exec, flags, &x)) != GM_OK ||
-        (st = pin_check(e, x)) != GM_OK) {
+        (st = gm_exec_pin_check(e, x)) != GM_OK) {
         if (x)
             gm_exec_discard(e, x);
         gm_keyset_remove(&e->served, exec);
@@ -205,14 +205,19 @@ void gm_engine_exec_set_context(gm_engine_t *e, uint64_t exec, uint64_t context)
     gm_engine_unlock_unchanged(e);
 }
 
-void gm_engine_device_idle(gm_engine_t *e, uint64_t context) {
+uint64_t gm_engine_sync_mark(gm_engine_t *e) {
+    return atomic_load(&e->pin_clock);
+}
+
+void gm_engine_device_idle(gm_engine_t *e, uint64_t context, uint64_t mark) {
     pthread_mutex_lock(&e->lock);
     for (gm_part_t *p = e->parts, *next; p; p = next) {
         next = p->all_next;
-        if (!p->pinned || !p->exec->destroyed || p->exec->context != context)
+        if (!p->pinned || !p->pin_stamp || p->pin_stamp > mark || p->exec->context != context)
             continue;
-        atomic_fetch_sub_explicit(&e->pinned_waiting, 1, memory_order_relaxed);
         p->pinned = false;
+        p->pin_stamp = 0;
+        atomic_fetch_sub_explicit(&e->pinned_waiting, 1, memory_order_relaxed);
         /* Its host launches are still behind their fences: trimmed and reclaimed as any other. */
         gm_part_trim(e, p, true);
         gm_part_try_reclaim(e, p);
@@ -267,9 +272,14 @@ gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call
     }
     gm_exec_t *x = gm_map_remove(&e->execs, exec);
     gm_keyset_remove(&e->served, exec);
+    /* Pinned parts wait for a synchronize that began after this (gm_engine_device_idle); one
+     * never mapped goes at once, its count with it (engine_part.c, part_free). */
+    uint64_t stamp = x ? atomic_fetch_add(&e->pin_clock, 1) + 1 : 0;
     for (uint32_t i = 0; x && i < x->part_count; i++)
-        if (x->parts[i]->pinned)
+        if (x->parts[i]->pinned) {
+            x->parts[i]->pin_stamp = stamp;
             atomic_fetch_add_explicit(&e->pinned_waiting, 1, memory_order_relaxed);
+        }
     for (uint32_t i = 0; x && e->config.free_on_destroy && i < x->part_count; i++)
         gm_part_free_live(e, x->parts[i]);
     if (x)

@@ -9,6 +9,8 @@ gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t 
 gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
                           unsigned flags, gm_exec_t **out);
 void gm_exec_discard(gm_engine_t *e, gm_exec_t *x);
+/* GM_EXEC_PINNED's refusals for a built exec (engine.h); pins its parts when it is one. */
+gm_status_t gm_exec_pin_check(const gm_engine_t *e, gm_exec_t *x);
 void gm_exec_register(gm_engine_t *e, gm_exec_t *x);
 void gm_exec_retire(gm_engine_t *e, gm_exec_t *x); /* destroyed: its parts go when reclaimed */
 void gm_execs_destroy_all(gm_engine_t *e);

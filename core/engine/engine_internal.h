@@ -180,8 +180,10 @@ struct gm_part {
     gm_order_mark_t run_mark; /* its latest launch's place in its stream (engine_order.c) */
     bool mapped_once;
     /* GM_EXEC_PINNED: never unmapped, in a group of its own, until the exec is destroyed and
-     * gm_engine_device_idle cleared it. */
+     * gm_engine_device_idle cleared it. pin_stamp: when its exec was destroyed (e->pin_clock; 0
+     * while alive or once cleared). */
     bool pinned;
+    uint64_t pin_stamp;
     bool busy; /* being mapped: a trim for room must leave it alone */
     gm_part_t *all_next, *all_prev;
 };
@@ -261,8 +263,10 @@ struct gm_engine {
     gm_map_t order_streams, order_events;
     uint64_t order_next_id;
     atomic_bool order_active;
-    /* Parts of destroyed GM_EXEC_PINNED execs still pinned (gm_engine_device_idle). */
+    /* Parts of destroyed GM_EXEC_PINNED execs still pinned (gm_engine_device_idle), and the clock
+     * that stamps each exec's destruction. */
     atomic_uint pinned_waiting;
+    atomic_uint_fast64_t pin_clock;
     /* Raised by every release of `lock` after a change (gm_engine_unlock; lookups and the launch
      * fast path release it with gm_engine_unlock_unchanged): an exec whose steady_epoch equals it
      * has seen nothing change since its last launch. */

@@ -24,6 +24,8 @@
 /* ---- build and end ------------------------------------------------------------------------- */
 
 static void part_free(gm_engine_t *e, gm_part_t *p) {
+    if (p->pin_stamp) /* still counted as waiting (gm_engine_device_idle) */
+        atomic_fetch_sub_explicit(&e->pinned_waiting, 1, memory_order_relaxed);
     for (uint32_t i = 0; i < p->record_count; i++) {
         gm_record_t *r = p->records[i];
         if (r->live_part == p)

@@ -50,7 +50,8 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
         goto out;
     }
     /* Planned before the driver's call, so that nothing is left to fail after it. */
-    if (g != x->graph && (st = gm_exec_build(e, g, topo, exec, x->flags, &y)) != GM_OK)
+    if (g != x->graph && ((st = gm_exec_build(e, g, topo, exec, x->flags, &y)) != GM_OK ||
+                          (st = gm_exec_pin_check(e, y)) != GM_OK))
         goto out;
     if (call.fn && !call.fn(call.arg)) {
         st = GM_ERR_DRIVER;

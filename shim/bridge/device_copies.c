@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "interpose/driver.h"
 #include "log.h"
@@ -15,7 +16,16 @@ typedef struct node_list {
     size_t count;
 } node_list_t;
 
-/* The dependencies (`in`) or dependents of `node`. */
+static bool plain_edge(const CUgraphEdgeData *d) {
+    static const CUgraphEdgeData none = {0};
+    return memcmp(d, &none, sizeof none) == 0;
+}
+
+/* The dependencies (`in`) or dependents of `node`, whose edges must all be plain ones
+ * (CUDA_ERROR_NOT_SUPPORTED otherwise): a marker's own edges are (graphmem adds them, and an empty
+ * node has no ports), but a programmatic edge between two others could not take a plain one
+ * beside it, which joining across a marker may need. Asked with the edge data: without it the
+ * driver refuses the query as lossy when an edge carries some. */
 static CUresult neighbours(CUgraphNode node, bool in, node_list_t *out) {
     size_t n = 0;
     CUresult r = in ? gm_drv.cuGraphNodeGetDependencies_v2(node, NULL, NULL, &n)
@@ -23,11 +33,19 @@ static CUresult neighbours(CUgraphNode node, bool in, node_list_t *out) {
     if (r != CUDA_SUCCESS || n == 0) /* no array with a count of 0: the driver refuses that */
         return r;
     out->nodes = calloc(n, sizeof *out->nodes);
-    if (out->nodes == NULL)
+    CUgraphEdgeData *data = calloc(n, sizeof *data);
+    if (out->nodes == NULL || data == NULL) {
+        free(data);
         return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     out->count = n;
-    return in ? gm_drv.cuGraphNodeGetDependencies_v2(node, out->nodes, NULL, &out->count)
-              : gm_drv.cuGraphNodeGetDependentNodes_v2(node, out->nodes, NULL, &out->count);
+    r = in ? gm_drv.cuGraphNodeGetDependencies_v2(node, out->nodes, data, &out->count)
+           : gm_drv.cuGraphNodeGetDependentNodes_v2(node, out->nodes, data, &out->count);
+    for (size_t i = 0; r == CUDA_SUCCESS && i < out->count; i++)
+        if (!plain_edge(&data[i]))
+            r = CUDA_ERROR_NOT_SUPPORTED;
+    free(data);
+    return r;
 }
 
 static bool depends_on(CUgraphNode node, CUgraphNode on, CUresult *r) {
@@ -154,4 +172,21 @@ CUresult gm_device_exec_destroy(CUgraphExec exec, CUresult (*destroy)(CUgraphExe
     if (copy != NULL)
         gm_real.cuGraphDestroy(copy);
     return r;
+}
+
+CUgraphNode gm_device_copy_original(CUgraph graph, CUgraph copy, CUgraphNode node) {
+    size_t count = 0;
+    CUgraphNode found = NULL;
+    if (node == NULL || gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || !count)
+        return NULL;
+    CUgraphNode *nodes = calloc(count, sizeof *nodes);
+    if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS)
+        for (size_t i = 0; i < count && !found; i++) {
+            CUgraphNode in_copy = NULL;
+            if (gm_drv.cuGraphNodeFindInClone(&in_copy, nodes[i], copy) == CUDA_SUCCESS &&
+                in_copy == node)
+                found = nodes[i];
+        }
+    free(nodes);
+    return found;
 }

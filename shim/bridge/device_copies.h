@@ -13,9 +13,14 @@
 /* A copy of `graph` (cuGraphClone) with its markers destroyed and each one's dependencies joined
  * to its dependents, so the copy orders its nodes as the graph does. CUDA_ERROR_NOT_SUPPORTED
  * when a marker lies deeper than the graph's own nodes (`marker_count`: markers in its topology
- * with child graphs expanded) or the driver lacks an entry it needs; nothing is left then. */
+ * with child graphs expanded), a node next to a marker has an edge that carries data
+ * (programmatic), the driver cannot clone the graph (device-updatable kernel nodes, conditional
+ * nodes) or lacks an entry it needs; nothing is left then. */
 CUresult gm_device_copy_make(gm_engine_t *engine, CUgraph graph, uint32_t marker_count,
                              CUgraph *copy);
+/* The node of `graph` whose copy in `copy` is `node` (NULL: none), for the error node the driver
+ * names when it refuses to instantiate the copy. */
+CUgraphNode gm_device_copy_original(CUgraph graph, CUgraph copy, CUgraphNode node);
 /* `exec` was made from `copy`, which now lives as long as the exec. False without host memory. */
 bool gm_device_copy_register(CUgraphExec exec, CUgraph copy);
 /* The copy's node for the application's `node` when `exec` was made from a copy, else `node`. */

@@ -268,6 +268,9 @@ static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUg
     if (r != CUDA_SUCCESS)
         return r;
     r = real(phGraphExec, driver_graph(&inst, hGraph), params);
+    if (r != CUDA_SUCCESS && inst.device_copy != NULL) /* the copy goes: name the graph's node */
+        params->hErrNode_out =
+            gm_device_copy_original(hGraph, inst.device_copy, params->hErrNode_out);
     return finish(&inst, hGraph, r, phGraphExec, params->flags, params->hUploadStream);
 }
 

@@ -160,22 +160,25 @@ GM_CONTEXT_GOING(cuCtxDestroy_v2, CUcontext)
 GM_CONTEXT_GOING(cuDevicePrimaryCtxReset, CUdevice)
 GM_CONTEXT_GOING(cuDevicePrimaryCtxReset_v2, CUdevice)
 
-/* A context-wide synchronize returned: every launch made in the context before it finished,
- * device launches of pinned execs included (engine.h, GM_EXEC_PINNED), so the memory of those
- * destroyed in it may go. `ctx` NULL: the current one. */
-static CUresult synchronized(CUresult result, CUcontext ctx) {
+/* A context-wide synchronize: every launch made in the context before it finished, device
+ * launches of pinned execs included (engine.h, GM_EXEC_PINNED), so the memory of those destroyed
+ * in it before the call began may go (the mark is taken first). `ctx` NULL: the current one. */
+static CUresult synchronize(CUresult (*real)(CUcontext), CUresult (*real_current)(void),
+                            CUcontext ctx) {
     gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine == NULL || result != CUDA_SUCCESS || !gm_engine_has_pinned_waiting(engine))
-        return result;
-    if (ctx != NULL || gm_drv.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS)
-        gm_engine_device_idle(engine, (uint64_t)(uintptr_t)ctx);
+    bool waiting = engine != NULL && gm_engine_has_pinned_waiting(engine);
+    uint64_t mark = waiting ? gm_engine_sync_mark(engine) : 0;
+    CUresult result = real ? real(ctx) : real_current();
+    if (waiting && result == CUDA_SUCCESS &&
+        (ctx != NULL || gm_drv.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS))
+        gm_engine_device_idle(engine, (uint64_t)(uintptr_t)ctx, mark);
     return result;
 }
 
 CUresult gm_hook_cuCtxSynchronize(void) {
-    return synchronized(gm_real.cuCtxSynchronize(), NULL);
+    return synchronize(NULL, gm_real.cuCtxSynchronize, NULL);
 }
 
 CUresult gm_hook_cuCtxSynchronize_v2(CUcontext ctx) {
-    return synchronized(gm_real.cuCtxSynchronize_v2(ctx), ctx);
+    return synchronize(gm_real.cuCtxSynchronize_v2, NULL, ctx);
 }

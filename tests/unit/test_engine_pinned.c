@@ -54,13 +54,15 @@ static void test_pinned_stays_mapped(void) {
     REQUIRE(sim_instantiate(&s, &g, 0xD2, GM_EXEC_PINNED) == GM_OK);
     gm_engine_exec_set_context(s.engine, 0xD2, 0xC0);
     CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_ERR_NOT_SUPPORTED);
-    gm_engine_device_idle(s.engine, 0xC1); /* another context: says nothing of this one */
+    gm_engine_device_idle(
+        s.engine, 0xC1,
+        gm_engine_sync_mark(s.engine)); /* another context: says nothing of this one */
     CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_ERR_NOT_SUPPORTED);
-    gm_engine_device_idle(s.engine, 0xC0);
+    gm_engine_device_idle(s.engine, 0xC0, gm_engine_sync_mark(s.engine));
     CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_OK);
     CHECK(mapped(&s, g.va[0]));
     CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD2, GM_NO_CALL), GM_OK);
-    gm_engine_device_idle(s.engine, 0xC0);
+    gm_engine_device_idle(s.engine, 0xC0, gm_engine_sync_mark(s.engine));
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
     CHECK(!mapped(&s, g.va[0]));
@@ -106,14 +108,94 @@ static void test_pinned_refusals(void) {
     CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
     host_backend_complete_all(s.hb);
     gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
-    gm_engine_device_idle(s.engine, 0xC0);
+    gm_engine_device_idle(s.engine, 0xC0, gm_engine_sync_mark(s.engine));
     sim_graph_destroy(s.engine, g.key);
     sim_graph_destroy(s.engine, c.key);
     sim_graph_destroy(s.engine, esc.key);
     CHECK(sim_fini(&s));
 }
 
+/* A pinned exec destroyed before its first upload goes at once: nothing waits for a synchronize
+ * (else every cuCtxSynchronize would take the engine lock). Found by a review. */
+static void test_pinned_waiting_unmapped(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g;
+    sim_one_alloc_graph(&s, &g, 4 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
+    gm_engine_exec_set_context(s.engine, 0xD1, 0xC0);
+    CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL), GM_OK);
+    CHECK(!gm_engine_has_pinned_waiting(s.engine));
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
+/* A synchronize that began before the exec's destruction says nothing of device launches made
+ * meanwhile: its mark frees nothing destroyed after it. Found by a review. */
+static void test_sync_before_destroy(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g;
+    sim_one_alloc_graph(&s, &g, 4 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
+    gm_engine_exec_set_context(s.engine, 0xD1, 0xC0);
+    CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
+    host_backend_complete_all(s.hb);
+    uint64_t mark = gm_engine_sync_mark(s.engine); /* cuCtxSynchronize begins */
+    CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL), GM_OK);
+    gm_engine_device_idle(s.engine, 0xC0, mark); /* ... and returns */
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK(mapped(&s, g.va[0]));
+    CHECK(gm_engine_has_pinned_waiting(s.engine));
+    gm_engine_device_idle(s.engine, 0xC0, gm_engine_sync_mark(s.engine));
+    CHECK(!gm_engine_has_pinned_waiting(s.engine));
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK(!mapped(&s, g.va[0]));
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
+/* A live exec of H, then a pinned exec of G, then G added to H as a child by copy: their families
+ * merge after both instantiations; H's exec shares no window with G's and must still launch after
+ * a trim. An exec update into a pinned exec's family is refused. Found by a review. */
+static void test_pinned_merge_after(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t g, h, c;
+    sim_one_alloc_graph(&s, &g, 4 * MiB, false);
+    sim_one_alloc_graph(&s, &h, 4 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &h, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK_EQ_INT(sim_upload(&s, 0xD1, S2), GM_OK);
+    sim_clone_view(&s, &g, &c);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, sim_clone_map(true)) == GM_OK);
+    gm_engine_graph_moved(s.engine, c.key, h.key);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    int calls = 0;
+    uint64_t error_node = 0;
+    gm_topology_t t = {g.node_count, g.nodes, g.edge_count, g.edge_from, g.edge_to};
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_exec_update(s.engine, 0xE1, g.key, &t,
+                                       (gm_driver_call_t){driver_ok, &calls}, &error_node),
+                 GM_ERR_NOT_SUPPORTED);
+    CHECK_EQ_INT(calls, 0);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
+    gm_engine_device_idle(s.engine, 0, gm_engine_sync_mark(s.engine));
+    sim_graph_destroy(s.engine, g.key);
+    sim_graph_destroy(s.engine, h.key);
+    sim_graph_destroy(s.engine, c.key);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
+    RUN_TEST(test_pinned_waiting_unmapped);
+    RUN_TEST(test_sync_before_destroy);
+    RUN_TEST(test_pinned_merge_after);
     RUN_TEST(test_pinned_stays_mapped);
     RUN_TEST(test_pinned_refusals);
     return gm_check_summary();
