@@ -258,11 +258,11 @@ gm_status_t gm_engine_free_outside(gm_engine_t *engine, uint64_t va, uint64_t st
 gm_status_t gm_engine_stream_destroy(gm_engine_t *engine, uint64_t stream, gm_driver_call_t call);
 /* ---- Event order ----------------------------------------------------------------------------
  * Hints for sharing memory between streams the program orders with events (core/README.md, "Event
- * order"). A mark is a place in a stream: after its `served`-th served launch or upload. The shim
- * takes the mark of a stream before the driver records an event on it and hands it over once the
- * record succeeded (GM_NO_MARK: the record says nothing, e.g. in a capture); it reads an event's
- * mark before the driver's wait and hands it over once the wait succeeded outside any capture. No
- * engine lock: none of these waits for an instantiation. A wrong mark costs concurrency only. */
+ * order"). A mark is a place in a stream: after its `served`-th served launch or upload. Once the
+ * driver recorded `event` on `stream` (GM_NO_STREAM: a default stream or a capture, which give no
+ * mark) the shim calls event_record, and once `stream` waited for `event` outside any capture,
+ * stream_wait: one short section of their own lock each, never the engine lock (no wait for an
+ * instantiation). A mark made wrong by a race with another thread costs concurrency only. */
 typedef struct gm_order_mark {
     uint64_t stream_id; /* 0: none */
     uint64_t served;
@@ -271,10 +271,8 @@ typedef struct gm_order_mark {
 /* False until a served launch was committed: before it no mark can matter, and the shim skips
  * everything (one load). */
 bool gm_engine_order_active(gm_engine_t *engine);
-gm_order_mark_t gm_engine_order_mark(gm_engine_t *engine, uint64_t stream);
-void gm_engine_event_recorded(gm_engine_t *engine, uint64_t event, gm_order_mark_t mark);
-gm_order_mark_t gm_engine_event_mark(gm_engine_t *engine, uint64_t event);
-void gm_engine_stream_waited(gm_engine_t *engine, uint64_t stream, gm_order_mark_t mark);
+void gm_engine_event_record(gm_engine_t *engine, uint64_t event, uint64_t stream);
+void gm_engine_stream_wait(gm_engine_t *engine, uint64_t stream, uint64_t event);
 void gm_engine_event_destroyed(gm_engine_t *engine, uint64_t event);
 /* Streams and events went away with a context (their handles may come back): every mark goes. */
 void gm_engine_order_reset(gm_engine_t *engine);

@@ -117,20 +117,8 @@ void gm_order_stream_gone(gm_engine_t *e, uint64_t stream) {
     free(s);
 }
 
-gm_order_mark_t gm_engine_order_mark(gm_engine_t *e, uint64_t stream) {
-    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
-        return GM_NO_MARK; /* nothing served yet: no mark could matter */
-    pthread_mutex_lock(&e->order_lock);
-    const stream_order_t *s = stream_entry(e, stream, false);
-    gm_order_mark_t mark = s ? (gm_order_mark_t){s->id, s->served} : GM_NO_MARK;
-    pthread_mutex_unlock(&e->order_lock);
-    return mark;
-}
-
-void gm_engine_event_recorded(gm_engine_t *e, uint64_t event, gm_order_mark_t mark) {
-    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
-        return;
-    pthread_mutex_lock(&e->order_lock);
+/* The event's mark becomes `mark` (none: forgotten). Under the order lock. */
+static void set_mark(gm_engine_t *e, uint64_t event, gm_order_mark_t mark) {
     gm_order_mark_t *m = gm_map_get(&e->order_events, event);
     if (mark.stream_id == 0) {
         free(gm_map_remove(&e->order_events, event));
@@ -141,30 +129,30 @@ void gm_engine_event_recorded(gm_engine_t *e, uint64_t event, gm_order_mark_t ma
         if (gm_map_put(&e->order_events, event, m) != GM_OK)
             free(m);
     }
+}
+
+void gm_engine_event_record(gm_engine_t *e, uint64_t event, uint64_t stream) {
+    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
+        return; /* nothing served yet: no mark could matter */
+    pthread_mutex_lock(&e->order_lock);
+    const stream_order_t *s = stream == GM_NO_STREAM ? NULL : stream_entry(e, stream, false);
+    set_mark(e, event, s ? (gm_order_mark_t){s->id, s->served} : GM_NO_MARK);
     pthread_mutex_unlock(&e->order_lock);
 }
 
-gm_order_mark_t gm_engine_event_mark(gm_engine_t *e, uint64_t event) {
+void gm_engine_stream_wait(gm_engine_t *e, uint64_t stream, uint64_t event) {
     if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
-        return GM_NO_MARK;
+        return;
     pthread_mutex_lock(&e->order_lock);
     const gm_order_mark_t *m = gm_map_get(&e->order_events, event);
     gm_order_mark_t mark = m ? *m : GM_NO_MARK;
-    pthread_mutex_unlock(&e->order_lock);
-    return mark;
-}
-
-void gm_engine_stream_waited(gm_engine_t *e, uint64_t stream, gm_order_mark_t mark) {
-    if (mark.stream_id == 0)
-        return;
-    pthread_mutex_lock(&e->order_lock);
-    stream_order_t *s = stream_entry(e, stream, true);
+    stream_order_t *s = mark.stream_id ? stream_entry(e, stream, true) : NULL;
     uint32_t i = 0;
     while (s && s->id != mark.stream_id && i < s->after_count &&
            s->after[i].stream_id != mark.stream_id)
         i++;
     if (!s || s->id == mark.stream_id) {
-        /* no room to remember it, or its own order */
+        /* no mark, no room to remember it, or its own order */
     } else if (i < s->after_count) {
         if (s->after[i].served < mark.served)
             s->after[i].served = mark.served;
@@ -180,5 +168,9 @@ void gm_engine_stream_waited(gm_engine_t *e, uint64_t stream, gm_order_mark_t ma
 }
 
 void gm_engine_event_destroyed(gm_engine_t *e, uint64_t event) {
-    gm_engine_event_recorded(e, event, GM_NO_MARK);
+    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&e->order_lock);
+    set_mark(e, event, GM_NO_MARK);
+    pthread_mutex_unlock(&e->order_lock);
 }

@@ -49,53 +49,40 @@ CUresult gm_hook_cuStreamDestroy_v2(CUstream hStream) {
 }
 
 /* Event order (core/README.md, "Event order"): hints for which streams' graphs may share memory.
- * An event's mark is the recording stream's place, taken before the driver records (a launch
- * racing the record is left out); the stream that waits is after the mark read before the
- * driver's wait (a record racing the wait, on another stream, makes the hint wrong: it costs
- * concurrency, never bytes). Default streams and captures give no marks and take none. */
+ * Once the driver recorded an event, it takes the recording stream's place; once a stream waited
+ * for it, that stream is after that place. One short section of the engine's order lock each,
+ * after the driver's call (a launch or record racing it from another thread makes the hint wrong:
+ * it costs concurrency, never bytes). Default streams and captures give no marks and take none. */
 static uint64_t event_key(CUevent event) {
     return (uint64_t)(uintptr_t)event;
 }
 
-static bool orders(gm_engine_t *engine, CUstream stream, bool ptsz) {
-    return engine != NULL && gm_engine_order_active(engine) && !gm_stream_is_default(stream) &&
-           !gm_stream_capturing(stream, ptsz);
+static bool orders(CUstream stream, bool ptsz) {
+    return !gm_stream_is_default(stream) && !gm_stream_capturing(stream, ptsz);
 }
 
-static gm_order_mark_t mark_before_record(gm_engine_t *engine, CUstream stream, bool ptsz) {
-    return orders(engine, stream, ptsz) ? gm_engine_order_mark(engine, gm_stream_key(stream, ptsz))
-                                        : GM_NO_MARK;
-}
-
-static CUresult recorded(gm_engine_t *engine, CUevent event, gm_order_mark_t mark,
-                         CUresult result) {
+static CUresult recorded(CUevent event, CUstream stream, bool ptsz, CUresult result) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine != NULL && result == CUDA_SUCCESS && gm_engine_order_active(engine))
-        gm_engine_event_recorded(engine, event_key(event), mark);
+        gm_engine_event_record(engine, event_key(event),
+                               orders(stream, ptsz) ? gm_stream_key(stream, ptsz) : GM_NO_STREAM);
     return result;
 }
 
 CUresult gm_hook_cuEventRecord(CUevent hEvent, CUstream hStream) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    gm_order_mark_t mark = mark_before_record(engine, hStream, false);
-    return recorded(engine, hEvent, mark, gm_real.cuEventRecord(hEvent, hStream));
+    return recorded(hEvent, hStream, false, gm_real.cuEventRecord(hEvent, hStream));
 }
 
 CUresult gm_hook_cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    gm_order_mark_t mark = mark_before_record(engine, hStream, true);
-    return recorded(engine, hEvent, mark, gm_real.cuEventRecord_ptsz(hEvent, hStream));
+    return recorded(hEvent, hStream, true, gm_real.cuEventRecord_ptsz(hEvent, hStream));
 }
 
 CUresult gm_hook_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    gm_order_mark_t mark = mark_before_record(engine, hStream, false);
-    return recorded(engine, hEvent, mark, gm_real.cuEventRecordWithFlags(hEvent, hStream, flags));
+    return recorded(hEvent, hStream, false, gm_real.cuEventRecordWithFlags(hEvent, hStream, flags));
 }
 
 CUresult gm_hook_cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    gm_order_mark_t mark = mark_before_record(engine, hStream, true);
-    return recorded(engine, hEvent, mark,
+    return recorded(hEvent, hStream, true,
                     gm_real.cuEventRecordWithFlags_ptsz(hEvent, hStream, flags));
 }
 
@@ -118,17 +105,14 @@ CUresult gm_hook_cuEventDestroy_v2(CUevent hEvent) {
 
 static CUresult wait_event(CUresult (*real)(CUstream, CUevent, unsigned int), CUstream stream,
                            CUevent event, unsigned int flags, bool ptsz) {
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    gm_order_mark_t mark =
-        engine != NULL && gm_engine_order_active(engine) && !gm_stream_is_default(stream)
-            ? gm_engine_event_mark(engine, event_key(event))
-            : GM_NO_MARK;
     gm_join_t join = gm_join_begin(stream, ptsz, false);
     CUresult result = real(stream, event, flags);
     gm_join_end(join);
     /* A wait inside a capture (or one that joined the stream to a capture) orders nothing now. */
-    if (result == CUDA_SUCCESS && mark.stream_id != 0 && orders(engine, stream, ptsz))
-        gm_engine_stream_waited(engine, gm_stream_key(stream, ptsz), mark);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine != NULL && result == CUDA_SUCCESS && gm_engine_order_active(engine) &&
+        orders(stream, ptsz))
+        gm_engine_stream_wait(engine, gm_stream_key(stream, ptsz), event_key(event));
     return result;
 }
 

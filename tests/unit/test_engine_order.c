@@ -24,8 +24,8 @@ static void four_graphs(sim_t *s, sim_graph_t *g) {
 
 /* cuEventRecord(EVENT, from) then cuStreamWaitEvent(to, EVENT), as the shim reports them. */
 static void record_and_wait(sim_t *s, uint64_t from, uint64_t to) {
-    gm_engine_event_recorded(s->engine, EVENT, gm_engine_order_mark(s->engine, from));
-    gm_engine_stream_waited(s->engine, to, gm_engine_event_mark(s->engine, EVENT));
+    gm_engine_event_record(s->engine, EVENT, from);
+    gm_engine_stream_wait(s->engine, to, EVENT);
 }
 
 static void sum_adopted(const gm_exec_report_t *rep, void *arg) {
@@ -96,15 +96,15 @@ static void test_stale_marks_order_nothing(void) {
         REQUIRE(sim_launch(&s, 0xE2, STREAM_A) == GM_OK); /* A's group holds 16 MiB */
         host_backend_complete_all(s.hb);
         if (variant == 0) /* recorded before graph 0's launch */
-            gm_engine_event_recorded(s.engine, EVENT, gm_engine_order_mark(s.engine, STREAM_A));
+            gm_engine_event_record(s.engine, EVENT, STREAM_A);
         REQUIRE(sim_launch(&s, 0xE0, STREAM_A) == GM_OK);
         if (variant != 0)
-            gm_engine_event_recorded(s.engine, EVENT, gm_engine_order_mark(s.engine, STREAM_A));
+            gm_engine_event_record(s.engine, EVENT, STREAM_A);
         if (variant == 1) /* re-recorded where nothing was served */
-            gm_engine_event_recorded(s.engine, EVENT, gm_engine_order_mark(s.engine, STREAM_C));
+            gm_engine_event_record(s.engine, EVENT, STREAM_C);
         if (variant == 2)
             gm_engine_event_destroyed(s.engine, EVENT);
-        gm_engine_stream_waited(s.engine, STREAM_B, gm_engine_event_mark(s.engine, EVENT));
+        gm_engine_stream_wait(s.engine, STREAM_B, EVENT);
         if (variant == 3) /* B goes; a new stream gets its handle */
             REQUIRE(gm_engine_stream_destroy(s.engine, STREAM_B, GM_NO_CALL) == GM_OK);
         if (variant == 4) /* a context goes: its streams' handles may come back */

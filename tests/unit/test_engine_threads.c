@@ -229,8 +229,8 @@ typedef struct host_thread {
 static void claim_order(world_t *w, int index, uint64_t stream, uint64_t *rng) {
     uint64_t pick = gm_rand(rng) % (THREADS + SHARED_STREAMS), event = 0xEE00 + (uint64_t)index;
     uint64_t from = pick < THREADS ? STREAM(pick) : SHARED(pick - THREADS);
-    gm_engine_event_recorded(w->s.engine, event, gm_engine_order_mark(w->s.engine, from));
-    gm_engine_stream_waited(w->s.engine, stream, gm_engine_event_mark(w->s.engine, event));
+    gm_engine_event_record(w->s.engine, event, from);
+    gm_engine_stream_wait(w->s.engine, stream, event);
 }
 
 static void *host_main(void *arg) {
