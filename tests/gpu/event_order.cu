@@ -6,6 +6,12 @@
 //    finished when the next is launched (core/README.md, "Event order"); four rounds.
 //  - unordered: fresh graphs on two fresh streams without events: they may run at once, and so
 //    must keep memory of their own.
+//  - misled: graph X runs 20 ms on stream A, an event is recorded after it on A, then re-recorded
+//    by a graph's event node on an idle stream C (graphmem does not see that record), and B waits
+//    for it: graphmem believes B follows X and lets Y share X's memory, but its own fence must
+//    still keep Y from running over X (0 wrong words). Event order is a hint, never the proof.
+//  - threads: two host threads take turns, each launching its graph on its own stream after
+//    waiting for the other's event, ten rounds: 0 wrong words.
 // OBS lines (return codes, wrong words) must match the native run; the reserved high-water marks
 // are INFO (graphmem: the largest graph, 64 MiB, ordered; 64 + 48 unordered) and checked by
 // tests/python/test_gpu_conformance.py (test_event_order).
@@ -13,6 +19,29 @@
 
 static const size_t kMiB = 1u << 20;
 static const size_t kSizes[4] = {16 * kMiB, 32 * kMiB, 64 * kMiB, 48 * kMiB};
+
+// Two host threads take turns through events: thread t launches w[t] on s[t] after waiting for
+// the other's event, `rounds` times each.
+static bool threads_take_turns(Work *w, cudaStream_t *s, cudaEvent_t *ev, int rounds) {
+    std::atomic<int> turn{0};
+    std::atomic<bool> ok{true};
+    auto body = [&](int t) {
+        for (int r = 0; r < rounds; r++) {
+            int mine = 2 * r + t;
+            while (turn.load() != mine)
+                std::this_thread::yield();
+            if (mine)
+                ok = ok && cudaStreamWaitEvent(s[t], ev[1 - t], 0) == cudaSuccess;
+            ok = ok && cudaGraphLaunch(w[t].exec, s[t]) == cudaSuccess;
+            ok = ok && cudaEventRecord(ev[t], s[t]) == cudaSuccess;
+            turn.store(mine + 1);
+        }
+    };
+    std::thread a(body, 0), b(body, 1);
+    a.join();
+    b.join();
+    return ok;
+}
 
 static bool make_four(Work *w, cudaStream_t capture, unsigned *bad, uint32_t first_id) {
     bool made = true;
@@ -46,7 +75,7 @@ static bool take_turns(Work *w, cudaStream_t *s, cudaEvent_t ev, int rounds) {
 
 int main() {
     require_graph_memory();
-    cudaStream_t s[4];
+    cudaStream_t s[9];
     for (cudaStream_t &st : s)
         cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
     cudaEvent_t ev;
@@ -73,6 +102,54 @@ int main() {
     obs_wrong("unordered_wrong_words", bad);
     for (Work &w : unordered)
         destroy_work(&w);
+
+    // Misled: a record graphmem does not see (a graph's event node) makes its hint wrong.
+    Work x, y;
+    bool made = make_work(&x, s[4], 16 * kMiB, 21, 4000000, 5, bad, false, 0) == cudaSuccess;
+    made &= make_work(&y, s[5], 16 * kMiB, 22, 4000000, 5, bad, false, 0) == cudaSuccess;
+    cudaEvent_t seen;
+    cudaEventCreateWithFlags(&seen, cudaEventDisableTiming);
+    cudaGraph_t recorder = nullptr;
+    cudaGraphExec_t recorder_exec = nullptr;
+    cudaGraphNode_t record_node;
+    cudaGraphCreate(&recorder, 0);
+    made &= cudaGraphAddEventRecordNode(&record_node, recorder, nullptr, 0, seen) == cudaSuccess;
+    made &= cudaGraphInstantiate(&recorder_exec, recorder, 0) == cudaSuccess;
+    obs_ok("make_misled", made);
+    fresh_memory();
+    bool ok = cudaGraphLaunch(x.exec, s[4]) == cudaSuccess;
+    ok &= cudaEventRecord(seen, s[4]) == cudaSuccess;
+    ok &= !recorder_exec || cudaGraphLaunch(recorder_exec, s[6]) == cudaSuccess;
+    ok &= cudaStreamWaitEvent(s[5], seen, 0) == cudaSuccess;
+    ok &= cudaGraphLaunch(y.exec, s[5]) == cudaSuccess;
+    obs_ok("misled_launches", ok);
+    info_attrs("misled", read_attrs());
+    obs_rc("misled_sync", cudaDeviceSynchronize());
+    obs_wrong("misled_wrong_words", bad);
+    destroy_work(&x);
+    destroy_work(&y);
+    if (recorder_exec)
+        cudaGraphExecDestroy(recorder_exec);
+    cudaGraphDestroy(recorder);
+    cudaEventDestroy(seen);
+
+    // Two threads take turns through events.
+    Work pair[2];
+    cudaEvent_t turn_ev[2];
+    for (cudaEvent_t &e : turn_ev)
+        cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    made = make_work(&pair[0], s[7], 16 * kMiB, 31, 2000000, 2, bad, false, 0) == cudaSuccess;
+    made &= make_work(&pair[1], s[8], 32 * kMiB, 32, 2000000, 2, bad, false, 0) == cudaSuccess;
+    obs_ok("make_threads", made);
+    fresh_memory();
+    obs_ok("threads_launches", threads_take_turns(pair, s + 7, turn_ev, 10));
+    obs_rc("threads_sync", cudaDeviceSynchronize());
+    info_attrs("threads", read_attrs());
+    obs_wrong("threads_wrong_words", bad);
+    for (Work &w : pair)
+        destroy_work(&w);
+    for (cudaEvent_t e : turn_ev)
+        cudaEventDestroy(e);
 
     cudaEventDestroy(ev);
     cudaFree(bad);

@@ -232,7 +232,9 @@ def reserved_high(run, when):
 def test_event_order():
     """Graphs taking turns on two streams through events share one group's memory under graphmem
     (the largest graph's), though none has finished when the next launches; unordered, they keep
-    their own (core/README.md, "Event order"). Return codes and wrong words as natively."""
+    their own; misled by a record it does not see, graphmem still keeps the bytes apart in time;
+    two threads taking turns share too (core/README.md, "Event order"). Return codes and wrong
+    words as natively."""
     gh.require_gpu()
     prog = gh.program("event_order")
     native = gh.run_native([prog])
@@ -245,6 +247,13 @@ def test_event_order():
     assert reserved_high(under, "ordered_first_round") <= 64 * mib, under.describe()
     assert reserved_high(under, "ordered_end") <= 64 * mib, under.describe()
     assert reserved_high(under, "unordered_round") >= 112 * mib, under.describe()
+    # A record graphmem does not see made its hint wrong: Y shares X's 16 MiB, and graphmem's fence
+    # alone kept Y from running over X (0 wrong words, as natively).
+    assert reserved_high(under, "misled") <= 16 * mib, under.describe()
+    assert dict(under.obs).get("misled_wrong_words") == "0", under.describe()
+    # Two threads taking turns through events share the larger graph's 32 MiB.
+    assert reserved_high(under, "threads") <= 32 * mib, under.describe()
+    assert dict(under.obs).get("threads_wrong_words") == "0", under.describe()
 
 
 def test_use_after_free_faults():
