@@ -19,14 +19,20 @@ static bool mapped(sim_t *s, uint64_t va) {
     return host_backend_handle_at(s->hb, va, NULL) != 0;
 }
 
+/* A lifted engine with graph g (one 4 MiB allocation freed in it) and its pinned exec 0xD1 in
+ * context 0xC0. */
+static void pinned_exec(sim_t *s, sim_graph_t *g) {
+    REQUIRE(lifted_sim(s));
+    sim_one_alloc_graph(s, g, 4 * MiB, false);
+    REQUIRE(sim_instantiate(s, g, 0xD1, GM_EXEC_PINNED) == GM_OK);
+    gm_engine_exec_set_context(s->engine, 0xD1, 0xC0);
+}
+
 static void test_pinned_stays_mapped(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
     sim_graph_t g, h;
-    sim_one_alloc_graph(&s, &g, 4 * MiB, false);
+    pinned_exec(&s, &g);
     sim_one_alloc_graph(&s, &h, 4 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
-    gm_engine_exec_set_context(s.engine, 0xD1, 0xC0);
     REQUIRE(sim_instantiate(&s, &h, 0xE1, 0) == GM_OK);
     CHECK(!mapped(&s, g.va[0])); /* nothing before its first upload */
     CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
@@ -119,11 +125,8 @@ static void test_pinned_refusals(void) {
  * (else every cuCtxSynchronize would take the engine lock). Found by a review. */
 static void test_pinned_waiting_unmapped(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
     sim_graph_t g;
-    sim_one_alloc_graph(&s, &g, 4 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
-    gm_engine_exec_set_context(s.engine, 0xD1, 0xC0);
+    pinned_exec(&s, &g);
     CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL), GM_OK);
     CHECK(!gm_engine_has_pinned_waiting(s.engine));
     sim_graph_destroy(s.engine, g.key);
@@ -134,11 +137,8 @@ static void test_pinned_waiting_unmapped(void) {
  * meanwhile: its mark frees nothing destroyed after it. Found by a review. */
 static void test_sync_before_destroy(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
     sim_graph_t g;
-    sim_one_alloc_graph(&s, &g, 4 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &g, 0xD1, GM_EXEC_PINNED) == GM_OK);
-    gm_engine_exec_set_context(s.engine, 0xD1, 0xC0);
+    pinned_exec(&s, &g);
     CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
     host_backend_complete_all(s.hb);
     uint64_t mark = gm_engine_sync_mark(s.engine); /* cuCtxSynchronize begins */
