@@ -51,21 +51,12 @@ static gm_status_t launch_check(const gm_engine_t *e, const gm_exec_t *x, bool u
     return GM_OK;
 }
 
-/* Whether p and q plan a window at the same address (execs of one graph, of clones, or of graphs
- * whose families merged). */
-static bool window_shared(const gm_part_t *p, const gm_part_t *q) {
+/* Whether p plans a window at an address where q plans one (with `escaping_only`, one q maps from
+ * its escape arena): execs of one graph or of clones, whose allocation sets may differ, or of
+ * graphs whose families merged. */
+static bool window_shared(const gm_part_t *p, const gm_part_t *q, bool escaping_only) {
     for (uint32_t i = 0; i < q->item_count; i++)
-        for (uint32_t k = 0; k < p->item_count; k++)
-            if (p->items[k].va == q->items[i].va)
-                return true;
-    return false;
-}
-
-/* Whether p maps a window that q maps from its escape arena (execs of one graph, or of clones,
- * whose allocation sets differ). */
-static bool escape_window_shared(const gm_part_t *p, const gm_part_t *q) {
-    for (uint32_t i = 0; i < q->item_count; i++)
-        for (uint32_t k = 0; q->items[i].escaping && k < p->item_count; k++)
+        for (uint32_t k = 0; (q->items[i].escaping || !escaping_only) && k < p->item_count; k++)
             if (p->items[k].va == q->items[i].va)
                 return true;
     return false;
@@ -84,13 +75,13 @@ static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait
         /* A pinned part's windows stay until no device launch of its exec can run: after its
          * exec is destroyed, until gm_engine_device_idle (GM_EXEC_PINNED). A family merged after
          * its instantiation may hold execs that share none of them. */
-        if (q->pinned && window_shared(p, q))
+        if (q->pinned && window_shared(p, q, false))
             return GM_ERR_NOT_SUPPORTED;
         if (q->pinned)
             continue;
         /* q keeps all its escape windows while it holds an unfreed allocation (its live one is
          * refused by launch_check); p needing another of them must wait for that free. */
-        if (q->unfreed && q->escape_maps.count && escape_window_shared(p, q))
+        if (q->unfreed && q->escape_maps.count && window_shared(p, q, true))
             return GM_ERR_INVALID_VALUE;
         gm_fence_t *f = gm_part_trim(e, q, false);
         if (f) {
