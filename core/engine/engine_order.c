@@ -82,7 +82,9 @@ static bool tracked(const gm_engine_t *e, uint64_t stream) {
 }
 
 gm_order_mark_t gm_order_served(gm_engine_t *e, uint64_t stream) {
-    atomic_store_explicit(&e->order_active, true, memory_order_relaxed);
+    /* Written once: every served launch passes here, and the hooks read it on every event call. */
+    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
+        atomic_store_explicit(&e->order_active, true, memory_order_relaxed);
     if (!tracked(e, stream))
         return GM_NO_MARK;
     pthread_mutex_lock(&e->order_lock);
