@@ -89,17 +89,17 @@ CUresult gm_device_copy_make(gm_engine_t *engine, CUgraph graph, uint32_t marker
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS)
         r = gm_real.cuGraphGetNodes(graph, nodes, &count);
+    /* The graph's own markers, moved to the front of `nodes`. */
     uint32_t own = 0;
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
-        own += gm_engine_marker(engine, (uint64_t)(uintptr_t)nodes[i], NULL) != GM_MARKER_NONE;
+        if (gm_engine_marker(engine, (uint64_t)(uintptr_t)nodes[i], NULL) != GM_MARKER_NONE)
+            nodes[own++] = nodes[i];
     /* Markers in child graphs or conditional bodies: not copied out. */
     if (r == CUDA_SUCCESS && own != marker_count)
         r = CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS)
         r = gm_real.cuGraphClone(copy, graph);
-    for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
-        if (gm_engine_marker(engine, (uint64_t)(uintptr_t)nodes[i], NULL) == GM_MARKER_NONE)
-            continue;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < own; i++) {
         CUgraphNode m = NULL;
         r = gm_drv.cuGraphNodeFindInClone(&m, nodes[i], *copy);
         if (r == CUDA_SUCCESS)
