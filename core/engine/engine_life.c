@@ -14,8 +14,11 @@
 #include "engine_trim.h"
 
 /* Address space is reserved this many pages at a time: 64 GiB at 2 MiB pages, so one
- * reservation serves most processes, and small test granularities stay small. */
+ * reservation serves most processes, and small test granularities stay small; and at least
+ * GM_SLAB_WINDOWS windows padded for the largest handle, so a capture of many allocations does
+ * not reserve again every few of them. */
 #define GM_SLAB_PAGES 32768u
+#define GM_SLAB_WINDOWS 64u
 
 gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_config_t *config) {
     if (!backend || !config || !backend->granularity || config->device_count <= 0 ||
@@ -39,7 +42,10 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     while (chunk < 16 * config->small_limit)
         chunk *= 2;
     e->chunk_bytes = chunk;
-    e->vas = gm_vaspace_create(&e->backend, GM_SLAB_PAGES * e->page);
+    uint64_t slab = GM_SLAB_PAGES * e->page;
+    if (slab < GM_SLAB_WINDOWS * 2 * e->config.max_handle)
+        slab = GM_SLAB_WINDOWS * 2 * e->config.max_handle;
+    e->vas = gm_vaspace_create(&e->backend, slab);
     bool ok = e->vas != NULL;
     if (ok)
         (void)gm_vaspace_prime(e->vas); /* a failure here is retried at the first allocation */

@@ -19,16 +19,61 @@ static gm_status_t cut_evenly(uint64_t pages, uint64_t max_pages, uint64_t **out
 }
 
 typedef struct cost {
-    uint64_t maps, handles;
+    uint64_t cost, handles;
 } cost_t;
 
 static bool cheaper(cost_t a, cost_t b) {
-    return a.maps != b.maps ? a.maps < b.maps : a.handles < b.handles;
+    return a.cost != b.cost ? a.cost < b.cost : a.handles < b.handles;
 }
 
-gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, uint32_t count, const uint64_t *start,
-                         const uint64_t *len, uint64_t **handle_pages_out,
-                         uint32_t *handle_count_out) {
+/* best[p]: cheapest cutting of [0, p) with a cut at p, each handle [q, p) costing what its
+ * mappings cost: the items overlapping it (those starting before p less those ending by q)
+ * times (map_cost + p - q). */
+static void cut_weighted(size_t P, size_t W, uint64_t map_cost, const uint32_t *starts_before,
+                         const uint32_t *ends_by, cost_t *best, uint32_t *prev) {
+    best[0] = (cost_t){0, 0};
+    for (size_t p = 1; p <= P; p++) {
+        cost_t b = {UINT64_MAX, UINT64_MAX};
+        for (size_t q = p > W ? p - W : 0; q < p; q++) {
+            uint64_t items = starts_before[p] - ends_by[q];
+            cost_t c = {best[q].cost + items * (map_cost + (p - q)), best[q].handles + 1};
+            if (cheaper(c, b)) {
+                b = c;
+                prev[p] = (uint32_t)q;
+            }
+        }
+        best[p] = b;
+    }
+}
+
+/* best[p] as above, counting only the items a cut at p splits (extra mappings), from the cheapest
+ * cut within the last W positions (a monotone queue keeps the sliding-window minimum). */
+static gm_status_t cut_crossings(size_t P, size_t W, const int64_t *crossing, cost_t *best,
+                                 uint32_t *prev) {
+    uint32_t *window = malloc((P + 1) * sizeof *window);
+    if (!window)
+        return GM_ERR_OUT_OF_MEMORY;
+    size_t head = 0, tail = 0;
+    best[0] = (cost_t){0, 0};
+    for (size_t p = 1; p <= P; p++) {
+        size_t q = p - 1;
+        while (tail > head && !cheaper(best[window[tail - 1]], best[q]))
+            tail--;
+        window[tail++] = (uint32_t)q;
+        while (window[head] + W < p)
+            head++;
+        size_t from = window[head];
+        best[p] =
+            (cost_t){best[from].cost + (p < P ? (uint64_t)crossing[p] : 0), best[from].handles + 1};
+        prev[p] = (uint32_t)from;
+    }
+    free(window);
+    return GM_OK;
+}
+
+gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, uint64_t map_cost_pages,
+                         uint32_t count, const uint64_t *start, const uint64_t *len,
+                         uint64_t **handle_pages_out, uint32_t *handle_count_out) {
     *handle_pages_out = NULL;
     *handle_count_out = 0;
     if (max_pages == 0)
@@ -37,43 +82,43 @@ gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, uint32_t count, con
         return GM_OK;
     if (pages > GM_CUT_EXACT_PAGES)
         return cut_evenly(pages, max_pages, handle_pages_out, handle_count_out);
-    size_t P = (size_t)pages;
-    /* crossing[p]: items a cut at p would split, i.e. extra mappings that cut costs. */
+    size_t P = (size_t)pages, W = max_pages < pages ? (size_t)max_pages : P;
+    bool weighted = (uint64_t)P * W <= GM_CUT_EXACT_WORK;
+    /* crossing[p]: items a cut at p would split; or, weighted, starts_before and ends_by. */
     int64_t *crossing = calloc(P + 2, sizeof *crossing);
+    uint32_t *starts_before = weighted ? calloc(P + 2, sizeof *starts_before) : NULL;
+    uint32_t *ends_by = weighted ? calloc(P + 2, sizeof *ends_by) : NULL;
     cost_t *best = malloc((P + 1) * sizeof *best);
     uint32_t *prev = malloc((P + 1) * sizeof *prev);
-    uint32_t *window = malloc((P + 1) * sizeof *window);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    if (!crossing || !best || !prev || !window)
+    if (!crossing || !best || !prev || (weighted && (!starts_before || !ends_by)))
         goto out;
+    st = GM_ERR_INVALID_VALUE;
     for (uint32_t i = 0; i < count; i++) {
-        if (len[i] < 2 || start[i] + len[i] > pages) {
-            st = len[i] < 2 ? GM_OK : GM_ERR_INVALID_VALUE;
-            if (st != GM_OK)
-                goto out;
+        if (len[i] == 0)
             continue;
+        if (start[i] + len[i] > pages || start[i] + len[i] < start[i])
+            goto out;
+        if (weighted) {
+            starts_before[start[i] + 1]++;
+            ends_by[start[i] + len[i]]++;
+        } else if (len[i] >= 2) {
+            crossing[start[i] + 1]++;
+            crossing[start[i] + len[i]]--;
         }
-        crossing[start[i] + 1]++;
-        crossing[start[i] + len[i]]--;
     }
-    for (size_t p = 1; p <= P; p++)
-        crossing[p] += crossing[p - 1];
-    /* best[p]: cheapest cutting of [0, p) with a cut at p, from the cheapest cut within the last
-     * max_pages positions (a monotone queue keeps the sliding-window minimum). */
-    size_t head = 0, tail = 0;
-    best[0] = (cost_t){0, 0};
     for (size_t p = 1; p <= P; p++) {
-        size_t q = p - 1;
-        while (tail > head && !cheaper(best[window[tail - 1]], best[q]))
-            tail--;
-        window[tail++] = (uint32_t)q;
-        while (window[head] + max_pages < p)
-            head++;
-        size_t from = window[head];
-        best[p] =
-            (cost_t){best[from].maps + (p < P ? (uint64_t)crossing[p] : 0), best[from].handles + 1};
-        prev[p] = (uint32_t)from;
+        crossing[p] += crossing[p - 1];
+        if (weighted) {
+            starts_before[p] += starts_before[p - 1];
+            ends_by[p] += ends_by[p - 1];
+        }
     }
+    if (weighted)
+        cut_weighted(P, W, map_cost_pages, starts_before, ends_by, best, prev);
+    else if ((st = cut_crossings(P, W, crossing, best, prev)) != GM_OK)
+        goto out;
+    st = GM_ERR_OUT_OF_MEMORY;
     uint64_t handles = best[P].handles;
     uint64_t *h = malloc(handles * sizeof *h);
     if (!h)
@@ -88,8 +133,9 @@ gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, uint32_t count, con
     st = GM_OK;
 out:
     free(crossing);
+    free(starts_before);
+    free(ends_by);
     free(best);
     free(prev);
-    free(window);
     return st;
 }
