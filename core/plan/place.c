@@ -13,10 +13,24 @@ typedef struct span {
 typedef struct workspace {
     const gm_place_input_t *in;
     uint32_t *order;
-    uint64_t *placed;        /* bit row: items already given an offset */
-    span_t *spans, *scratch; /* conflicting placed items of the item being fitted */
-    uint64_t *offset;
+    uint64_t *placed;        /* bit row: units already given an offset */
+    span_t *spans, *scratch; /* forbidden offsets of the item being fitted */
+    size_t span_cap;
+    uint64_t *offset;      /* per item */
+    uint64_t *unit_offset; /* per placed unit: its first page in the arena */
 } workspace_t;
+
+static uint32_t first_unit(const gm_place_input_t *in, uint32_t item) {
+    return in->unit_first ? in->unit_first[item] : item;
+}
+
+static uint64_t unit_at(const gm_place_input_t *in, uint32_t unit) {
+    return in->unit_first ? in->unit_at[unit] : 0;
+}
+
+static uint64_t unit_pages(const gm_place_input_t *in, uint32_t unit) {
+    return in->unit_first ? in->unit_pages[unit] : in->pages[unit];
+}
 
 /* Sorts n spans by lo; returns the buffer holding the result (`a` or `scratch`). Insertion sort
  * over runs of SORT_RUN, then bottom-up merges between the two buffers, copying pairs of runs that
@@ -67,38 +81,66 @@ static span_t *sort_spans(span_t *a, span_t *scratch, uint32_t n) {
     return src;
 }
 
-/* Candidate position inside the free gap [lo, hi) (hi = UINT64_MAX: open), or UINT64_MAX when
- * `need` pages do not fit; never straddling the barrier. */
+/* The lowest offset in the gap [lo, hi) of allowed offsets (hi = UINT64_MAX: open) at which an
+ * item of `need` pages does not straddle the barrier, or UINT64_MAX. */
 static uint64_t gap_position(uint64_t lo, uint64_t hi, uint64_t need, uint64_t barrier) {
-    if (barrier > lo && barrier < hi && lo + need > barrier)
-        lo = barrier; /* the part below the barrier is too small: try above it */
-    if (hi != UINT64_MAX && (hi < lo || hi - lo < need))
-        return UINT64_MAX;
-    return lo;
+    if (barrier > lo && barrier < lo + need)
+        lo = barrier; /* every offset from lo up to the barrier straddles it */
+    return lo < hi ? lo : UINT64_MAX;
 }
 
-/* The offset for item `i` given the items placed so far: only its conflicting placed items
- * matter, found by walking the set bits of (conflict row AND placed). */
-static uint64_t fit(workspace_t *ws, uint32_t i, bool best_fit) {
+static bool push_span(workspace_t *ws, uint32_t *n, uint64_t lo, uint64_t hi) {
+    if (*n == ws->span_cap) {
+        size_t cap = ws->span_cap * 2 + 64;
+        span_t *spans = realloc(ws->spans, cap * sizeof *spans);
+        if (!spans)
+            return false;
+        ws->spans = spans;
+        span_t *scratch = realloc(ws->scratch, cap * sizeof *scratch);
+        if (!scratch)
+            return false;
+        ws->scratch = scratch;
+        ws->span_cap = cap;
+    }
+    ws->spans[(*n)++] = (span_t){lo, hi};
+    return true;
+}
+
+/* The offset o for item `i` given the units placed so far. Each of its units u, at o + at(u),
+ * must miss every placed unit it conflicts with (found by walking the set bits of its conflict
+ * row AND placed): that forbids a span of o. The answer is the lowest o, not straddling the
+ * barrier, of the first gap between forbidden spans (first fit) or of the narrowest one (best
+ * fit; for an item of one unit, the narrowest gap of pages around it). */
+static gm_status_t fit(workspace_t *ws, uint32_t i, bool best_fit, uint64_t *out) {
     const gm_place_input_t *in = ws->in;
-    const uint64_t *row = in->conflict + (size_t)i * in->words;
     uint32_t n = 0;
-    for (size_t w = 0; w < in->words; w++)
-        for (uint64_t b = row[w] & ws->placed[w]; b; b &= b - 1) {
-            uint32_t j = (uint32_t)(w * 64 + gm_bits_ctz(b));
-            ws->spans[n++] = (span_t){ws->offset[j], ws->offset[j] + in->pages[j]};
-        }
+    for (uint32_t u = first_unit(in, i); u < first_unit(in, i + 1); u++) {
+        const uint64_t *row = in->conflict + (size_t)u * in->words;
+        uint64_t at = unit_at(in, u), len = unit_pages(in, u);
+        for (size_t w = 0; w < in->words; w++)
+            for (uint64_t b = row[w] & ws->placed[w]; b; b &= b - 1) {
+                uint32_t v = (uint32_t)(w * 64 + gm_bits_ctz(b));
+                uint64_t lo = ws->unit_offset[v], hi = lo + unit_pages(in, v);
+                /* o + at < hi and o + at + len > lo */
+                if (hi <= at)
+                    continue;
+                uint64_t from = lo + 1 > at + len ? lo + 1 - at - len : 0;
+                if (!push_span(ws, &n, from, hi - at))
+                    return GM_ERR_OUT_OF_MEMORY;
+            }
+    }
     const span_t *spans = sort_spans(ws->spans, ws->scratch, n);
     uint64_t need = in->pages[i], cursor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
     for (uint32_t k = 0; k < n; k++) {
         if (spans[k].lo > cursor) {
             uint64_t at = gap_position(cursor, spans[k].lo, need, in->barrier);
             if (at != UINT64_MAX) {
-                if (!best_fit)
-                    return at;
-                uint64_t gap = spans[k].lo - cursor;
-                if (gap < best_gap) {
-                    best_gap = gap;
+                if (!best_fit) {
+                    *out = at;
+                    return GM_OK;
+                }
+                if (spans[k].lo - cursor < best_gap) {
+                    best_gap = spans[k].lo - cursor;
                     best = at;
                 }
             }
@@ -106,35 +148,45 @@ static uint64_t fit(workspace_t *ws, uint32_t i, bool best_fit) {
         if (spans[k].hi > cursor)
             cursor = spans[k].hi;
     }
-    return best != UINT64_MAX ? best : gap_position(cursor, UINT64_MAX, need, in->barrier);
+    *out = best != UINT64_MAX ? best : gap_position(cursor, UINT64_MAX, need, in->barrier);
+    return GM_OK;
+}
+
+static uint64_t put(workspace_t *ws, uint32_t i, uint64_t offset) {
+    const gm_place_input_t *in = ws->in;
+    ws->offset[i] = offset;
+    for (uint32_t u = first_unit(in, i); u < first_unit(in, i + 1); u++) {
+        ws->unit_offset[u] = offset + unit_at(in, u);
+        gm_bits_set(ws->placed, u);
+    }
+    return offset + in->pages[i];
 }
 
 /* Places every item in ws->order; stops early once the arena reaches `limit` (it can only grow,
  * and the caller keeps a strategy only when it ends strictly below the best so far). */
-static uint64_t run(workspace_t *ws, bool best_fit, uint64_t limit) {
+static gm_status_t run(workspace_t *ws, bool best_fit, uint64_t limit, uint64_t *arena_out) {
     const gm_place_input_t *in = ws->in;
     memset(ws->placed, 0, in->words * sizeof *ws->placed);
-    uint64_t arena = 0;
+    uint64_t arena = 0, end;
     for (uint32_t i = 0; in->fixed && i < in->count; i++) {
         if (in->fixed[i] == GM_PLACE_FREE || in->pages[i] == 0)
             continue;
-        ws->offset[i] = in->fixed[i];
-        gm_bits_set(ws->placed, i);
-        if (ws->offset[i] + in->pages[i] > arena)
-            arena = ws->offset[i] + in->pages[i];
+        if ((end = put(ws, i, in->fixed[i])) > arena)
+            arena = end;
     }
-    for (uint32_t k = 0; k < in->count; k++) {
+    for (uint32_t k = 0; k < in->count && arena < limit; k++) {
         uint32_t i = ws->order[k];
         if (in->pages[i] == 0 || (in->fixed && in->fixed[i] != GM_PLACE_FREE))
             continue;
-        ws->offset[i] = fit(ws, i, best_fit);
-        gm_bits_set(ws->placed, i);
-        if (ws->offset[i] + in->pages[i] > arena)
-            arena = ws->offset[i] + in->pages[i];
-        if (arena >= limit)
-            break;
+        uint64_t offset;
+        gm_status_t st = fit(ws, i, best_fit, &offset);
+        if (st != GM_OK)
+            return st;
+        if ((end = put(ws, i, offset)) > arena)
+            arena = end;
     }
-    return arena;
+    *arena_out = arena;
+    return GM_OK;
 }
 
 typedef struct sort_key {
@@ -186,15 +238,15 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     *arena_out = 0;
     if (n == 0)
         return GM_OK;
+    size_t units = in->unit_first ? in->unit_first[n] : n;
     workspace_t ws = {.in = in};
     ws.order = malloc((size_t)n * sizeof *ws.order);
     ws.placed = malloc(in->words * sizeof *ws.placed);
-    ws.spans = malloc((size_t)n * sizeof *ws.spans);
-    ws.scratch = malloc((size_t)n * sizeof *ws.scratch);
     ws.offset = malloc((size_t)n * sizeof *ws.offset);
+    ws.unit_offset = malloc((units + 1) * sizeof *ws.unit_offset);
     sort_key_t *keys = malloc((size_t)n * sizeof *keys);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    if (!ws.order || !ws.placed || !ws.spans || !ws.scratch || !ws.offset || !keys)
+    if (!ws.order || !ws.placed || !ws.offset || !ws.unit_offset || !keys)
         goto out;
     uint64_t best = UINT64_MAX;
     /* A later order is kept only when strictly smaller, so stopping at a lower bound changes
@@ -202,7 +254,9 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     for (size_t s = 0; s < sizeof strategies / sizeof strategies[0] && best > in->enough; s++) {
         make_order(in, strategies[s].order, keys, ws.order);
         memset(ws.offset, 0, (size_t)n * sizeof *ws.offset);
-        uint64_t arena = run(&ws, strategies[s].best_fit, best);
+        uint64_t arena;
+        if ((st = run(&ws, strategies[s].best_fit, best, &arena)) != GM_OK)
+            goto out;
         if (arena < best) {
             best = arena;
             memcpy(offset_out, ws.offset, (size_t)n * sizeof *offset_out);
@@ -216,6 +270,7 @@ out:
     free(ws.spans);
     free(ws.scratch);
     free(ws.offset);
+    free(ws.unit_offset);
     free(keys);
     return st;
 }

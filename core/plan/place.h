@@ -1,6 +1,11 @@
 /* Offsets of items in a page arena such that conflicting items never overlap: dynamic storage
  * allocation on a conflict graph (NP-hard), solved by several greedy orders, keeping the
- * smallest arena (as XLA's ChooseBestHeapAlgorithm does). */
+ * smallest arena (as XLA's ChooseBestHeapAlgorithm does).
+ *
+ * An item may be made of units: page ranges at fixed places inside it, each with conflicts of
+ * its own (a chunk of packed allocations, whose pages are used by different allocations at
+ * different times). Units conflict, not items: another item may take pages of a chunk whose
+ * allocations there it never meets, and the chunk moves as one piece. */
 #ifndef GRAPHMEM_PLACE_H
 #define GRAPHMEM_PLACE_H
 
@@ -11,8 +16,14 @@
 
 typedef struct gm_place_input {
     uint32_t count;
-    const uint64_t *pages;    /* per item; 0 = not placed (offset 0) */
-    const uint64_t *conflict; /* count rows of `words` words: bit j of row i = i, j conflict */
+    const uint64_t *pages; /* per item; 0 = not placed (offset 0) */
+    /* Units: item i holds units [unit_first[i], unit_first[i + 1]), unit u covering pages
+     * [unit_at[u], unit_at[u] + unit_pages[u]) of its item. unit_first NULL: unit i is item i,
+     * all of its pages. */
+    const uint32_t *unit_first;
+    const uint64_t *unit_at, *unit_pages;
+    const uint64_t *conflict; /* one row of `words` words per unit: bit v of row u = u, v
+                               * conflict */
     size_t words;
     const uint64_t *start; /* per item: topological rank of its earliest allocation */
     const uint64_t *fixed; /* per item: a given offset, or GM_PLACE_FREE; may be NULL */

@@ -10,6 +10,7 @@
 #include "dag.h"
 #include "lowerbound.h"
 #include "place.h"
+#include "util.h"
 
 /* Working state. Allocations of size 0 occupy no byte, so they conflict with nothing and are
  * left out; the others are renumbered group by group ("groups" = items holding at least one of
@@ -26,7 +27,14 @@ typedef struct work {
     uint32_t m;           /* groups */
     uint32_t *group_item; /* group -> item */
     uint32_t *first;      /* group g holds internal allocations [first[g], first[g + 1]) */
-    uint64_t *before, *group_conflict;
+    /* Units (place.h): group g holds units [unit_first[g], unit_first[g + 1]); unit u covers
+     * pages [unit_at[u], unit_at[u] + unit_pages[u]) of its item, and the allocations on them are
+     * [range_first[u], range_first[u + 1]) (those whose first page it is) and
+     * extra[extra_first[u] .. extra_first[u + 1]) (those running on into it). */
+    uint32_t units, extra_count, extra_cap;
+    uint32_t *unit_first, *range_first, *extra_first, *extra;
+    uint64_t *unit_at, *unit_pages;
+    uint64_t *before, *unit_conflict;
 } work_t;
 
 static void work_free(work_t *w) {
@@ -38,8 +46,14 @@ static void work_free(work_t *w) {
     free(w->proper);
     free(w->group_item);
     free(w->first);
+    free(w->unit_first);
+    free(w->range_first);
+    free(w->extra_first);
+    free(w->extra);
+    free(w->unit_at);
+    free(w->unit_pages);
     free(w->before);
-    free(w->group_conflict);
+    free(w->unit_conflict);
 }
 
 static gm_status_t validate(const gm_plan_input_t *in) {
@@ -114,17 +128,165 @@ out:
     return st;
 }
 
+static uint64_t pages_of(uint64_t bytes, uint64_t page) {
+    return bytes / page + (bytes % page != 0);
+}
+
+/* Pages [*first, *end) of its item that internal allocation k touches. */
+static void alloc_pages(const work_t *w, uint32_t k, uint64_t *first, uint64_t *end) {
+    uint64_t offset = w->in->allocs[w->alloc_of[k]].item_offset, page = w->in->page;
+    *first = offset / page;
+    *end = pages_of(offset + w->size[k], page);
+}
+
+static int by_value(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Members of each group of several allocations in the order of their first page (sort keys:
+ * first page << 32 | position, then the per-allocation arrays permuted alike). */
+static gm_status_t sort_members(work_t *w) {
+    uint64_t *keys = malloc(((size_t)w->n + 1) * sizeof *keys);
+    uint32_t *alloc_of = malloc(((size_t)w->n + 1) * sizeof *alloc_of);
+    if (!keys || !alloc_of) {
+        free(keys);
+        free(alloc_of);
+        return GM_ERR_OUT_OF_MEMORY;
+    }
+    for (uint32_t g = 0; g < w->m; g++) {
+        uint32_t k0 = w->first[g], k1 = w->first[g + 1];
+        for (uint32_t k = k0; k < k1; k++) {
+            uint64_t first, end;
+            alloc_pages(w, k, &first, &end);
+            keys[k] = first << 32 | (k - k0);
+        }
+        if (k1 - k0 > 1)
+            qsort(keys + k0, k1 - k0, sizeof *keys, by_value);
+        for (uint32_t k = k0; k < k1; k++)
+            alloc_of[k] = w->alloc_of[k0 + (uint32_t)keys[k]];
+    }
+    /* alloc_of is the new order; the other arrays follow it through the input allocation. */
+    for (uint32_t k = 0; k < w->n; k++) {
+        const gm_plan_alloc_t *a = &w->in->allocs[alloc_of[k]];
+        w->alloc_of[k] = alloc_of[k];
+        w->alloc_node[k] = a->alloc_node;
+        w->free_node[k] = a->free_node;
+        w->size[k] = a->size;
+    }
+    free(keys);
+    free(alloc_of);
+    return GM_OK;
+}
+
+static gm_status_t add_extra(work_t *w, uint32_t k) {
+    if (gm_grow((void **)&w->extra, &w->extra_cap, w->extra_count + 1, sizeof *w->extra) != GM_OK)
+        return GM_ERR_OUT_OF_MEMORY;
+    w->extra[w->extra_count++] = k;
+    return GM_OK;
+}
+
+/* A group's pages cut where the set of allocations on them changes: one unit per piece with
+ * allocations on it (pages with none are no unit: nothing there meets anything). A group whose
+ * allocations run on into many pieces (more extra members than SPLIT_EXTRAS per allocation) is
+ * kept as one unit, the union of its allocations' conflicts. */
+#define SPLIT_EXTRAS 4u
+
+static void add_unit(work_t *w, uint32_t range_from, uint64_t at, uint64_t pages) {
+    uint32_t u = w->units++;
+    w->range_first[u] = range_from;
+    w->extra_first[u + 1] = w->extra_count;
+    w->unit_at[u] = at;
+    w->unit_pages[u] = pages;
+}
+
+static gm_status_t split_group(work_t *w, uint32_t g, uint64_t *bound, uint32_t *active) {
+    uint32_t k0 = w->first[g], k1 = w->first[g + 1], nb = 0, live = 0;
+    uint32_t units_before = w->units, extras_before = w->extra_count;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t k = k0; k < k1; k++) {
+        alloc_pages(w, k, &bound[nb], &bound[nb + 1]);
+        lo = bound[nb] < lo ? bound[nb] : lo;
+        hi = bound[nb + 1] > hi ? bound[nb + 1] : hi;
+        nb += 2;
+    }
+    if (k1 - k0 > 1) {
+        qsort(bound, nb, sizeof *bound, by_value);
+        uint32_t r = k0;
+        for (uint32_t b = 0; b + 1 < nb; b++) {
+            if (bound[b] == bound[b + 1])
+                continue;
+            uint32_t kept = 0; /* allocations on page bound[b] that began before it */
+            for (uint32_t x = 0; x < live; x++) {
+                uint64_t first, end;
+                alloc_pages(w, active[x], &first, &end);
+                if (end > bound[b])
+                    active[kept++] = active[x];
+            }
+            live = kept;
+            uint32_t r0 = r;
+            for (uint64_t first = 0, end = 0; r < k1; r++) {
+                alloc_pages(w, r, &first, &end);
+                if (first != bound[b])
+                    break;
+            }
+            if (r0 == r && live == 0)
+                continue;
+            for (uint32_t x = 0; x < live; x++)
+                if (add_extra(w, active[x]) != GM_OK)
+                    return GM_ERR_OUT_OF_MEMORY;
+            add_unit(w, r0, bound[b], bound[b + 1] - bound[b]);
+            for (uint32_t k = r0; k < r; k++)
+                active[live++] = k;
+        }
+        if (w->extra_count - extras_before <= SPLIT_EXTRAS * (k1 - k0))
+            return GM_OK;
+        w->units = units_before; /* too many pieces: the group as one unit */
+        w->extra_count = extras_before;
+    }
+    add_unit(w, k0, lo, hi - lo);
+    return GM_OK;
+}
+
+static gm_status_t split_units(work_t *w) {
+    size_t cap = 2 * (size_t)w->n + 1;
+    w->unit_first = malloc(((size_t)w->m + 1) * sizeof *w->unit_first);
+    w->range_first = malloc((cap + 1) * sizeof *w->range_first);
+    w->extra_first = malloc((cap + 1) * sizeof *w->extra_first);
+    w->unit_at = malloc(cap * sizeof *w->unit_at);
+    w->unit_pages = malloc(cap * sizeof *w->unit_pages);
+    uint64_t *bound = malloc(cap * sizeof *bound);
+    uint32_t *active = malloc(cap * sizeof *active);
+    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
+    if (!w->unit_first || !w->range_first || !w->extra_first || !w->unit_at || !w->unit_pages ||
+        !bound || !active || sort_members(w) != GM_OK)
+        goto out;
+    w->extra_first[0] = 0;
+    st = GM_OK;
+    for (uint32_t g = 0; g < w->m && st == GM_OK; g++) {
+        w->unit_first[g] = w->units;
+        st = split_group(w, g, bound, active);
+    }
+    w->unit_first[w->m] = w->units;
+    w->range_first[w->units] = w->n;
+out:
+    free(bound);
+    free(active);
+    return st;
+}
+
 static gm_status_t conflicts(work_t *w) {
-    size_t words = gm_bits_words(w->n), group_words = gm_bits_words(w->m);
+    size_t words = gm_bits_words(w->n), unit_words = gm_bits_words(w->units);
     w->before = malloc(((size_t)w->n * words + 1) * sizeof *w->before);
-    w->group_conflict = malloc(((size_t)w->m * group_words + 1) * sizeof *w->group_conflict);
-    if (!w->before || !w->group_conflict)
+    w->unit_conflict = malloc(((size_t)w->units * unit_words + 1) * sizeof *w->unit_conflict);
+    if (!w->before || !w->unit_conflict)
         return GM_ERR_OUT_OF_MEMORY;
     gm_status_t st =
         gm_dag_free_before_alloc(&w->dag, w->n, w->alloc_node, w->free_node, w->proper, w->before);
     if (st == GM_OK)
         st = gm_conflict_groups(&w->dag, w->n, w->alloc_node, w->free_node, w->proper, w->before,
-                                w->m, w->first, w->group_conflict);
+                                w->units, w->range_first, w->extra_first, w->extra,
+                                w->unit_conflict);
     return st;
 }
 
@@ -175,10 +337,6 @@ static gm_status_t cut(const gm_plan_input_t *in, gm_plan_t *plan, gm_plan_arena
     return GM_OK;
 }
 
-static uint64_t pages_of(uint64_t bytes, uint64_t page) {
-    return bytes / page + (bytes % page != 0);
-}
-
 /* Item extents, escape flags, and offsets in both arenas. Escaping items (live past the end of the
  * graph) sit back to back at the bottom of one joint arena; every other item is placed around
  * them, and those that land below them share the escape arena (pages an escaping allocation only
@@ -222,9 +380,17 @@ static gm_status_t place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
                         start[g] = w->dag.rank[w->alloc_node[k]];
             }
             /* Every placement holds the allocations live together: the lower bound in pages. */
-            gm_place_input_t pin = {
-                w->m,  pages, w->group_conflict, gm_bits_words(w->m),
-                start, fixed, barrier,           pages_of(plan->lower_bound, in->page)};
+            gm_place_input_t pin = {.count = w->m,
+                                    .pages = pages,
+                                    .unit_first = w->unit_first,
+                                    .unit_at = w->unit_at,
+                                    .unit_pages = w->unit_pages,
+                                    .conflict = w->unit_conflict,
+                                    .words = gm_bits_words(w->units),
+                                    .start = start,
+                                    .fixed = fixed,
+                                    .barrier = barrier,
+                                    .enough = pages_of(plan->lower_bound, in->page)};
             uint64_t total = 0;
             st = gm_place(&pin, offset, &total);
             for (uint32_t g = 0; g < w->m && st == GM_OK; g++) {
@@ -259,7 +425,8 @@ gm_status_t gm_plan_build(const gm_plan_input_t *in, gm_plan_t *plan) {
     st = gm_dag_build(&w.dag, in->node_count, in->edge_count, in->edge_from, in->edge_to);
     if (st != GM_OK)
         goto out;
-    if ((st = number(&w)) != GM_OK || (st = conflicts(&w)) != GM_OK)
+    if ((st = number(&w)) != GM_OK || (st = split_units(&w)) != GM_OK ||
+        (st = conflicts(&w)) != GM_OK)
         goto out;
     st = gm_lower_bound(&w.dag, w.n, w.size, w.alloc_node, w.proper, w.before, &plan->lower_bound);
     if (st != GM_OK)

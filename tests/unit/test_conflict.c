@@ -41,6 +41,17 @@ static void test_groups(void) {
         for (uint32_t g = 0; g < m; g++)
             first[g + 1] = first[g] + (g < singles ? 1 : (uint32_t)gm_rand_range(&rng, 0, 5));
         uint32_t n = first[m];
+        /* Half the rounds, groups past the singles also name up to 3 allocations of other
+         * groups (a chunk's pages that an allocation runs on into). */
+        uint32_t extra_first[101], extra[300];
+        bool extras = gm_rand(&rng) % 2 && n > 0;
+        extra_first[0] = 0;
+        for (uint32_t g = 0; g < m; g++) {
+            extra_first[g + 1] = extra_first[g];
+            for (uint32_t k = extras && g >= singles ? (uint32_t)gm_rand_range(&rng, 0, 3) : 0;
+                 k > 0; k--)
+                extra[extra_first[g + 1]++] = (uint32_t)gm_rand_range(&rng, 0, n - 1);
+        }
         uint32_t *an = malloc((n + 1) * 4), *fn = malloc((n + 1) * 4);
         for (uint32_t i = 0; i < n; i++) {
             an[i] = (uint32_t)gm_rand_range(&rng, 0, nodes - 1);
@@ -56,20 +67,26 @@ static void test_groups(void) {
         bool *proper = malloc(n + 1);
         memset(out, 0xA5, m * gw * 8); /* every word must be written */
         REQUIRE(gm_dag_free_before_alloc(&dag, n, an, fn, proper, before) == GM_OK);
-        REQUIRE(gm_conflict_groups(&dag, n, an, fn, proper, before, m, first, out) == GM_OK);
+        REQUIRE(gm_conflict_groups(&dag, n, an, fn, proper, before, m, first,
+                                   extras ? extra_first : NULL, extra, out) == GM_OK);
         bool *reach = reachability(nodes, edges, from, to);
         for (uint32_t g = 0; g < m; g++) {
             for (uint32_t h = 0; h < m; h++) {
                 bool want = false;
-                for (uint32_t a = first[g]; a < first[g + 1] && g != h; a++)
-                    for (uint32_t b = first[h]; b < first[h + 1]; b++) {
+                uint32_t gn = first[g + 1] - first[g], hn = first[h + 1] - first[h];
+                uint32_t gx = extra_first[g + 1] - extra_first[g];
+                uint32_t hx = extra_first[h + 1] - extra_first[h];
+                for (uint32_t x = 0; x < gn + gx && g != h; x++)
+                    for (uint32_t y = 0; y < hn + hx; y++) {
+                        uint32_t a = x < gn ? first[g] + x : extra[extra_first[g] + x - gn];
+                        uint32_t b = y < hn ? first[h] + y : extra[extra_first[h] + y - hn];
                         bool a_proper =
                             fn[a] != GM_NO_NODE && fn[a] != an[a] && reach[an[a] * nodes + fn[a]];
                         bool b_proper =
                             fn[b] != GM_NO_NODE && fn[b] != an[b] && reach[an[b] * nodes + fn[b]];
                         bool a_first = a_proper && reach[fn[a] * nodes + an[b]];
                         bool b_first = b_proper && reach[fn[b] * nodes + an[a]];
-                        want = want || (a != b && !a_first && !b_first);
+                        want = want || (!a_first && !b_first); /* a == b: both name it */
                     }
                 CHECK(gm_bits_test(out + g * gw, h) == want);
             }
@@ -95,14 +112,15 @@ static void test_rejects_bad_groups(void) {
     gm_dag_t dag;
     REQUIRE(gm_dag_build(&dag, 1, 0, NULL, NULL) == GM_OK);
     /* Groups must cover exactly the allocations, in order. */
-    CHECK_EQ_INT(gm_conflict_groups(&dag, 2, an, fn, proper, before, 2, first, out),
+    CHECK_EQ_INT(gm_conflict_groups(&dag, 2, an, fn, proper, before, 2, first, NULL, NULL, out),
                  GM_ERR_INVALID_VALUE);
     first[2] = 2;
-    CHECK_EQ_INT(gm_conflict_groups(&dag, 2, an, fn, proper, before, 2, first, out), GM_OK);
+    CHECK_EQ_INT(gm_conflict_groups(&dag, 2, an, fn, proper, before, 2, first, NULL, NULL, out),
+                 GM_OK);
     CHECK_EQ_U64(out[0], 2);
     CHECK_EQ_U64(out[1], 1);
     first[1] = 3;
-    CHECK_EQ_INT(gm_conflict_groups(&dag, 2, an, fn, proper, before, 2, first, out),
+    CHECK_EQ_INT(gm_conflict_groups(&dag, 2, an, fn, proper, before, 2, first, NULL, NULL, out),
                  GM_ERR_INVALID_VALUE);
     gm_dag_free(&dag);
 }

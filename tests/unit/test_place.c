@@ -133,8 +133,13 @@ static void test_against_reference(void) {
                 }
         }
         /* Fixed items are pairwise disjoint, so they may conflict; nothing else is. */
-        gm_place_input_t in = {n,         pages, conflict, words, start, with_fixed ? fixed : NULL,
-                               fixed_top, 0};
+        gm_place_input_t in = {.count = n,
+                               .pages = pages,
+                               .conflict = conflict,
+                               .words = words,
+                               .start = start,
+                               .fixed = with_fixed ? fixed : NULL,
+                               .barrier = fixed_top};
         uint64_t arena = 0;
         REQUIRE(gm_place(&in, got, &arena) == GM_OK);
         CHECK_EQ_U64(arena, reference(&in, want));

@@ -135,6 +135,26 @@ static void test_cuts_follow_items(void) {
     gm_plan_free(&plan);
 }
 
+/* A chunk packs A (4 MiB, freed early) and B (4 MiB, freed last); X (4 MiB) is allocated after
+ * A's free and meets only B. X takes A's pages inside the chunk: the chunk's pages conflict
+ * page by page, not as the union of its allocations (which held 6 pages). Chain: alloc A, alloc
+ * B, free A, alloc X, free X, free B. */
+static void test_item_reuses_dead_chunk_pages(void) {
+    uint32_t from[5], to[5];
+    gm_plan_input_t in = chain_input(6, from, to);
+    gm_plan_alloc_t a[] = {
+        {4 * MIB, 0, 2, 0, 0}, {4 * MIB, 1, 5, 0, 4 * MIB}, {4 * MIB, 3, 4, 1, 0}};
+    in.alloc_count = 3;
+    in.allocs = a;
+    in.item_count = 2;
+    gm_plan_t plan;
+    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
+    CHECK_EQ_U64(plan.lower_bound, 8 * MIB);
+    CHECK_EQ_U64(plan.shared.pages, 4);
+    CHECK_EQ_U64(plan.items[1].arena_page, plan.items[0].arena_page);
+    gm_plan_free(&plan);
+}
+
 /* The cut weighs what mappings cost (a fixed part, about 512 pages' worth, and the pages mapped):
  * small items each get a handle of their own instead of each mapping one large handle, a large
  * item one large handle, and a small item inside a large one's pages maps the large handle
@@ -207,6 +227,7 @@ int main(void) {
     RUN_TEST(test_no_alias);
     RUN_TEST(test_cuts_follow_items);
     RUN_TEST(test_cuts_weigh_mapping_cost);
+    RUN_TEST(test_item_reuses_dead_chunk_pages);
     RUN_TEST(test_rejects_bad_input);
     return gm_check_summary();
 }

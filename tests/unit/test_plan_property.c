@@ -89,6 +89,9 @@ static bool reusable(uint32_t id, void *arg) {
 
 /* Streams with random event joins; creation order = node order (a topological order). */
 static void generate(graph_t *g, uint32_t target_allocs, uint32_t streams, uint64_t max_size) {
+    /* Allocations below the pack limit go to chunks: below a page (many to a page), or, as with a
+     * larger GRAPHMEM_SMALL_LIMIT, spanning several pages of a chunk. */
+    uint64_t pack_limit = PAGE << gm_rand_range(&rng, 0, 3);
     uint32_t max_nodes = 4 * target_allocs + 16;
     memset(g, 0, sizeof *g);
     g->words = gm_bits_words(max_nodes);
@@ -143,7 +146,7 @@ static void generate(graph_t *g, uint32_t target_allocs, uint32_t streams, uint6
         a->alloc_node = v;
         a->free_node = GM_NO_NODE;
         a->stream = s;
-        if (a->size >= PAGE) {
+        if (a->size >= pack_limit) {
             a->chunk = UINT32_MAX;
             a->item = g->items++;
             a->offset = 0;
@@ -312,6 +315,14 @@ static void run_case(uint32_t target, uint32_t streams, uint64_t max_size, bool 
                 CHECK(ends_before(&g, a, b)); /* i was created first: j reused its bytes */
             if (phys_overlap && conflict(&g, i, j)) {
                 fprintf(stderr, "conflict %u %u share physical bytes\n", i, j);
+                fprintf(stderr,
+                        "DBG a item %u off %llu size %llu arena %llu esc %d pages %llu | b item %u "
+                        "off %llu size %llu arena %llu esc %d pages %llu\n",
+                        a->item, (unsigned long long)a->offset, (unsigned long long)a->size,
+                        (unsigned long long)ia->arena_page, ia->escaping,
+                        (unsigned long long)ia->pages, b->item, (unsigned long long)b->offset,
+                        (unsigned long long)b->size, (unsigned long long)ib->arena_page,
+                        ib->escaping, (unsigned long long)ib->pages);
                 CHECK(!"conflicting allocations share physical memory");
             }
             if (no_alias && phys_overlap && a->item != b->item)
