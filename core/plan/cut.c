@@ -28,15 +28,16 @@ static bool cheaper(cost_t a, cost_t b) {
 
 /* best[p]: cheapest cutting of [0, p) with a cut at p, each handle [q, p) costing what its
  * mappings cost: the items overlapping it (those starting before p less those ending by q)
- * times (map_cost + p - q). */
-static void cut_weighted(size_t P, size_t W, uint64_t map_cost, const uint32_t *starts_before,
+ * times (map_cost + p - q), and its making, handle_cost. */
+static void cut_weighted(size_t P, size_t W, gm_cut_cost_t cost, const uint32_t *starts_before,
                          const uint32_t *ends_by, cost_t *best, uint32_t *prev) {
     best[0] = (cost_t){0, 0};
     for (size_t p = 1; p <= P; p++) {
         cost_t b = {UINT64_MAX, UINT64_MAX};
         for (size_t q = p > W ? p - W : 0; q < p; q++) {
             uint64_t items = starts_before[p] - ends_by[q];
-            cost_t c = {best[q].cost + items * (map_cost + (p - q)), best[q].handles + 1};
+            cost_t c = {best[q].cost + items * (cost.map_pages + (p - q)) + cost.handle_pages,
+                        best[q].handles + 1};
             if (cheaper(c, b)) {
                 b = c;
                 prev[p] = (uint32_t)q;
@@ -71,9 +72,9 @@ static gm_status_t cut_crossings(size_t P, size_t W, const int64_t *crossing, co
     return GM_OK;
 }
 
-gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, uint64_t map_cost_pages,
-                         uint32_t count, const uint64_t *start, const uint64_t *len,
-                         uint64_t **handle_pages_out, uint32_t *handle_count_out) {
+gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, gm_cut_cost_t cost, uint32_t count,
+                         const uint64_t *start, const uint64_t *len, uint64_t **handle_pages_out,
+                         uint32_t *handle_count_out) {
     *handle_pages_out = NULL;
     *handle_count_out = 0;
     if (max_pages == 0)
@@ -115,7 +116,7 @@ gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, uint64_t map_cost_p
         }
     }
     if (weighted)
-        cut_weighted(P, W, map_cost_pages, starts_before, ends_by, best, prev);
+        cut_weighted(P, W, cost, starts_before, ends_by, best, prev);
     else if ((st = cut_crossings(P, W, crossing, best, prev)) != GM_OK)
         goto out;
     st = GM_ERR_OUT_OF_MEMORY;

@@ -298,10 +298,9 @@ static gm_status_t cut(const gm_plan_input_t *in, gm_plan_t *plan, gm_plan_arena
         return GM_ERR_OUT_OF_MEMORY;
     for (uint32_t it = 0; it < plan->item_count; it++)
         start[it] = plan->items[it].arena_page;
-    uint64_t map_cost = GM_CUT_MAP_COST_BYTES / in->page;
-    gm_status_t st =
-        gm_cut_arena(arena->pages, in->max_handle / in->page, map_cost ? map_cost : 1,
-                     plan->item_count, start, len, &arena->handle_pages, &arena->handle_count);
+    gm_cut_cost_t cost = {GM_CUT_MAP_COST_BYTES / in->page, GM_CUT_HANDLE_COST_BYTES / in->page};
+    gm_status_t st = gm_cut_arena(arena->pages, in->max_handle / in->page, cost, plan->item_count,
+                                  start, len, &arena->handle_pages, &arena->handle_count);
     free(start);
     if (st != GM_OK)
         return st;

@@ -158,7 +158,8 @@ static void test_item_reuses_dead_chunk_pages(void) {
 /* The cut weighs what mappings cost (a fixed part, about 512 pages' worth, and the pages mapped):
  * small items each get a handle of their own instead of each mapping one large handle, a large
  * item one large handle, and a small item inside a large one's pages maps the large handle
- * rather than cutting it into three. The count-only cut gave the first case one handle. */
+ * rather than cutting it into three; and where handles cost their making, small items share one
+ * again. The count-only cut gave the first case one handle. */
 static void test_cuts_weigh_mapping_cost(void) {
     uint64_t start[8], len[8], *h;
     uint32_t count;
@@ -166,29 +167,39 @@ static void test_cuts_weigh_mapping_cost(void) {
         start[i] = i;
         len[i] = 1;
     }
-    REQUIRE(gm_cut_arena(8, 16, 512, 8, start, len, &h, &count) == GM_OK);
+    REQUIRE(gm_cut_arena(8, 16, (gm_cut_cost_t){512, 0}, 8, start, len, &h, &count) == GM_OK);
     CHECK_EQ_U64(count, 8);
     for (uint32_t k = 0; k < count; k++)
         CHECK_EQ_U64(h[k], 1);
     free(h);
     start[0] = 0;
     len[0] = 40;
-    REQUIRE(gm_cut_arena(40, 64, 512, 1, start, len, &h, &count) == GM_OK);
+    REQUIRE(gm_cut_arena(40, 64, (gm_cut_cost_t){512, 0}, 1, start, len, &h, &count) == GM_OK);
     CHECK_EQ_U64(count, 1);
     CHECK_EQ_U64(h[0], 40);
     free(h);
     start[1] = 10;
     len[1] = 1;
-    REQUIRE(gm_cut_arena(40, 64, 512, 2, start, len, &h, &count) == GM_OK);
+    REQUIRE(gm_cut_arena(40, 64, (gm_cut_cost_t){512, 0}, 2, start, len, &h, &count) == GM_OK);
     CHECK_EQ_U64(count, 1);
     free(h);
     /* No fixed cost: the mapped pages alone decide, and the small item gets its own handle. */
-    REQUIRE(gm_cut_arena(40, 64, 0, 2, start, len, &h, &count) == GM_OK);
+    REQUIRE(gm_cut_arena(40, 64, (gm_cut_cost_t){0, 0}, 2, start, len, &h, &count) == GM_OK);
     CHECK_EQ_U64(count, 3);
     CHECK_EQ_U64(h[1], 1);
     free(h);
+    /* Making a handle costs too: eight one-page items then share one handle. */
+    for (uint32_t i = 0; i < 8; i++) {
+        start[i] = i;
+        len[i] = 1;
+    }
+    REQUIRE(gm_cut_arena(8, 16, (gm_cut_cost_t){384, 256}, 8, start, len, &h, &count) == GM_OK);
+    CHECK_EQ_U64(count, 1);
+    free(h);
+    start[1] = 10;
     len[1] = 31; /* past the arena */
-    CHECK_EQ_INT(gm_cut_arena(40, 64, 512, 2, start, len, &h, &count), GM_ERR_INVALID_VALUE);
+    CHECK_EQ_INT(gm_cut_arena(40, 64, (gm_cut_cost_t){512, 0}, 2, start, len, &h, &count),
+                 GM_ERR_INVALID_VALUE);
 }
 
 static void test_rejects_bad_input(void) {
