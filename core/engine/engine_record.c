@@ -207,10 +207,16 @@ static bool reusable(uint32_t id, void *arg) {
     return r && idset_contains(q->before, r->id);
 }
 
-/* Gives `r` its address: a byte range of a packer chunk or a padded window of its own. */
+/* Gives `r` its address: a byte range of a packer chunk or a padded window of its own. Under
+ * GRAPHMEM_LIFT_RESTRICTIONS no order is proven (gm_proven_before), so nothing packed reuses bytes
+ * inside its chunk: only allocations below a page are packed then (a chain of larger ones would
+ * each take new bytes of the chunk, where windows of their own share pages). */
 static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
     uint64_t size = r->params.size;
-    if (size >= e->config.small_limit || e->config.no_alias) {
+    uint64_t limit = e->config.small_limit;
+    if (e->config.lift_restrictions && limit > e->page)
+        limit = e->page;
+    if (size >= limit || e->config.no_alias) {
         uint64_t pages = size / e->page + (size % e->page != 0);
         if (pages > (UINT64_MAX - 2 * e->pad) / e->page - 1)
             return GM_ERR_OUT_OF_MEMORY; /* no address range that large (§A1.6) */

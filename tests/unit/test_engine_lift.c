@@ -136,6 +136,34 @@ static void test_small_no_reuse(void) {
     }
 }
 
+/* Allocations of a page or more are packed below a larger small limit only when reuse inside a
+ * chunk can be proven: under the option a chain of two of them gets windows of its own, whose
+ * pages the plan shares (packed, the second would take new bytes of the chunk: two pages held). */
+static void test_large_packed_only_when_proven(void) {
+    for (int lift = 0; lift < 2; lift++) {
+        sim_t s;
+        gm_engine_config_t c = sim_default_config();
+        c.lift_restrictions = lift;
+        c.small_limit = 4 * sim_page();
+        REQUIRE(sim_init(&s, &c));
+        sim_graph_t g;
+        sim_graph_init(&s, &g);
+        uint32_t a = sim_alloc(&s, &g, sim_page(), NULL, 0);
+        uint32_t f = sim_free(&s, &g, g.va[a], &a, 1, NULL);
+        uint32_t b = sim_alloc(&s, &g, sim_page(), &f, 1);
+        REQUIRE(b != UINT32_MAX);
+        uint32_t k = sim_plain(&s, &g, &b, 1);
+        REQUIRE(sim_free(&s, &g, g.va[b], &k, 1, NULL) != UINT32_MAX);
+        CHECK_EQ_INT(g.va[a] == g.va[b], !lift); /* packed: b reuses a's bytes */
+        REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+        CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+        CHECK(sim_run_data(&s, &g, NULL));
+        CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_HIGH), sim_page());
+        uint64_t exec = 0xE1, graph = g.key;
+        teardown(&s, &exec, 1, &graph, 1);
+    }
+}
+
 /* A graph instantiated twice: both execs use its addresses and take turns. A launch of one takes
  * the windows from the other once the other's run is over (waiting on the host for it), with the
  * data right; an allocation one exec left live blocks the other's launch until it is freed, as it
@@ -474,6 +502,7 @@ int main(void) {
     RUN_TEST(test_free_marker_destroyed);
     RUN_TEST(test_alloc_marker_destroyed);
     RUN_TEST(test_small_no_reuse);
+    RUN_TEST(test_large_packed_only_when_proven);
     RUN_TEST(test_instantiated_twice);
     RUN_TEST(test_clone);
     RUN_TEST(test_child_by_clone);

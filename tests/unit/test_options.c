@@ -11,7 +11,7 @@ static void test_every_default_parses(void) {
     CHECK_EQ_INT(gm_options_load(empty), 0);
     for (int i = 0; i < GM_OPT_COUNT; i++)
         CHECK(strcmp(gm_option_text((gm_option_id_t)i), gm_option_table[i].default_text) == 0);
-    CHECK_EQ_U64(gm_option_u64(GM_OPT_MAX_HANDLE), 256ull << 20);
+    CHECK_EQ_U64(gm_option_u64(GM_OPT_MAX_HANDLE), 64ull << 20);
     CHECK_EQ_U64(gm_option_u64(GM_OPT_RELEASE_THRESHOLD), UINT64_MAX);
     CHECK(!gm_option_bool(GM_OPT_DISABLE));
 }
@@ -35,7 +35,7 @@ static void test_bad_value_keeps_default(void) {
     char *env[] = {"GRAPHMEM_MAX_HANDLE=lots", "GRAPHMEM_NO_ALIAS=yes",
                    "GRAPHMEM_CROSS_STREAM=remap", NULL};
     CHECK_EQ_INT(gm_options_load(env), 1);
-    CHECK_EQ_U64(gm_option_u64(GM_OPT_MAX_HANDLE), 256ull << 20);
+    CHECK_EQ_U64(gm_option_u64(GM_OPT_MAX_HANDLE), 64ull << 20);
     CHECK(!gm_option_from_env(GM_OPT_MAX_HANDLE));
     CHECK(gm_option_bool(GM_OPT_NO_ALIAS));
     CHECK_EQ_U64(gm_option_u64(GM_OPT_CROSS_STREAM), GM_CROSS_STREAM_REMAP);
@@ -44,8 +44,8 @@ static void test_bad_value_keeps_default(void) {
 static void test_bounds_are_errors_not_clamps(void) {
     char *env[] = {"GRAPHMEM_MAX_HANDLE=1M", "GRAPHMEM_SMALL_LIMIT=4G", NULL};
     CHECK_EQ_INT(gm_options_load(env), 2);
-    CHECK_EQ_U64(gm_option_u64(GM_OPT_MAX_HANDLE), 256ull << 20);
-    CHECK_EQ_U64(gm_option_u64(GM_OPT_SMALL_LIMIT), 2ull << 20);
+    CHECK_EQ_U64(gm_option_u64(GM_OPT_MAX_HANDLE), 64ull << 20);
+    CHECK_EQ_U64(gm_option_u64(GM_OPT_SMALL_LIMIT), 8ull << 20);
 }
 
 static void test_unknown_names_are_not_errors(void) {
