@@ -13,7 +13,7 @@
  * rows first and are lifted once the pass is over; an allocation that is an extra member of other
  * groups adds its row to theirs too. */
 typedef struct lift {
-    uint32_t m;
+    uint32_t n, m;
     uint32_t singles; /* groups [0, singles) hold exactly allocation g each */
     size_t words, out_words;
     const uint64_t *before;
@@ -21,13 +21,14 @@ typedef struct lift {
     const uint32_t *group_of; /* allocation -> group, for allocations of the other groups */
     const uint32_t *extra_first, *extra; /* extra members of each group (NULL: none) */
     const uint32_t *in_first, *in;       /* allocation -> the groups it is an extra member of */
+    uint64_t *named;                     /* bit row: allocations some group names as extra */
     uint64_t *conflict;                  /* scratch row for a single-allocation group */
     uint64_t *merged; /* one row per other group: the union of its members' rows */
     uint64_t *out;
 } lift_t;
 
 /* Row g of `out` from a row over allocations: bits of single-allocation groups copy over word by
- * word (n/64 words per row, not n bit tests); each other group is one range test. */
+ * word (n/64 words per row, not n bit tests). */
 static void lift_row(const lift_t *l, const uint64_t *r, uint32_t g) {
     uint64_t *row = l->out + (size_t)g * l->out_words;
     memset(row, 0, l->out_words * sizeof *row);
@@ -35,13 +36,28 @@ static void lift_row(const lift_t *l, const uint64_t *r, uint32_t g) {
     memcpy(row, r, full * sizeof *row);
     if (l->singles % 64)
         row[full] = r[full] & (~0ull >> (64 - l->singles % 64));
-    for (uint32_t h = l->singles; h < l->m; h++) {
-        bool any = gm_bits_any_range(r, l->first[h], l->first[h + 1]);
-        for (uint32_t x = l->extra ? l->extra_first[h] : 0;
-             !any && l->extra && x < l->extra_first[h + 1]; x++)
-            any = gm_bits_test(r, l->extra[x]);
-        if (any)
+    /* Past the singles: a row with few set bits marks, for each, its allocation's group and the
+     * groups naming it as an extra member (rows of large graphs are sparse: an allocation meets
+     * few others). A dense one takes a range test per group, and the set bits of allocations
+     * named as extra members mark their groups. A single named allocation marks them too. */
+    size_t set = 0;
+    for (size_t w = full; w < l->words; w++)
+        set += (size_t)__builtin_popcountll(r[w]);
+    bool dense = set > l->m - l->singles;
+    for (uint32_t h = l->singles; dense && h < l->m; h++)
+        if (gm_bits_any_range(r, l->first[h], l->first[h + 1]))
             gm_bits_set(row, h);
+    for (size_t w = l->in ? 0 : full; w < l->words; w++) {
+        uint64_t b = dense ? (l->named ? r[w] & l->named[w] : 0) : r[w];
+        if (w == l->words - 1 && l->n % 64)
+            b &= ~0ull >> (64 - l->n % 64);
+        for (; b; b &= b - 1) {
+            uint32_t a = (uint32_t)(w * 64 + gm_bits_ctz(b));
+            if (a >= l->singles && !dense)
+                gm_bits_set(row, l->group_of[a]);
+            for (uint32_t x = l->in ? l->in_first[a] : 0; l->in && x < l->in_first[a + 1]; x++)
+                gm_bits_set(row, l->in[x]);
+        }
     }
     gm_bits_clear(row, g);
 }
@@ -77,12 +93,14 @@ static gm_status_t invert_extras(lift_t *l, uint32_t n, uint32_t **in_first, uin
     uint32_t total = l->extra_first[l->m];
     *in_first = calloc((size_t)n + 2, sizeof **in_first);
     *in = malloc(((size_t)total + 1) * sizeof **in);
-    if (!*in_first || !*in)
+    l->named = calloc(l->words + 1, sizeof *l->named);
+    if (!*in_first || !*in || !l->named)
         return GM_ERR_OUT_OF_MEMORY;
     for (uint32_t x = 0; x < total; x++) {
         if (l->extra[x] >= n)
             return GM_ERR_INVALID_VALUE;
         (*in_first)[l->extra[x] + 2]++;
+        gm_bits_set(l->named, l->extra[x]);
     }
     for (uint32_t a = 0; a < n; a++)
         (*in_first)[a + 2] += (*in_first)[a + 1];
@@ -98,7 +116,8 @@ gm_status_t gm_conflict_groups(const gm_dag_t *dag, uint32_t n, const uint32_t *
                                const uint32_t *free_node, const bool *proper,
                                const uint64_t *before, uint32_t m, const uint32_t *first,
                                const uint32_t *extra_first, const uint32_t *extra, uint64_t *out) {
-    lift_t l = {.m = m,
+    lift_t l = {.n = n,
+                .m = m,
                 .words = gm_bits_words(n),
                 .out_words = gm_bits_words(m),
                 .before = before,
@@ -138,6 +157,7 @@ out:
     free(group_of);
     free(in_first);
     free(in);
+    free(l.named);
     free(l.conflict);
     free(l.merged);
     return st;

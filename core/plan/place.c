@@ -116,7 +116,7 @@ static gm_status_t fit(workspace_t *ws, uint32_t i, bool best_fit, uint64_t *out
     uint32_t n = 0;
     for (uint32_t u = first_unit(in, i); u < first_unit(in, i + 1); u++) {
         const uint64_t *row = in->conflict + (size_t)u * in->words;
-        uint64_t at = unit_at(in, u), len = unit_pages(in, u);
+        uint64_t at = unit_at(in, u), len = unit_pages(in, u), last_hi = UINT64_MAX;
         for (size_t w = 0; w < in->words; w++)
             for (uint64_t b = row[w] & ws->placed[w]; b; b &= b - 1) {
                 uint32_t v = (uint32_t)(w * 64 + gm_bits_ctz(b));
@@ -124,9 +124,15 @@ static gm_status_t fit(workspace_t *ws, uint32_t i, bool best_fit, uint64_t *out
                 /* o + at < hi and o + at + len > lo */
                 if (hi <= at)
                     continue;
+                if (lo == last_hi) { /* the next unit of a chunk: one span grows */
+                    ws->spans[n - 1].hi = hi - at;
+                    last_hi = hi;
+                    continue;
+                }
                 uint64_t from = lo + 1 > at + len ? lo + 1 - at - len : 0;
                 if (!push_span(ws, &n, from, hi - at))
                     return GM_ERR_OUT_OF_MEMORY;
+                last_hi = hi;
             }
     }
     const span_t *spans = sort_spans(ws->spans, ws->scratch, n);
