@@ -32,6 +32,7 @@ typedef struct work {
      * [range_first[u], range_first[u + 1]) (those whose first page it is) and
      * extra[extra_first[u] .. extra_first[u + 1]) (those running on into it). */
     uint32_t units, extra_count, extra_cap;
+    uint32_t unit_budget; /* units groups may still add beyond one each */
     uint32_t *unit_first, *range_first, *extra_first, *extra;
     uint64_t *unit_at, *unit_pages;
     uint64_t *before, *unit_conflict;
@@ -144,10 +145,22 @@ static int by_value(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Members of each group of several allocations in the order of their first page (sort keys:
- * first page << 32 | position, then the per-allocation arrays permuted alike). */
+typedef struct member_key {
+    uint64_t first; /* first page in the item */
+    uint32_t pos;   /* position in the group, for a stable order */
+} member_key_t;
+
+static int by_first_page(const void *a, const void *b) {
+    const member_key_t *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Members of each group of several allocations in the order of their first page, the
+ * per-allocation arrays permuted alike. */
 static gm_status_t sort_members(work_t *w) {
-    uint64_t *keys = malloc(((size_t)w->n + 1) * sizeof *keys);
+    member_key_t *keys = malloc(((size_t)w->n + 1) * sizeof *keys);
     uint32_t *alloc_of = malloc(((size_t)w->n + 1) * sizeof *alloc_of);
     if (!keys || !alloc_of) {
         free(keys);
@@ -157,14 +170,14 @@ static gm_status_t sort_members(work_t *w) {
     for (uint32_t g = 0; g < w->m; g++) {
         uint32_t k0 = w->first[g], k1 = w->first[g + 1];
         for (uint32_t k = k0; k < k1; k++) {
-            uint64_t first, end;
-            alloc_pages(w, k, &first, &end);
-            keys[k] = first << 32 | (k - k0);
+            uint64_t end;
+            alloc_pages(w, k, &keys[k].first, &end);
+            keys[k].pos = k - k0;
         }
         if (k1 - k0 > 1)
-            qsort(keys + k0, k1 - k0, sizeof *keys, by_value);
+            qsort(keys + k0, k1 - k0, sizeof *keys, by_first_page);
         for (uint32_t k = k0; k < k1; k++)
-            alloc_of[k] = w->alloc_of[k0 + (uint32_t)keys[k]];
+            alloc_of[k] = w->alloc_of[k0 + keys[k].pos];
     }
     /* alloc_of is the new order; the other arrays follow it through the input allocation. */
     for (uint32_t k = 0; k < w->n; k++) {
@@ -189,8 +202,14 @@ static gm_status_t add_extra(work_t *w, uint32_t k) {
 /* A group's pages cut where the set of allocations on them changes: one unit per piece with
  * allocations on it (pages with none are no unit: nothing there meets anything). A group whose
  * allocations run on into many pieces (more extra members than SPLIT_EXTRAS per allocation) is
- * kept as one unit, the union of its allocations' conflicts. */
+ * kept as one unit, the union of its allocations' conflicts. Planning costs grow with the square
+ * of the units (their conflict matrix, the spans of a fit), so a group gets at most SPLIT_UNITS
+ * of them and all groups together at most as many units again as there are groups: adjacent
+ * pieces are merged into runs (pages of a run between its pieces join it; a merged unit holds
+ * what its pieces hold, and its extra members are its first piece's, since an allocation that
+ * began before the run and reaches a later piece crosses the first). */
 #define SPLIT_EXTRAS 4u
+#define SPLIT_UNITS 8u
 
 static void add_unit(work_t *w, uint32_t range_from, uint64_t at, uint64_t pages) {
     uint32_t u = w->units++;
@@ -198,6 +217,31 @@ static void add_unit(work_t *w, uint32_t range_from, uint64_t at, uint64_t pages
     w->extra_first[u + 1] = w->extra_count;
     w->unit_at[u] = at;
     w->unit_pages[u] = pages;
+}
+
+/* The group's units from `from` on, merged into runs of adjacent ones when there are more than
+ * its share (SPLIT_UNITS, and w->unit_budget extra units left overall). Writes go to indices at
+ * or below those still to be read. */
+static void merge_units(work_t *w, uint32_t from, uint32_t extras_from) {
+    uint32_t k = w->units - from;
+    uint32_t allowed = 1 + (w->unit_budget < SPLIT_UNITS - 1 ? w->unit_budget : SPLIT_UNITS - 1);
+    if (k > allowed) {
+        uint32_t run = (k + allowed - 1) / allowed, out = from, cursor = extras_from;
+        for (uint32_t first = from; first < w->units; first += run, out++) {
+            uint32_t last = first + run < w->units ? first + run - 1 : w->units - 1;
+            uint32_t e0 = w->extra_first[first], e1 = w->extra_first[first + 1];
+            uint64_t at = w->unit_at[first], end = w->unit_at[last] + w->unit_pages[last];
+            w->range_first[out] = w->range_first[first];
+            memmove(&w->extra[cursor], &w->extra[e0], (size_t)(e1 - e0) * sizeof *w->extra);
+            cursor += e1 - e0;
+            w->extra_first[out + 1] = cursor;
+            w->unit_at[out] = at;
+            w->unit_pages[out] = end - at;
+        }
+        w->units = out;
+        w->extra_count = cursor;
+    }
+    w->unit_budget -= w->units - from - 1;
 }
 
 static gm_status_t split_group(work_t *w, uint32_t g, uint64_t *bound, uint32_t *active) {
@@ -239,8 +283,10 @@ static gm_status_t split_group(work_t *w, uint32_t g, uint64_t *bound, uint32_t 
             for (uint32_t k = r0; k < r; k++)
                 active[live++] = k;
         }
-        if (w->extra_count - extras_before <= SPLIT_EXTRAS * (k1 - k0))
+        if (w->extra_count - extras_before <= SPLIT_EXTRAS * (k1 - k0)) {
+            merge_units(w, units_before, extras_before);
             return GM_OK;
+        }
         w->units = units_before; /* too many pieces: the group as one unit */
         w->extra_count = extras_before;
     }
@@ -262,6 +308,7 @@ static gm_status_t split_units(work_t *w) {
         !bound || !active || sort_members(w) != GM_OK)
         goto out;
     w->extra_first[0] = 0;
+    w->unit_budget = w->m;
     st = GM_OK;
     for (uint32_t g = 0; g < w->m && st == GM_OK; g++) {
         w->unit_first[g] = w->units;

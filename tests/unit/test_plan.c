@@ -155,6 +155,30 @@ static void test_item_reuses_dead_chunk_pages(void) {
     gm_plan_free(&plan);
 }
 
+/* Members of one item ordered by a first page past 2^32 (4 KiB pages, an offset of 16 TiB): a
+ * sort key of 32 bits for the page lost it, left B out of every unit and let C, which meets B,
+ * take B's bytes. */
+static void test_far_member_keeps_its_conflicts(void) {
+    uint32_t from[1] = {0}, to[1] = {1};
+    gm_plan_alloc_t a[] = {{4096, 0, 1, 0, (1ull << 32) * 4096}, /* A, item 0 */
+                           {4096, 0, 1, 0, 0},                   /* B, item 0 */
+                           {4096, 0, 1, 1, 0}};                  /* C, item 1 */
+    gm_plan_input_t in = {.node_count = 2,
+                          .edge_count = 1,
+                          .edge_from = from,
+                          .edge_to = to,
+                          .alloc_count = 3,
+                          .allocs = a,
+                          .item_count = 2,
+                          .page = 4096,
+                          .max_handle = 1ull << 40};
+    gm_plan_t plan;
+    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
+    CHECK(plan.items[0].escaping != plan.items[1].escaping ||
+          plan.items[0].arena_page != plan.items[1].arena_page);
+    gm_plan_free(&plan);
+}
+
 /* The cut weighs what mappings cost (a fixed part, about 512 pages' worth, and the pages mapped):
  * small items each get a handle of their own instead of each mapping one large handle, a large
  * item one large handle, and a small item inside a large one's pages maps the large handle
@@ -239,6 +263,7 @@ int main(void) {
     RUN_TEST(test_cuts_follow_items);
     RUN_TEST(test_cuts_weigh_mapping_cost);
     RUN_TEST(test_item_reuses_dead_chunk_pages);
+    RUN_TEST(test_far_member_keeps_its_conflicts);
     RUN_TEST(test_rejects_bad_input);
     return gm_check_summary();
 }
