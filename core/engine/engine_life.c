@@ -37,11 +37,11 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     uint64_t mh = config->max_handle < e->page ? e->page : config->max_handle;
     e->config.max_handle = (mh + e->page - 1) / e->page * e->page;
     e->pad = e->config.max_handle - e->page;
-    /* A chunk holds many small allocations, and at least eight of the largest packed ones (a
-     * larger chunk makes each packing search more of it). */
-    uint64_t chunk = e->config.max_handle;
-    while (chunk < 8 * config->small_limit)
-        chunk *= 2;
+    /* A chunk holds many small allocations, sixteen of the largest packed ones (a larger chunk
+     * makes each packing search more of it). */
+    uint64_t chunk = (16 * config->small_limit + e->page - 1) / e->page * e->page;
+    if (chunk < e->page)
+        chunk = e->page;
     e->chunk_bytes = chunk;
     uint64_t slab = GM_SLAB_PAGES * e->page;
     if (slab < GM_SLAB_WINDOWS * 2 * e->config.max_handle)

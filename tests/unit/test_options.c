@@ -45,7 +45,7 @@ static void test_bounds_are_errors_not_clamps(void) {
     char *env[] = {"GRAPHMEM_MAX_HANDLE=1M", "GRAPHMEM_SMALL_LIMIT=4G", NULL};
     CHECK_EQ_INT(gm_options_load(env), 2);
     CHECK_EQ_U64(gm_option_u64(GM_OPT_MAX_HANDLE), 64ull << 20);
-    CHECK_EQ_U64(gm_option_u64(GM_OPT_SMALL_LIMIT), 8ull << 20);
+    CHECK_EQ_U64(gm_option_u64(GM_OPT_SMALL_LIMIT), 2ull << 20);
 }
 
 static void test_unknown_names_are_not_errors(void) {
