@@ -159,19 +159,16 @@ static void test_item_reuses_dead_chunk_pages(void) {
  * sort key of 32 bits for the page lost it, left B out of every unit and let C, which meets B,
  * take B's bytes. */
 static void test_far_member_keeps_its_conflicts(void) {
-    uint32_t from[1] = {0}, to[1] = {1};
+    uint32_t from[1], to[1];
+    gm_plan_input_t in = chain_input(2, from, to);
     gm_plan_alloc_t a[] = {{4096, 0, 1, 0, (1ull << 32) * 4096}, /* A, item 0 */
                            {4096, 0, 1, 0, 0},                   /* B, item 0 */
                            {4096, 0, 1, 1, 0}};                  /* C, item 1 */
-    gm_plan_input_t in = {.node_count = 2,
-                          .edge_count = 1,
-                          .edge_from = from,
-                          .edge_to = to,
-                          .alloc_count = 3,
-                          .allocs = a,
-                          .item_count = 2,
-                          .page = 4096,
-                          .max_handle = 1ull << 40};
+    in.alloc_count = 3;
+    in.allocs = a;
+    in.item_count = 2;
+    in.page = 4096;
+    in.max_handle = 1ull << 40;
     gm_plan_t plan;
     REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
     CHECK(plan.items[0].escaping != plan.items[1].escaping ||
