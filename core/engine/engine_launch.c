@@ -24,6 +24,60 @@ static gm_record_t *live_at(const gm_engine_t *e, const gm_record_t *r) {
     return NULL;
 }
 
+/* The next escaping item at or after `i` (count when none). */
+static uint32_t next_escaping(const gm_part_t *p, uint32_t i) {
+    while (i < p->item_count && !p->items[i].escaping)
+        i++;
+    return i;
+}
+
+static int compare_va(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether every allocation q holds live is at an address p's launch makes again. */
+static bool makes_again(const gm_part_t *p, const gm_part_t *q) {
+    uint64_t *vas = malloc((p->escaping_count + 1) * sizeof *vas);
+    if (!vas)
+        return false; /* refused, as without the takeover */
+    for (uint32_t k = 0; k < p->escaping_count; k++)
+        vas[k] = p->escaping[k]->va;
+    qsort(vas, p->escaping_count, sizeof *vas, compare_va);
+    bool all = true;
+    for (uint32_t k = 0; all && k < q->escaping_count; k++) {
+        const gm_record_t *r = q->escaping[k];
+        all = !(r->live && r->live_part == q) ||
+              bsearch(&r->va, vas, p->escaping_count, sizeof *vas, compare_va);
+    }
+    free(vas);
+    return all;
+}
+
+/* Whether a launch of p may free the allocations q holds at its addresses and take q's escape
+ * memory as it is mapped (gm_part_take_escape): p's exec has AutoFreeOnLaunch, which frees what
+ * lives at the addresses its launch makes again (§A6.2 across the execs of one window family,
+ * GRAPHMEM_LIFT_RESTRICTIONS); q is a live exec's part of that family and device, maps every
+ * escape window, holds nothing p does not make again, and plans its escape memory exactly as p
+ * does, while p maps none of its own. Nothing is mapped or unmapped for it, so a launch that
+ * fails leaves q as it was. An exec destroyed with an allocation live keeps refusing (§A9.1). */
+static bool escape_takeover(const gm_engine_t *e, const gm_part_t *p, const gm_part_t *q) {
+    if (!e->config.lift_restrictions || !(p->exec->flags & GM_EXEC_AUTO_FREE) || !q || q == p ||
+        q->graph_serial != p->graph_serial || q->device != p->device || q->pinned ||
+        q->exec->destroyed || !q->unfreed || !q->escape_maps.mapped || p->escape_maps.count ||
+        !gm_arena_same_slots(&p->escape, &q->escape))
+        return false;
+    uint32_t i = next_escaping(p, 0), k = next_escaping(q, 0);
+    for (; i < p->item_count && k < q->item_count;
+         i = next_escaping(p, i + 1), k = next_escaping(q, k + 1)) {
+        const gm_item_t *a = &p->items[i], *b = &q->items[k];
+        if (a->va != b->va || a->pages != b->pages || a->arena_page != b->arena_page ||
+            a->access_mask != b->access_mask)
+            return false;
+    }
+    return i == p->item_count && k == q->item_count && makes_again(p, q);
+}
+
 /* The driver would refuse this launch: GM_ERR_INVALID_VALUE. */
 static gm_status_t launch_check(const gm_engine_t *e, const gm_exec_t *x, bool upload) {
     /* A free of another graph's allocation that is not live now (never made by a launch, or
@@ -40,12 +94,16 @@ static gm_status_t launch_check(const gm_engine_t *e, const gm_exec_t *x, bool u
          * address is taken until it is freed. Its window is mapped then, so p is not. */
         if (p->shared_maps.mapped && p->escape_maps.mapped)
             continue;
+        const gm_part_t *holder = NULL; /* whose allocations the launch frees (escape_takeover) */
         for (uint32_t k = 0; k < p->record_count; k++) {
             /* Live from another part: made by another exec of its graph, or a clone's copy. An
              * address has at most one live record. */
             const gm_record_t *live = live_at(e, p->records[k]);
-            if (live && live->live_part != p)
+            if (!live || live->live_part == p || (holder && live->live_part == holder))
+                continue;
+            if (holder || !escape_takeover(e, p, live->live_part))
                 return GM_ERR_INVALID_VALUE;
+            holder = live->live_part;
         }
     }
     return GM_OK;
@@ -66,7 +124,8 @@ static bool window_shared(const gm_part_t *p, const gm_part_t *q, bool escaping_
  * lazily), and under GRAPHMEM_LIFT_RESTRICTIONS those of its other execs. They give them up before
  * `p` maps them, once their last run and pending frees are over: execs sharing windows never run
  * at once, and the one given up maps them again at its next launch (and takes them back). */
-static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait) {
+static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_part_t **taken,
+                                 gm_fence_t **wait) {
     for (gm_part_t *q = e->parts, *next; q; q = next) {
         next = q->all_next;
         if (q == p || q->graph_serial != p->graph_serial || q->device != p->device ||
@@ -80,9 +139,13 @@ static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait
         if (q->pinned)
             continue;
         /* q keeps all its escape windows while it holds an unfreed allocation (its live one is
-         * refused by launch_check); p needing another of them must wait for that free. */
-        if (q->unfreed && q->escape_maps.count && window_shared(p, q, true))
-            return GM_ERR_INVALID_VALUE;
+         * refused by launch_check); p needing another of them must wait for that free, unless
+         * p's launch frees them all and takes q's escape memory as it is. */
+        if (q->unfreed && q->escape_maps.count && window_shared(p, q, true)) {
+            if (*taken || !escape_takeover(e, p, q))
+                return GM_ERR_INVALID_VALUE;
+            *taken = q;
+        }
         gm_fence_t *f = gm_part_trim(e, q, false);
         if (f) {
             *wait = f;
@@ -95,22 +158,35 @@ static gm_status_t release_stale(gm_engine_t *e, gm_part_t *p, gm_fence_t **wait
     return GM_OK;
 }
 
+/* Orders the launch after frees enqueued on other streams of allocations whose bytes it reuses. */
+static gm_status_t after_points(gm_engine_t *e, gm_part_t *p, const gm_part_t *owner,
+                                uint64_t stream) {
+    gm_status_t st = GM_OK;
+    for (uint32_t i = 0; st == GM_OK && i < owner->point_count; i++) {
+        const gm_free_point_t *pt = &owner->points[i];
+        bool waited = false;
+        if (pt->stream != stream)
+            st = gm_fence_wait_stream(e, stream, pt->fence, &waited);
+        p->exec->report.waits += waited;
+    }
+    return st;
+}
+
 /* Orders the launch after the group's latest user when that ran on another stream (unless it was
  * this exec's own launch: the driver orders an exec's launches), and after frees of the part's
- * allocations enqueued on other streams (the launch reuses their bytes). */
-static gm_status_t order(gm_engine_t *e, gm_part_t *p, uint64_t stream, bool upload) {
+ * allocations, or of those of the part whose escape memory it takes, enqueued on other streams
+ * (the launch reuses their bytes). */
+static gm_status_t order(gm_engine_t *e, gm_part_t *p, const gm_part_t *taken, uint64_t stream,
+                         bool upload) {
     const gm_group_t *g = p->group;
     bool ordered = g->last_stream == stream || (g->last_part == p && g->last_launch);
     bool waited = false;
     gm_status_t st = ordered ? GM_OK : gm_fence_wait_stream(e, stream, g->last_fence, &waited);
     p->exec->report.waits += waited;
-    for (uint32_t i = 0; st == GM_OK && !upload && i < p->point_count; i++) {
-        const gm_free_point_t *pt = &p->points[i];
-        if (pt->stream == stream)
-            continue;
-        st = gm_fence_wait_stream(e, stream, pt->fence, &waited);
-        p->exec->report.waits += waited;
-    }
+    if (st == GM_OK && !upload)
+        st = after_points(e, p, p, stream);
+    if (st == GM_OK && !upload && taken)
+        st = after_points(e, p, taken, stream);
     return st;
 }
 
@@ -128,7 +204,8 @@ static gm_status_t reserve_points(const gm_engine_t *e, gm_exec_t *x) {
 
 /* The launch happened, followed by fence f (a reference this takes over; NULL: proven done):
  * what it does to the engine's state. */
-static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, gm_fence_t *f) {
+static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, gm_fence_t *f,
+                   gm_part_t *const *taken) {
     if (upload)
         x->report.uploads++;
     else
@@ -151,7 +228,12 @@ static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, g
         for (uint32_t k = 0; k < p->point_count; k++)
             gm_fence_unref(e, p->points[k].fence);
         p->point_count = 0;
-        /* AutoFreeOnLaunch: the previous allocations are freed and made again, same bytes. */
+        /* AutoFreeOnLaunch: the previous allocations are freed and made again, same bytes; those
+         * of another exec of the family too, in its escape memory, which this part takes. */
+        if (taken[i]) {
+            gm_part_take_escape(e, p, taken[i]);
+            x->report.freed_others++;
+        }
         for (uint32_t k = 0; k < p->escaping_count; k++) {
             gm_record_t *r = p->escaping[k];
             if (!r->live) {
@@ -250,10 +332,11 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
     if (e->config.uaf_check)
         gm_uaf_poll(e);
     /* Groups, and windows taken back from stale parts, before anything is mapped. */
+    gm_part_t *taken[GM_MAX_DEVICES] = {0}; /* whose escape memory each part takes at commit */
     for (uint32_t i = 0; i < x->part_count && st == GM_OK; i++) {
         gm_part_t *p = x->parts[i];
         if (!p->shared_maps.mapped || !p->escape_maps.mapped)
-            st = release_stale(e, p, wait);
+            st = release_stale(e, p, &taken[i], wait);
         if (st == GM_OK)
             st = gm_part_enter(e, p, stream, wait);
     }
@@ -262,7 +345,7 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
     for (; st == GM_OK && mapped < x->part_count; mapped++) {
         gm_part_t *p = x->parts[mapped];
         bool again = p->mapped_once && !(p->shared_maps.mapped && p->escape_maps.mapped);
-        st = gm_part_map(e, p, &undo[mapped]);
+        st = gm_part_map(e, p, taken[mapped] != NULL, &undo[mapped]);
         if (st != GM_OK)
             break;
         p->exec->report.remaps += again;
@@ -271,7 +354,7 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
     if (st == GM_OK)
         st = reserve_points(e, x);
     for (uint32_t i = 0; i < x->part_count && st == GM_OK; i++)
-        st = order(e, x->parts[i], stream, upload);
+        st = order(e, x->parts[i], taken[i], stream, upload);
     /* The fence is deferred where a later proof is possible: not for uploads (rare), nor when the
      * launch frees other graphs' allocations (their free points keep a fence of their own), nor
      * under uaf_check, which polls every fence. */
@@ -292,7 +375,7 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
             gm_part_map_undo(e, x->parts[i], &undo[i]);
     }
     if (st == GM_OK) {
-        commit(e, x, stream, upload, fence);
+        commit(e, x, stream, upload, fence, taken);
         arm_fast(e, x, stream, upload, fence);
     }
     for (uint32_t i = 0; i < x->part_count; i++)

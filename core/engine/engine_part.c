@@ -368,7 +368,7 @@ static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, g
     return GM_OK;
 }
 
-static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *log) {
+static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, bool escape_taken, gm_map_undo_t *log) {
     gm_status_t st = GM_OK;
     if (!p->shared_maps.mapped) {
         maplist_unmap(e, p, &p->shared_maps, 0); /* leftovers of a refused unmap */
@@ -380,7 +380,7 @@ static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *log) {
             if (!p->items[i].escaping)
                 st = map_item(e, p, &p->items[i], &p->group->arena, &p->shared_maps, log, 0);
     }
-    if (st == GM_OK && !p->escape_maps.mapped) {
+    if (st == GM_OK && !p->escape_maps.mapped && !escape_taken) {
         maplist_unmap(e, p, &p->escape_maps, 0);
         if (p->escape_maps.count)
             return GM_ERR_BACKEND;
@@ -414,22 +414,36 @@ void gm_map_undo_fini(gm_map_undo_t *undo) {
     *undo = (gm_map_undo_t){.shared_before = true, .escape_before = true};
 }
 
-gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo) {
+gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, bool escape_taken, gm_map_undo_t *undo) {
     *undo = (gm_map_undo_t){.shared_before = p->shared_maps.mapped,
-                            .escape_before = p->escape_maps.mapped};
+                            .escape_before = p->escape_maps.mapped || escape_taken};
     if (undo->shared_before && undo->escape_before)
         return GM_OK;
     uint64_t t0 = gm_now_ns();
     p->busy = true;
-    gm_status_t st = map_all(e, p, undo);
+    gm_status_t st = map_all(e, p, escape_taken, undo);
     p->busy = false;
     if (st != GM_OK) {
         gm_part_map_undo(e, p, undo);
         return st;
     }
-    p->shared_maps.mapped = p->escape_maps.mapped = true;
+    p->shared_maps.mapped = true;
+    p->escape_maps.mapped |= !escape_taken;
     p->exec->report.map_ns += gm_now_ns() - t0;
     return GM_OK;
+}
+
+void gm_part_take_escape(gm_engine_t *e, gm_part_t *p, gm_part_t *q) {
+    for (uint32_t k = 0; k < q->escaping_count; k++)
+        if (q->escaping[k]->live && q->escaping[k]->live_part == q)
+            gm_record_freed(q->escaping[k]);
+    for (uint32_t i = 0; i < q->point_count; i++)
+        gm_fence_unref(e, q->points[i].fence);
+    q->point_count = 0;
+    gm_arena_swap(&p->escape, &q->escape);
+    gm_maplist_t own = p->escape_maps;
+    p->escape_maps = q->escape_maps;
+    q->escape_maps = own;
 }
 
 /* ---- idle and trim ------------------------------------------------------------------------- */

@@ -45,11 +45,18 @@ typedef struct gm_map_undo {
     uint32_t *slots[2];
     uint32_t count[2], cap[2];
 } gm_map_undo_t;
-gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo);
+/* Maps what p's next launch needs; with `escape_taken`, not its escape windows, which that
+ * launch takes over mapped (gm_part_take_escape). */
+gm_status_t gm_part_map(gm_engine_t *e, gm_part_t *p, bool escape_taken, gm_map_undo_t *undo);
 void gm_part_map_undo(gm_engine_t *e, gm_part_t *p, gm_map_undo_t *undo);
 void gm_map_undo_fini(gm_map_undo_t *undo);
 void gm_part_unmap_shared(gm_engine_t *e, gm_part_t *p);
 void gm_part_unmap_escape(gm_engine_t *e, gm_part_t *p);
+/* A launch of p's exec with AutoFreeOnLaunch was accepted where q (an exec of its window family,
+ * same device, same escape plan) held allocations at its addresses: they are freed, and p takes
+ * q's escape memory as it is mapped (arena and mappings), giving q its own unmapped one. q's
+ * pending frees must be behind the launch. Nothing is unmapped or mapped. */
+void gm_part_take_escape(gm_engine_t *e, gm_part_t *p, gm_part_t *q);
 
 /* Whether its latest run finished (then its fence is dropped). Never blocks. */
 bool gm_part_idle(gm_engine_t *e, gm_part_t *p);

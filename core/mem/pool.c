@@ -55,6 +55,30 @@ uint32_t gm_arena_slot_at(const gm_arena_t *arena, uint64_t page) {
     return lo;
 }
 
+bool gm_arena_same_slots(const gm_arena_t *a, const gm_arena_t *b) {
+    if (a->count != b->count)
+        return false;
+    for (uint32_t i = 0; i < a->count; i++)
+        if (a->pages[i] != b->pages[i])
+            return false;
+    return true;
+}
+
+/* A handle names its slot (release() empties it), so the slots' new owners are written back. */
+static void arena_own_handles(gm_arena_t *arena) {
+    for (uint32_t i = 0; i < arena->count; i++)
+        if (arena->handles[i])
+            arena->handles[i]->arena = arena;
+}
+
+void gm_arena_swap(gm_arena_t *a, gm_arena_t *b) {
+    gm_arena_t t = *a;
+    *a = *b;
+    *b = t;
+    arena_own_handles(a);
+    arena_own_handles(b);
+}
+
 gm_pool_t *gm_pool_create(const gm_backend_t *backend, int device, uint64_t max_reserved,
                           uint64_t release_threshold) {
     gm_pool_t *pool = calloc(1, sizeof *pool);

@@ -35,6 +35,10 @@ gm_status_t gm_arena_append(gm_arena_t *arena, uint64_t pages);
 void gm_arena_fini(gm_arena_t *arena);
 /* First slot whose pages reach past `page` (count when none). */
 uint32_t gm_arena_slot_at(const gm_arena_t *arena, uint64_t page);
+/* Whether the two arenas are cut into the same slots. */
+bool gm_arena_same_slots(const gm_arena_t *a, const gm_arena_t *b);
+/* Exchanges the two arenas' slots with the memory they hold (each handle follows its slot). */
+void gm_arena_swap(gm_arena_t *a, gm_arena_t *b);
 
 typedef struct gm_pool_stats {
     uint64_t used, used_high, reserved, reserved_high;

@@ -10,6 +10,7 @@
 // of G's clone as a child node runs against that clone's exec from two threads. tests/python/
 // test_gpu_conformance.py runs it natively, under graphmem as it is (the same observations: the
 // second instantiation and the clone refused) and with the option (the observations it expects).
+// Last, AutoFreeOnLaunch across two execs of one graph (autofree_phase).
 #include <thread>
 
 #include "common.cuh"
@@ -93,11 +94,60 @@ static void escape_turns(const char *prefix, cudaGraphExec_t first, cudaGraphExe
     rc("free_again", cudaFree(y));
 }
 
-// The stamp runs so far, observed as `key`.
-static void obs_runs(const char *key, unsigned *next_token) {
+static unsigned runs_so_far(unsigned *next_token) {
     unsigned runs = 0;
     cudaMemcpy(&runs, next_token, sizeof runs, cudaMemcpyDeviceToHost);
-    obs_int(key, runs);
+    return runs;
+}
+
+// The stamp runs so far, observed as `key`.
+static void obs_runs(const char *key, unsigned *next_token) {
+    obs_int(key, (long long)runs_so_far(next_token));
+}
+
+// AutoFreeOnLaunch across the execs of one graph: graph K (alloc Z, fill 55, no free) instantiated
+// without the flag (k1) and with it (k2). Z left live by k1 and cleared by the program is freed by
+// k2's launch, which makes it again and fills it; k1 is then refused until Z is freed. Graph W
+// (alloc, stamp, no free) instantiated twice with the flag: launched by two threads on two
+// streams, each launch frees the allocation the other's left live, and no two runs overlap.
+static void autofree_phase(unsigned *next_token, unsigned *bad) {
+    bool built = true;
+    cudaGraph_t k = nullptr, w = nullptr;
+    cudaGraphCreate(&k, 0);
+    cudaGraphCreate(&w, 0);
+    cudaGraphNode_t az, fz, aw, sw;
+    void *z = nullptr, *wp = nullptr;
+    built &= add_alloc(&az, k, nullptr, 0, kBytes, &z) == cudaSuccess;
+    built &= add_fill(&fz, k, &az, 1, z, kWords, 55) == cudaSuccess;
+    built &= add_alloc(&aw, w, nullptr, 0, kBytes, &wp) == cudaSuccess;
+    built &= add_stamp(&sw, w, aw, wp, next_token, bad) == cudaSuccess;
+    obs_ok("autofree_built", built);
+    const unsigned long long autofree = cudaGraphInstantiateFlagAutoFreeOnLaunch;
+    cudaGraphExec_t k1 = nullptr, k2 = nullptr, w1 = nullptr, w2 = nullptr;
+    cudaGraphInstantiate(&k1, k, 0);
+    obs_rc("autofree_instantiate", cudaGraphInstantiate(&k2, k, autofree));
+    cudaGraphInstantiate(&w1, w, autofree);
+    cudaGraphInstantiate(&w2, w, autofree);
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    obs_rc("autofree_first_launch", cudaGraphLaunch(k1, s));
+    obs_rc("autofree_clear", cudaMemsetAsync(z, 0, kBytes, s));
+    obs_rc("autofree_second_while_live", cudaGraphLaunch(k2, s));
+    obs_ok("autofree_second_data", check_words(s, z, kWords, 55));
+    obs_rc("autofree_first_while_live", cudaGraphLaunch(k1, s));
+    obs_rc("autofree_free", cudaFree(z));
+    obs_rc("autofree_first_after_free", cudaGraphLaunch(k1, s));
+    obs_ok("autofree_first_data", check_words(s, z, kWords, 55));
+    obs_rc("autofree_free_again", cudaFree(z));
+    unsigned before = runs_so_far(next_token);
+    launch_pair("autofree_threads_launch", w1, w2);
+    obs_int("autofree_runs", (long long)(runs_so_far(next_token) - before));
+    obs_rc("autofree_threads_free", cudaFree(wp));
+    cudaStreamDestroy(s);
+    for (cudaGraphExec_t e : {k1, k2, w1, w2})
+        cudaGraphExecDestroy(e);
+    cudaGraphDestroy(k);
+    cudaGraphDestroy(w);
 }
 
 int main() {
@@ -185,6 +235,8 @@ int main() {
         launch_pair("child_threads_launch", ep, ec);
         obs_runs("child_runs", next_token);
     }
+    if (second == cudaSuccess)
+        autofree_phase(next_token, bad);
     unsigned wrong = 0;
     cudaMemcpy(&wrong, bad, sizeof wrong, cudaMemcpyDeviceToHost);
     obs_int("wrong_words", wrong);

@@ -157,7 +157,8 @@ def test_instantiate_twice():
     """GRAPHMEM_LIFT_RESTRICTIONS=1 lets a graph with memory nodes be instantiated twice and cloned
     (beyond the driver, which refuses both): the execs share its addresses and never run at once,
     even launched by two threads on two streams; an allocation one left live refuses the other's
-    launch until freed; a clone outlives its original. Without the option graphmem observes what
+    launch until freed, unless the other has AutoFreeOnLaunch (its launch frees it); a clone
+    outlives its original. Without the option graphmem observes what
     the driver does."""
     native, under = beyond_the_driver("instantiate_twice", "GRAPHMEM_LIFT_RESTRICTIONS")
     assert dict(native.obs).get("instantiate_second") == "cudaErrorNotSupported", native.describe()
@@ -180,7 +181,15 @@ def test_instantiate_twice():
             "clone_after_original_gone_sync": "cudaSuccess", "child_by_clone": "cudaSuccess",
             "child_parent_instantiate": "cudaSuccess", "child_threads_launch_first": "cudaSuccess",
             "child_threads_launch_second": "cudaSuccess", "child_runs": "242",
-            "wrong_words": "0"}
+            "autofree_built": "ok", "autofree_instantiate": "cudaSuccess",
+            "autofree_first_launch": "cudaSuccess", "autofree_clear": "cudaSuccess",
+            "autofree_second_while_live": "cudaSuccess", "autofree_second_data": "ok",
+            "autofree_first_while_live": "cudaErrorInvalidValue", "autofree_free": "cudaSuccess",
+            "autofree_first_after_free": "cudaSuccess", "autofree_first_data": "ok",
+            "autofree_free_again": "cudaSuccess",
+            "autofree_threads_launch_first": "cudaSuccess",
+            "autofree_threads_launch_second": "cudaSuccess", "autofree_runs": "80",
+            "autofree_threads_free": "cudaSuccess", "wrong_words": "0"}
     assert_observed(under, want)
 
 

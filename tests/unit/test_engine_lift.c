@@ -193,9 +193,8 @@ static void test_instantiated_twice(void) {
     sim_one_alloc_graph(&s, &h, 2 * MiB, true);
     const uint32_t x = 0;
     REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
-    REQUIRE(sim_instantiate(&s, &h, 0xF2, GM_EXEC_AUTO_FREE) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &h, 0xF2, 0) == GM_OK); /* AutoFree: test_autofree_takes_twin */
     live_address_turns(&s, &h, 0xF1, &h, 0xF2, h.va[x]);
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK); /* its own, AutoFreeOnLaunch */
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
     host_backend_complete_all(s.hb);
     gm_engine_exec_destroy(s.engine, 0xF2, GM_NO_CALL); /* x stays live */
@@ -350,14 +349,15 @@ static void test_clone_free_own(void) {
 
 /* Execs of one graph with different allocation sets (the graph grew between them): while one
  * holds an unfreed allocation it keeps all its escape windows, so the other's launch needing one
- * of them is refused (not mapped over it) until that allocation is freed. */
+ * of them is refused (not mapped over it) until that allocation is freed, AutoFreeOnLaunch or
+ * not: that launch would not make it again. */
 static void test_twins_escape_window(void) {
     sim_t s;
     REQUIRE(lifted_sim(&s));
     sim_graph_t g;
     sim_one_alloc_graph(&s, &g, 1 * MiB, true);
     const uint32_t a = 0;
-    REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK); /* {a} */
+    REQUIRE(sim_instantiate(&s, &g, 0xE2, GM_EXEC_AUTO_FREE) == GM_OK); /* {a} */
     uint32_t b = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
     REQUIRE(sim_plain(&s, &g, &b, 1) != UINT32_MAX);
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK); /* {a, b} */
@@ -372,6 +372,67 @@ static void test_twins_escape_window(void) {
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
     teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, (uint64_t[]){g.key}, 1);
+}
+
+static void sum_freed_others(const gm_exec_report_t *rep, void *arg) {
+    *(uint64_t *)arg += rep->freed_others;
+}
+
+/* An exec with AutoFreeOnLaunch launched while another exec of its graph (instantiated twice, or
+ * a clone's) holds allocations at its addresses frees them, as it frees its own (§A6.2), and
+ * takes the memory holding them as it is mapped: the data is intact up to its run, nothing is
+ * mapped anew, and a launch the driver refuses leaves the holder as it was. An upload leaves them
+ * live. The holder, without the flag, is refused then; one whose exec was destroyed keeps its
+ * allocation until it is freed (§A9.1). */
+static void test_autofree_takes_twin(void) {
+    sim_t s;
+    REQUIRE(lifted_sim(&s));
+    sim_graph_t h, hc;
+    cloned_pair(&s, &h, &hc, 2 * MiB, true);
+    const uint64_t va = h.va[0];
+    REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &h, 0xF2, GM_EXEC_AUTO_FREE) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &hc, 0xF3, GM_EXEC_AUTO_FREE) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    const uint64_t held = host_backend_handle_at(s.hb, va, NULL);
+    const uint64_t reserved = sim_attr(&s, GM_ATTR_RESERVED_CURRENT);
+    CHECK(held != 0);
+
+    CHECK_EQ_INT(sim_upload(&s, 0xF2, S1 + 1), GM_OK);
+    s.fail_submits = 1;
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1 + 1), GM_ERR_DRIVER);
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va, NULL), held);
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE); /* still its own, unfreed */
+
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1 + 1), GM_OK);
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va, NULL), held);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), reserved);
+    CHECK(sim_run_data(&s, &h, NULL)); /* F1's data was intact up to the run */
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
+    CHECK_EQ_INT(sim_launch(&s, 0xF3, S1), GM_OK); /* the clone's exec takes it in turn */
+    CHECK(sim_run_data(&s, &hc, NULL));
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va, NULL), held);
+    uint64_t freed_others = 0;
+    gm_engine_report(s.engine, sum_freed_others, &freed_others);
+    CHECK_EQ_U64(freed_others, 2);
+
+    /* Freed through the original's address, then F1 makes it again. */
+    CHECK(sim_forget_live(&s, va));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    /* F1 destroyed with it live: the address stays taken until it is freed. */
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xF1, GM_NO_CALL);
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_ERR_INVALID_VALUE);
+    CHECK(sim_forget_live(&s, va));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    CHECK(sim_forget_live(&s, va));
+    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
+    teardown(&s, (uint64_t[]){0xF2, 0xF3}, 2, (uint64_t[]){h.key, hc.key}, 2);
 }
 
 /* A clone moved into a parent after an exec of its original was made: the original's execs keep
@@ -509,6 +570,7 @@ int main(void) {
     RUN_TEST(test_clone_moved_child);
     RUN_TEST(test_clone_free_own);
     RUN_TEST(test_twins_escape_window);
+    RUN_TEST(test_autofree_takes_twin);
     RUN_TEST(test_moved_clone_family);
     RUN_TEST(test_conditional_body);
     RUN_TEST(test_body_shared);

@@ -15,7 +15,8 @@
  * under GRAPHMEM_LIFT_RESTRICTIONS with every graph instantiated twice, and once with every graph
  * cloned and the clone instantiated, the host threads launching either exec: the two share the
  * graph's addresses and must never run at once (a launch of one takes the windows from the other
- * after its run), and an allocation one left live refuses the other's launch until it is freed.
+ * after its run), and an allocation one left live refuses the other's launch until it is freed,
+ * unless the other has AutoFreeOnLaunch: its launch frees it and takes the memory holding it.
  * In every world the host threads also claim event order that the "GPU" never keeps (a stream
  * "waits" for an event recorded on another, core/README.md "Event order"): a first launch may then
  * take a busy group of another stream, and graphmem's own fences must still keep the bytes apart.
@@ -185,8 +186,8 @@ static void one_launch(world_t *w, tgraph_t *t, uint64_t stream, uint64_t free_s
     bool unfreed = false;
     for (uint32_t a = 0; a < t->count; a++)
         unfreed = unfreed || t->live[a];
-    /* AutoFreeOnLaunch frees only what the exec itself left live. */
-    if (unfreed && (!(t->flags & GM_EXEC_AUTO_FREE) || t->live_by != t->exec)) {
+    /* AutoFreeOnLaunch frees what is live at the exec's addresses, whichever twin made it. */
+    if (unfreed && !(t->flags & GM_EXEC_AUTO_FREE)) {
         /* The driver refuses the relaunch (§A6.1); the program frees, then launches. */
         if (launch(w, t, stream, false) != GM_ERR_INVALID_VALUE)
             atomic_fetch_add(&w->unexpected, 1);
@@ -331,7 +332,8 @@ static void build_graph(world_t *w, tgraph_t *t, int i, uint64_t *rng) {
 }
 
 static void sum_adopted(const gm_exec_report_t *rep, void *arg) {
-    *(uint64_t *)arg += rep->adopted;
+    ((uint64_t *)arg)[0] += rep->adopted;
+    ((uint64_t *)arg)[1] += rep->freed_others;
 }
 
 static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins, bool clones) {
@@ -409,17 +411,21 @@ static void run_world(gm_cross_stream_policy_t policy, bool adopt, bool twins, b
     atomic_store(&w.stop, true);
     for (int i = 0; i < WORKERS; i++)
         pthread_join(worker_ids[i], NULL);
-    uint64_t adopted = 0;
-    gm_engine_report(w.s.engine, sum_adopted, &adopted);
+    uint64_t counts[2] = {0, 0}, adopted = 0, freed_others = 0;
+    gm_engine_report(w.s.engine, sum_adopted, counts);
+    adopted = counts[0], freed_others = counts[1];
     if (adopt)
         CHECK(adopted > 0);
-    printf("%s%s%s: %llu adopted, %llu launches, %llu failed for memory, %llu refused in %llu "
-           "captures, seed %llu\n",
+    if (twins) /* AutoFreeOnLaunch execs took their twin's live allocations */
+        CHECK(freed_others > 0);
+    printf("%s%s%s: %llu adopted, %llu freed others', %llu launches, %llu failed for memory, %llu "
+           "refused in %llu captures, seed %llu\n",
            policy == GM_CROSS_STREAM_SERIALIZE ? "serialize" : "remap", adopt ? ", adopting" : "",
            clones  ? ", clones"
            : twins ? ", twins"
                    : "",
-           (unsigned long long)adopted, (unsigned long long)atomic_load(&w.launches),
+           (unsigned long long)adopted, (unsigned long long)freed_others,
+           (unsigned long long)atomic_load(&w.launches),
            (unsigned long long)atomic_load(&w.failed_for_memory),
            (unsigned long long)atomic_load(&w.refused_in_capture),
            (unsigned long long)atomic_load(&w.captures), (unsigned long long)seed);
