@@ -1,8 +1,9 @@
 /* Event order between streams, as hints for choosing a sharing group (core/README.md, "Event
  * order"). A stream counts the served launches and uploads committed on it; an event recorded on
- * it carries that count (its mark); a stream that waits for the event is after that many of the
- * recording stream's launches. A group whose users all ran before a stream's position can take a
- * first launch there without making it wait for more than the program already waits for.
+ * it carries that count (its mark) and the marks the stream itself is after; a stream that waits
+ * for the event is after all of them (order is transitive: a wait for A's event puts B after what
+ * A waited for). A group whose users all ran before a stream's position can take a first launch
+ * there without making it wait for more than the program already waits for.
  *
  * Only ever a hint: the launch still waits for the group's latest user through graphmem's own fence
  * (engine_launch.c, order()), so a mark that is wrong (an event recorded in ways graphmem does not
@@ -27,6 +28,13 @@ typedef struct stream_order {
     uint32_t after_count, after_cap, after_next;
 } stream_order_t;
 
+/* What a recorded event stands for: its recording stream's mark, then the marks that stream was
+ * after at the record. */
+typedef struct event_order {
+    gm_order_mark_t *marks;
+    uint32_t count, cap;
+} event_order_t;
+
 void gm_order_init(gm_engine_t *e) {
     pthread_mutex_init(&e->order_lock, NULL);
 }
@@ -40,8 +48,10 @@ static void forget_all(gm_engine_t *e) {
         free(v);
     }
     pos = 0;
-    while (gm_map_next(&e->order_events, &pos, NULL, &v))
+    while (gm_map_next(&e->order_events, &pos, NULL, &v)) {
+        free(((event_order_t *)v)->marks);
         free(v);
+    }
     gm_map_fini(&e->order_streams);
     gm_map_fini(&e->order_events);
 }
@@ -119,18 +129,33 @@ void gm_order_stream_gone(gm_engine_t *e, uint64_t stream) {
     free(s);
 }
 
-/* The event's mark becomes `mark` (none: forgotten). Under the order lock. */
-static void set_mark(gm_engine_t *e, uint64_t event, gm_order_mark_t mark) {
-    gm_order_mark_t *m = gm_map_get(&e->order_events, event);
-    if (mark.stream_id == 0) {
-        free(gm_map_remove(&e->order_events, event));
-    } else if (m) {
-        *m = mark;
-    } else if ((m = malloc(sizeof *m)) != NULL) {
-        *m = mark;
-        if (gm_map_put(&e->order_events, event, m) != GM_OK)
-            free(m);
+/* The event stands for nothing (a record graphmem cannot place, or a destroy). Under the order
+ * lock. */
+static void forget_event(gm_engine_t *e, uint64_t event) {
+    event_order_t *ev = gm_map_remove(&e->order_events, event);
+    if (ev)
+        free(ev->marks);
+    free(ev);
+}
+
+/* The event stands for stream s's position now: its mark and what it is after. Without host memory
+ * it is forgotten (a hint lost). Under the order lock. */
+static void set_event(gm_engine_t *e, uint64_t event, const stream_order_t *s) {
+    event_order_t *ev = gm_map_get(&e->order_events, event);
+    if (!ev && (ev = calloc(1, sizeof *ev)) != NULL &&
+        gm_map_put(&e->order_events, event, ev) != GM_OK) {
+        free(ev);
+        ev = NULL;
     }
+    if (!ev ||
+        gm_grow((void **)&ev->marks, &ev->cap, s->after_count + 1, sizeof *ev->marks) != GM_OK) {
+        forget_event(e, event);
+        return;
+    }
+    ev->marks[0] = (gm_order_mark_t){s->id, s->served};
+    for (uint32_t i = 0; i < s->after_count; i++)
+        ev->marks[i + 1] = s->after[i];
+    ev->count = s->after_count + 1;
 }
 
 void gm_engine_event_record(gm_engine_t *e, uint64_t event, uint64_t stream) {
@@ -138,23 +163,20 @@ void gm_engine_event_record(gm_engine_t *e, uint64_t event, uint64_t stream) {
         return; /* nothing served yet: no mark could matter */
     pthread_mutex_lock(&e->order_lock);
     const stream_order_t *s = stream == GM_NO_STREAM ? NULL : stream_entry(e, stream, false);
-    set_mark(e, event, s ? (gm_order_mark_t){s->id, s->served} : GM_NO_MARK);
+    if (s)
+        set_event(e, event, s);
+    else
+        forget_event(e, event);
     pthread_mutex_unlock(&e->order_lock);
 }
 
-void gm_engine_stream_wait(gm_engine_t *e, uint64_t stream, uint64_t event) {
-    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
-        return;
-    pthread_mutex_lock(&e->order_lock);
-    const gm_order_mark_t *m = gm_map_get(&e->order_events, event);
-    gm_order_mark_t mark = m ? *m : GM_NO_MARK;
-    stream_order_t *s = mark.stream_id ? stream_entry(e, stream, true) : NULL;
+/* Stream s is after `mark` too. Under the order lock. */
+static void stream_after(stream_order_t *s, gm_order_mark_t mark) {
     uint32_t i = 0;
-    while (s && s->id != mark.stream_id && i < s->after_count &&
-           s->after[i].stream_id != mark.stream_id)
+    while (s->id != mark.stream_id && i < s->after_count && s->after[i].stream_id != mark.stream_id)
         i++;
-    if (!s || s->id == mark.stream_id) {
-        /* no mark, no room to remember it, or its own order */
+    if (s->id == mark.stream_id) {
+        /* its own order */
     } else if (i < s->after_count) {
         if (s->after[i].served < mark.served)
             s->after[i].served = mark.served;
@@ -166,6 +188,16 @@ void gm_engine_stream_wait(gm_engine_t *e, uint64_t stream, uint64_t event) {
         s->after[s->after_next] = mark;
         s->after_next = (s->after_next + 1) % s->after_count;
     }
+}
+
+void gm_engine_stream_wait(gm_engine_t *e, uint64_t stream, uint64_t event) {
+    if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&e->order_lock);
+    const event_order_t *ev = gm_map_get(&e->order_events, event);
+    stream_order_t *s = ev ? stream_entry(e, stream, true) : NULL;
+    for (uint32_t i = 0; s && i < ev->count; i++)
+        stream_after(s, ev->marks[i]);
     pthread_mutex_unlock(&e->order_lock);
 }
 
@@ -173,6 +205,6 @@ void gm_engine_event_destroyed(gm_engine_t *e, uint64_t event) {
     if (!atomic_load_explicit(&e->order_active, memory_order_relaxed))
         return;
     pthread_mutex_lock(&e->order_lock);
-    set_mark(e, event, GM_NO_MARK);
+    forget_event(e, event);
     pthread_mutex_unlock(&e->order_lock);
 }

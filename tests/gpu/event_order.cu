@@ -12,6 +12,9 @@
 //    still keep Y from running over X (0 wrong words). Event order is a hint, never the proof.
 //  - threads: two host threads take turns, each launching its graph on its own stream after
 //    waiting for the other's event, ten rounds: 0 wrong words.
+//  - chained: X runs 20 ms on stream P; Q waits for an event recorded after it on P, and R for
+//    an event recorded on Q after that wait; Y launched on R follows X through Q (order is
+//    transitive), so Y shares X's 16 MiB, with 0 wrong words.
 // OBS lines (return codes, wrong words) must match the native run; the reserved high-water marks
 // are INFO (graphmem: the largest graph, 64 MiB, ordered; 64 + 48 unordered) and checked by
 // tests/python/test_gpu_conformance.py (test_event_order).
@@ -75,7 +78,7 @@ static bool take_turns(Work *w, cudaStream_t *s, cudaEvent_t ev, int rounds) {
 
 int main() {
     require_graph_memory();
-    cudaStream_t s[9];
+    cudaStream_t s[12];
     for (cudaStream_t &st : s)
         cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
     cudaEvent_t ev;
@@ -149,6 +152,30 @@ int main() {
     for (Work &w : pair)
         destroy_work(&w);
     for (cudaEvent_t e : turn_ev)
+        cudaEventDestroy(e);
+
+    // Chained: Y on R follows X on P through an event recorded on Q after Q waited for P.
+    Work cx, cy;
+    cudaEvent_t link[2];
+    for (cudaEvent_t &e : link)
+        cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    made = make_work(&cx, s[9], 16 * kMiB, 41, 4000000, 5, bad, false, 0) == cudaSuccess;
+    made &= make_work(&cy, s[11], 16 * kMiB, 42, 4000000, 5, bad, false, 0) == cudaSuccess;
+    obs_ok("make_chained", made);
+    fresh_memory();
+    ok = cudaGraphLaunch(cx.exec, s[9]) == cudaSuccess;
+    ok &= cudaEventRecord(link[0], s[9]) == cudaSuccess;
+    ok &= cudaStreamWaitEvent(s[10], link[0], 0) == cudaSuccess;
+    ok &= cudaEventRecord(link[1], s[10]) == cudaSuccess;
+    ok &= cudaStreamWaitEvent(s[11], link[1], 0) == cudaSuccess;
+    ok &= cudaGraphLaunch(cy.exec, s[11]) == cudaSuccess;
+    obs_ok("chained_launches", ok);
+    info_attrs("chained", read_attrs());
+    obs_rc("chained_sync", cudaDeviceSynchronize());
+    obs_wrong("chained_wrong_words", bad);
+    destroy_work(&cx);
+    destroy_work(&cy);
+    for (cudaEvent_t e : link)
         cudaEventDestroy(e);
 
     cudaEventDestroy(ev);

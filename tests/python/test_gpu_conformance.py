@@ -242,8 +242,8 @@ def test_event_order():
     """Graphs taking turns on two streams through events share one group's memory under graphmem
     (the largest graph's), though none has finished when the next launches; unordered, they keep
     their own; misled by a record it does not see, graphmem still keeps the bytes apart in time;
-    two threads taking turns share too (core/README.md, "Event order"). Return codes and wrong
-    words as natively."""
+    two threads taking turns share too, and so do graphs ordered through a third stream
+    (core/README.md, "Event order"). Return codes and wrong words as natively."""
     gh.require_gpu()
     prog = gh.program("event_order")
     native = gh.run_native([prog])
@@ -263,6 +263,9 @@ def test_event_order():
     # Two threads taking turns through events share the larger graph's 32 MiB.
     assert reserved_high(under, "threads") <= 32 * mib, under.describe()
     assert dict(under.obs).get("threads_wrong_words") == "0", under.describe()
+    # Order through a third stream is order too: Y shares X's 16 MiB.
+    assert reserved_high(under, "chained") <= 16 * mib, under.describe()
+    assert dict(under.obs).get("chained_wrong_words") == "0", under.describe()
 
 
 def test_use_after_free_faults():

@@ -137,10 +137,33 @@ static void test_mark_after_launch_orders(void) {
     CHECK(sim_fini(&s));
 }
 
+/* Order is transitive: C waits for A's event after graph 0's launch, B waits for an event C
+ * records after that wait, so B follows graph 0 too and graph 1 takes A's group. */
+static void test_order_is_transitive(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g[4];
+    four_graphs(&s, g);
+    REQUIRE(sim_launch(&s, 0xE2, STREAM_A) == GM_OK);
+    host_backend_complete_all(s.hb);
+    REQUIRE(sim_launch(&s, 0xE0, STREAM_A) == GM_OK);
+    record_and_wait(&s, STREAM_A, STREAM_C);
+    gm_engine_event_record(s.engine, EVENT + 1, STREAM_C);
+    gm_engine_stream_wait(s.engine, STREAM_B, EVENT + 1);
+    REQUIRE(sim_launch(&s, 0xE1, STREAM_B) == GM_OK);
+    CHECK(sim_run_data(&s, &g[1], NULL));
+    CHECK_EQ_U64(adopted(&s), 1);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_HIGH), 16 * MiB);
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), 1); /* graphmem's fence all the same */
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_ordered_turns_share);
     RUN_TEST(test_unordered_turns_apart);
     RUN_TEST(test_stale_marks_order_nothing);
     RUN_TEST(test_mark_after_launch_orders);
+    RUN_TEST(test_order_is_transitive);
     return gm_check_summary();
 }
