@@ -85,14 +85,14 @@ gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, gm_cut_cost_t cost,
         return cut_evenly(pages, max_pages, handle_pages_out, handle_count_out);
     size_t P = (size_t)pages, W = max_pages < pages ? (size_t)max_pages : P;
     bool weighted = (uint64_t)P * W <= GM_CUT_EXACT_WORK;
-    /* crossing[p]: items a cut at p would split; or, weighted, starts_before and ends_by. */
-    int64_t *crossing = calloc(P + 2, sizeof *crossing);
+    /* Weighted: starts_before and ends_by; else crossing[p], the items a cut at p would split. */
+    int64_t *crossing = weighted ? NULL : calloc(P + 2, sizeof *crossing);
     uint32_t *starts_before = weighted ? calloc(P + 2, sizeof *starts_before) : NULL;
     uint32_t *ends_by = weighted ? calloc(P + 2, sizeof *ends_by) : NULL;
     cost_t *best = malloc((P + 1) * sizeof *best);
     uint32_t *prev = malloc((P + 1) * sizeof *prev);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    if (!crossing || !best || !prev || (weighted && (!starts_before || !ends_by)))
+    if (!best || !prev || (weighted ? !starts_before || !ends_by : !crossing))
         goto out;
     st = GM_ERR_INVALID_VALUE;
     for (uint32_t i = 0; i < count; i++) {
@@ -109,10 +109,11 @@ gm_status_t gm_cut_arena(uint64_t pages, uint64_t max_pages, gm_cut_cost_t cost,
         }
     }
     for (size_t p = 1; p <= P; p++) {
-        crossing[p] += crossing[p - 1];
         if (weighted) {
             starts_before[p] += starts_before[p - 1];
             ends_by[p] += ends_by[p - 1];
+        } else {
+            crossing[p] += crossing[p - 1];
         }
     }
     if (weighted)
