@@ -118,8 +118,9 @@ static void test_stale_marks_order_nothing(void) {
     }
 }
 
-/* The same recorded after graph 0's launch: B follows it, and graph 1 takes A's group. */
-static void test_mark_after_launch_orders(void) {
+/* Graph 0 runs on A (whose group holds 16 MiB), `order` relates B to it, then graph 1's first
+ * launch on B: it takes A's group when B follows graph 0, and still waits for graphmem's fence. */
+static void after_graph0(void (*order)(sim_t *s)) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g[4];
@@ -127,7 +128,7 @@ static void test_mark_after_launch_orders(void) {
     REQUIRE(sim_launch(&s, 0xE2, STREAM_A) == GM_OK);
     host_backend_complete_all(s.hb);
     REQUIRE(sim_launch(&s, 0xE0, STREAM_A) == GM_OK);
-    record_and_wait(&s, STREAM_A, STREAM_B);
+    order(&s);
     REQUIRE(sim_launch(&s, 0xE1, STREAM_B) == GM_OK);
     CHECK(sim_run_data(&s, &g[1], NULL));
     CHECK_EQ_U64(adopted(&s), 1);
@@ -137,26 +138,25 @@ static void test_mark_after_launch_orders(void) {
     CHECK(sim_fini(&s));
 }
 
-/* Order is transitive: C waits for A's event after graph 0's launch, B waits for an event C
- * records after that wait, so B follows graph 0 too and graph 1 takes A's group. */
+static void a_to_b(sim_t *s) {
+    record_and_wait(s, STREAM_A, STREAM_B);
+}
+
+/* C waits for A's event, then B for an event C records after that wait. */
+static void a_to_c_to_b(sim_t *s) {
+    record_and_wait(s, STREAM_A, STREAM_C);
+    gm_engine_event_record(s->engine, EVENT + 1, STREAM_C);
+    gm_engine_stream_wait(s->engine, STREAM_B, EVENT + 1);
+}
+
+/* The same recorded after graph 0's launch: B follows it, and graph 1 takes A's group. */
+static void test_mark_after_launch_orders(void) {
+    after_graph0(a_to_b);
+}
+
+/* Order is transitive: B follows graph 0 through C. */
 static void test_order_is_transitive(void) {
-    sim_t s;
-    REQUIRE(sim_init(&s, NULL));
-    sim_graph_t g[4];
-    four_graphs(&s, g);
-    REQUIRE(sim_launch(&s, 0xE2, STREAM_A) == GM_OK);
-    host_backend_complete_all(s.hb);
-    REQUIRE(sim_launch(&s, 0xE0, STREAM_A) == GM_OK);
-    record_and_wait(&s, STREAM_A, STREAM_C);
-    gm_engine_event_record(s.engine, EVENT + 1, STREAM_C);
-    gm_engine_stream_wait(s.engine, STREAM_B, EVENT + 1);
-    REQUIRE(sim_launch(&s, 0xE1, STREAM_B) == GM_OK);
-    CHECK(sim_run_data(&s, &g[1], NULL));
-    CHECK_EQ_U64(adopted(&s), 1);
-    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_HIGH), 16 * MiB);
-    CHECK_EQ_U64(host_backend_stream_waits(s.hb), 1); /* graphmem's fence all the same */
-    host_backend_complete_all(s.hb);
-    CHECK(sim_fini(&s));
+    after_graph0(a_to_c_to_b);
 }
 
 int main(void) {
