@@ -21,6 +21,9 @@
 // 8graphs_8streams (eight 64 MiB graphs on eight streams; the first is short and has finished
 // before the eighth is launched, the others run 50 ms: seven are live at once, 448 MiB). The
 // last has no exec lines: its execs run at the same time, so the largest bound is not its bound.
+// The chains sign every word of each allocation with a value of its own and check it before the
+// free: `wrong_words` at the end counts the words that changed meanwhile (another allocation
+// sharing the bytes while live), over every chain workload; it must be 0 (exit 1 otherwise).
 #include "bench_common.cuh"
 
 static cudaStream_t st[5];
@@ -74,25 +77,57 @@ static void single(const char *name, cudaGraphExec_t e, const std::vector<void *
         name, {e}, [&] { launch(e, st[0]); }, escaping);
 }
 
-__global__ void spin(char *p, unsigned long long ns);
+__global__ void hold(unsigned long long ns);
 
 // A, B live; free A; C; free B; D; ...: two allocations live at a time. With `spin_ns`, the first
 // allocation is held that long by a kernel (the graph runs at least that long).
+static unsigned *wrong_words; // device counter of the signature checks
+static uint32_t next_signature = 1;
+
+__global__ void sign(uint32_t *p, size_t words, uint32_t v) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+__global__ void check_signature(const uint32_t *p, size_t words, uint32_t v, unsigned *wrong) {
+    unsigned bad = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words;
+         i += (size_t)gridDim.x * blockDim.x)
+        bad += p[i] != v;
+    if (bad)
+        atomicAdd(wrong, bad);
+}
+
+// Each allocation signed with a value of its own when made, checked before its free; the first
+// followed by a kernel running `spin_ns`.
 static cudaGraphExec_t chain_two_live(const std::vector<size_t> &sizes,
                                       unsigned long long spin_ns = 0) {
     begin_capture(st[0]);
     void *prev = nullptr;
+    size_t prev_words = 0;
+    uint32_t prev_sig = 0;
     for (size_t bytes : sizes) {
         void *p = alloc_on(st[0], bytes);
-        touch_on(st[0], p);
+        uint32_t sig = next_signature++;
+        sign<<<1024, 256, 0, st[0]>>>((uint32_t *)p, bytes / 4, sig);
+        CK_LAUNCH();
         if (spin_ns && !prev)
-            spin<<<1, 1, 0, st[0]>>>((char *)p, spin_ns);
-        if (prev)
+            hold<<<1, 1, 0, st[0]>>>(spin_ns);
+        if (prev) {
+            check_signature<<<1024, 256, 0, st[0]>>>((uint32_t *)prev, prev_words, prev_sig,
+                                                     wrong_words);
+            CK_LAUNCH();
             free_on(st[0], prev);
-        prev = p;
+        }
+        prev = p, prev_words = bytes / 4, prev_sig = sig;
     }
-    if (prev)
+    if (prev) {
+        check_signature<<<1024, 256, 0, st[0]>>>((uint32_t *)prev, prev_words, prev_sig,
+                                                 wrong_words);
+        CK_LAUNCH();
         free_on(st[0], prev);
+    }
     return instantiate(end_capture(st[0]));
 }
 
@@ -194,13 +229,22 @@ static cudaGraphExec_t escape(std::vector<void *> *escaping) {
     return instantiate(end_capture(st[0]));
 }
 
-// Spins for `ns` nanoseconds of the GPU's global timer, then writes p[0].
-__global__ void spin(char *p, unsigned long long ns) {
+// Spins for `ns` nanoseconds of the GPU's global timer.
+static __device__ void spin_for(unsigned long long ns) {
     unsigned long long start, now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
     do
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     while (now - start < ns);
+}
+
+__global__ void hold(unsigned long long ns) {
+    spin_for(ns);
+}
+
+// Spins, then writes p[0].
+__global__ void spin(char *p, unsigned long long ns) {
+    spin_for(ns);
     p[0] = 1;
 }
 
@@ -245,6 +289,8 @@ int main(int, char **argv) {
     bench_init(argv[0]);
     for (cudaEvent_t &e : ev)
         e = new_event();
+    CK(cudaMalloc(&wrong_words, sizeof *wrong_words));
+    CK(cudaMemset(wrong_words, 0, sizeof *wrong_words));
 
     new_streams();
     single("chain_2live_8x128MiB", chain_two_live(std::vector<size_t>(8, 128 * MiB)));
@@ -325,6 +371,10 @@ int main(int, char **argv) {
     }
 
     CK(cudaDeviceSynchronize());
+    unsigned wrong = 0;
+    CK(cudaMemcpy(&wrong, wrong_words, sizeof wrong, cudaMemcpyDeviceToHost));
+    CK(cudaFree(wrong_words));
+    metric("wrong_words", wrong);
     for (cudaGraphExec_t e : kept)
         CK(cudaGraphExecDestroy(e));
     for (cudaStream_t s : used_streams)
@@ -332,5 +382,7 @@ int main(int, char **argv) {
     for (cudaEvent_t e : ev)
         CK(cudaEventDestroy(e));
     CK(cudaDeviceGraphMemTrim(0));
-    return 0;
+    if (wrong)
+        fprintf(stderr, "%s: %u words changed under a live allocation\n", bench_name, wrong);
+    return wrong ? 1 : 0;
 }
