@@ -230,10 +230,8 @@ static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, g
         p->point_count = 0;
         /* AutoFreeOnLaunch: the previous allocations are freed and made again, same bytes; those
          * of another exec of the family too, in its escape memory, which this part takes. */
-        if (taken[i]) {
+        if (taken[i])
             gm_part_take_escape(e, p, taken[i]);
-            x->report.freed_others++;
-        }
         for (uint32_t k = 0; k < p->escaping_count; k++) {
             gm_record_t *r = p->escaping[k];
             if (!r->live) {
@@ -243,6 +241,11 @@ static void commit(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload, g
             }
         }
     }
+    for (uint32_t i = 0; !upload && i < x->part_count; i++)
+        if (taken[i]) { /* one launch, however many of its parts took memory */
+            x->report.freed_others++;
+            break;
+        }
     for (uint32_t i = 0; !upload && i < x->foreign_count; i++) {
         gm_record_t *r = live_at(e, x->foreign[i]);
         if (!r)

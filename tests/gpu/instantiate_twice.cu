@@ -107,9 +107,10 @@ static void obs_runs(const char *key, unsigned *next_token) {
 
 // AutoFreeOnLaunch across the execs of one graph: graph K (alloc Z, fill 55, no free) instantiated
 // without the flag (k1) and with it (k2). Z left live by k1 and cleared by the program is freed by
-// k2's launch, which makes it again and fills it; k1 is then refused until Z is freed. Graph W
-// (alloc, stamp, no free) instantiated twice with the flag: launched by two threads on two
-// streams, each launch frees the allocation the other's left live, and no two runs overlap.
+// k2's launch, which makes it again and fills it in the memory that held it (nothing new is
+// reserved); k1 is then refused until Z is freed. Graph W (alloc, stamp, no free) instantiated
+// twice with the flag: launched by two threads on two streams, each launch frees the allocation
+// the other's left live, and no two runs overlap.
 static void autofree_phase(unsigned *next_token, unsigned *bad) {
     bool built = true;
     cudaGraph_t k = nullptr, w = nullptr;
@@ -132,8 +133,11 @@ static void autofree_phase(unsigned *next_token, unsigned *bad) {
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     obs_rc("autofree_first_launch", cudaGraphLaunch(k1, s));
     obs_rc("autofree_clear", cudaMemsetAsync(z, 0, kBytes, s));
+    cudaStreamSynchronize(s);
+    uint64_t reserved = read_attrs().reserved;
     obs_rc("autofree_second_while_live", cudaGraphLaunch(k2, s));
     obs_ok("autofree_second_data", check_words(s, z, kWords, 55));
+    obs_yes("autofree_took_memory", read_attrs().reserved <= reserved); // k1's, nothing new
     obs_rc("autofree_first_while_live", cudaGraphLaunch(k1, s));
     obs_rc("autofree_free", cudaFree(z));
     obs_rc("autofree_first_after_free", cudaGraphLaunch(k1, s));

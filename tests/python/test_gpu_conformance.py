@@ -184,6 +184,7 @@ def test_instantiate_twice():
             "autofree_built": "ok", "autofree_instantiate": "cudaSuccess",
             "autofree_first_launch": "cudaSuccess", "autofree_clear": "cudaSuccess",
             "autofree_second_while_live": "cudaSuccess", "autofree_second_data": "ok",
+            "autofree_took_memory": "yes",
             "autofree_first_while_live": "cudaErrorInvalidValue", "autofree_free": "cudaSuccess",
             "autofree_first_after_free": "cudaSuccess", "autofree_first_data": "ok",
             "autofree_free_again": "cudaSuccess",

@@ -18,23 +18,6 @@ static bool call_fails(void *arg) {
     return false;
 }
 
-static bool lifted_sim(sim_t *s) {
-    gm_engine_config_t c = sim_default_config();
-    c.lift_restrictions = true;
-    return sim_init(s, &c);
-}
-
-/* The end of a test: the "GPU" finishes, the execs and graphs go, and nothing is left. */
-static void teardown(sim_t *s, const uint64_t *execs, size_t exec_count, const uint64_t *graphs,
-                     size_t graph_count) {
-    host_backend_complete_all(s->hb);
-    for (size_t i = 0; i < exec_count; i++)
-        gm_engine_exec_destroy(s->engine, execs[i], GM_NO_CALL);
-    for (size_t i = 0; i < graph_count; i++)
-        sim_graph_destroy(s->engine, graphs[i]);
-    CHECK(sim_fini(s));
-}
-
 /* Exec `first` of graph `fg` leaves its allocation at `va` live: exec `second` (of `sg`, the same
  * graph or a clone) is refused until it is freed outside, then runs and leaves it live itself. */
 static void live_address_turns(sim_t *s, sim_graph_t *fg, uint64_t first, sim_graph_t *sg,
@@ -53,7 +36,7 @@ static void live_address_turns(sim_t *s, sim_graph_t *fg, uint64_t first, sim_gr
  * marker is left to the caller. */
 static void test_free_marker_destroyed(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g;
     sim_graph_init(&s, &g);
     uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
@@ -84,14 +67,14 @@ static void test_free_marker_destroyed(void) {
     gm_status_t st;
     sim_free(&s, &g, g.va[a], &k, 1, &st);
     CHECK_EQ_INT(st, GM_OK);
-    teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1));
 }
 
 /* A destroyed alloc node: its allocation leaves the graph with its free; the other one stays and
  * is the only memory planned. An exec made before keeps its plan. */
 static void test_alloc_marker_destroyed(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g;
     sim_graph_init(&s, &g);
     uint32_t a = sim_alloc(&s, &g, 4 * MiB, NULL, 0);
@@ -113,7 +96,7 @@ static void test_alloc_marker_destroyed(void) {
     REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK);
     CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB);
-    teardown(&s, (uint64_t[]){0xE2}, 1, (uint64_t[]){g.key}, 1);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE2}, 1, (uint64_t[]){g.key}, 1));
 }
 
 /* A small allocation made after another was freed reuses its bytes, on the proof of the path
@@ -160,7 +143,7 @@ static void test_large_packed_only_when_proven(void) {
         CHECK(sim_run_data(&s, &g, NULL));
         CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_HIGH), sim_page());
         uint64_t exec = 0xE1, graph = g.key;
-        teardown(&s, &exec, 1, &graph, 1);
+        CHECK(sim_teardown(&s, &exec, 1, &graph, 1));
     }
 }
 
@@ -170,7 +153,7 @@ static void test_large_packed_only_when_proven(void) {
  * blocks a relaunch of its own exec; destroying one keeps the other working. */
 static void test_instantiated_twice(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g;
     sim_one_alloc_graph(&s, &g, 3 * MiB, false);
     const uint32_t a = 0;
@@ -210,7 +193,7 @@ static void test_instantiated_twice(void) {
     gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
     CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
-    teardown(&s, (uint64_t[]){0xE2, 0xF1}, 2, (uint64_t[]){g.key, h.key}, 2);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE2, 0xF1}, 2, (uint64_t[]){g.key, h.key}, 2));
 }
 
 /* A graph of one allocation of `size` (node 0) used by node 1, freed in the graph unless `escape`,
@@ -227,7 +210,7 @@ static void cloned_pair(sim_t *s, sim_graph_t *g, sim_graph_t *c, uint64_t size,
  * again, or whose nodes the driver cannot find, is refused and changes nothing. */
 static void test_clone(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g, c;
     sim_graph_init(&s, &g);
     uint32_t a = sim_alloc(&s, &g, 3 * MiB, NULL, 0);
@@ -282,14 +265,15 @@ static void test_clone(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK);
     CHECK(sim_run_data(&s, &c, NULL));
     host_backend_complete_all(s.hb);
-    teardown(&s, (uint64_t[]){0xC1, 0xF1, 0xF2}, 3, (uint64_t[]){c.key, h.key, hc.key, f.key}, 4);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xC1, 0xF1, 0xF2}, 3,
+                       (uint64_t[]){c.key, h.key, hc.key, f.key}, 4));
 }
 
 /* A child by copy is a clone moved into the parent: the parent's execs then share the original's
  * windows, so execs of the original and of the parent take turns on them too. */
 static void test_child_by_clone(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g, c, parent;
     cloned_pair(&s, &g, &c, 3 * MiB, false);
     sim_graph_init(&s, &parent);
@@ -305,7 +289,7 @@ static void test_child_by_clone(void) {
         CHECK_EQ_INT(sim_launch(&s, 0xD1, S1 + 1), GM_OK);
         CHECK(sim_run_data(&s, &parent, NULL));
     }
-    teardown(&s, (uint64_t[]){0xE1, 0xD1}, 2, (uint64_t[]){g.key, parent_key, c.key}, 3);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1, 0xD1}, 2, (uint64_t[]){g.key, parent_key, c.key}, 3));
 }
 
 static uint64_t misuses(sim_t *s) {
@@ -315,7 +299,7 @@ static uint64_t misuses(sim_t *s) {
 /* A moved child's markers are its parent's: a clone of it is refused, not an empty copy. */
 static void test_clone_moved_child(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t c, p, cc;
     sim_graph_init(&s, &c);
     sim_graph_init(&s, &p);
@@ -334,7 +318,7 @@ static void test_clone_moved_child(void) {
 /* A free node added to a clone frees the clone's own copy, not the original's allocation. */
 static void test_clone_free_own(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g, c;
     cloned_pair(&s, &g, &c, 2 * MiB, true);
     const uint32_t a = 0, k = 1;
@@ -344,7 +328,7 @@ static void test_clone_free_own(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK);
     CHECK(sim_run_data(&s, &c, NULL));
     CHECK_EQ_INT(sim_launch(&s, 0xC1, S1), GM_OK); /* nothing left unfreed */
-    teardown(&s, (uint64_t[]){0xC1}, 1, (uint64_t[]){c.key, g.key}, 2);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xC1}, 1, (uint64_t[]){c.key, g.key}, 2));
 }
 
 /* Execs of one graph with different allocation sets (the graph grew between them): while one
@@ -353,7 +337,7 @@ static void test_clone_free_own(void) {
  * not: that launch would not make it again. */
 static void test_twins_escape_window(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g;
     sim_one_alloc_graph(&s, &g, 1 * MiB, true);
     const uint32_t a = 0;
@@ -371,75 +355,14 @@ static void test_twins_escape_window(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
-    teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, (uint64_t[]){g.key}, 1);
-}
-
-static void sum_freed_others(const gm_exec_report_t *rep, void *arg) {
-    *(uint64_t *)arg += rep->freed_others;
-}
-
-/* An exec with AutoFreeOnLaunch launched while another exec of its graph (instantiated twice, or
- * a clone's) holds allocations at its addresses frees them, as it frees its own (§A6.2), and
- * takes the memory holding them as it is mapped: the data is intact up to its run, nothing is
- * mapped anew, and a launch the driver refuses leaves the holder as it was. An upload leaves them
- * live. The holder, without the flag, is refused then; one whose exec was destroyed keeps its
- * allocation until it is freed (§A9.1). */
-static void test_autofree_takes_twin(void) {
-    sim_t s;
-    REQUIRE(lifted_sim(&s));
-    sim_graph_t h, hc;
-    cloned_pair(&s, &h, &hc, 2 * MiB, true);
-    const uint64_t va = h.va[0];
-    REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
-    REQUIRE(sim_instantiate(&s, &h, 0xF2, GM_EXEC_AUTO_FREE) == GM_OK);
-    REQUIRE(sim_instantiate(&s, &hc, 0xF3, GM_EXEC_AUTO_FREE) == GM_OK);
-    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
-    CHECK(sim_run_data(&s, &h, NULL));
-    const uint64_t held = host_backend_handle_at(s.hb, va, NULL);
-    const uint64_t reserved = sim_attr(&s, GM_ATTR_RESERVED_CURRENT);
-    CHECK(held != 0);
-
-    CHECK_EQ_INT(sim_upload(&s, 0xF2, S1 + 1), GM_OK);
-    s.fail_submits = 1;
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1 + 1), GM_ERR_DRIVER);
-    CHECK_EQ_U64(host_backend_handle_at(s.hb, va, NULL), held);
-    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE); /* still its own, unfreed */
-
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1 + 1), GM_OK);
-    CHECK_EQ_U64(host_backend_handle_at(s.hb, va, NULL), held);
-    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), reserved);
-    CHECK(sim_run_data(&s, &h, NULL)); /* F1's data was intact up to the run */
-    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
-    CHECK_EQ_INT(sim_launch(&s, 0xF3, S1), GM_OK); /* the clone's exec takes it in turn */
-    CHECK(sim_run_data(&s, &hc, NULL));
-    CHECK_EQ_U64(host_backend_handle_at(s.hb, va, NULL), held);
-    uint64_t freed_others = 0;
-    gm_engine_report(s.engine, sum_freed_others, &freed_others);
-    CHECK_EQ_U64(freed_others, 2);
-
-    /* Freed through the original's address, then F1 makes it again. */
-    CHECK(sim_forget_live(&s, va));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
-    CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
-    CHECK(sim_run_data(&s, &h, NULL));
-    /* F1 destroyed with it live: the address stays taken until it is freed. */
-    host_backend_complete_all(s.hb);
-    gm_engine_exec_destroy(s.engine, 0xF1, GM_NO_CALL);
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_ERR_INVALID_VALUE);
-    CHECK(sim_forget_live(&s, va));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
-    CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK);
-    CHECK(sim_run_data(&s, &h, NULL));
-    CHECK(sim_forget_live(&s, va));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
-    teardown(&s, (uint64_t[]){0xF2, 0xF3}, 2, (uint64_t[]){h.key, hc.key}, 2);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, (uint64_t[]){g.key}, 1));
 }
 
 /* A clone moved into a parent after an exec of its original was made: the original's execs keep
  * taking turns with each other (the graph and its parts change family together). */
 static void test_moved_clone_family(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g, c, p;
     cloned_pair(&s, &g, &c, 3 * MiB, false);
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
@@ -451,7 +374,7 @@ static void test_moved_clone_family(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xE2, S1 + 1), GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
     CHECK_EQ_U64(misuses(&s) - before, 0);
-    teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, (uint64_t[]){p.key, g.key}, 2);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, (uint64_t[]){p.key, g.key}, 2));
 }
 
 /* A conditional body (GRAPHMEM_LIFT_RESTRICTIONS): the parent's topology holds the body's nodes
@@ -460,7 +383,7 @@ static void test_moved_clone_family(void) {
  * free what it allocates is not self-contained (the shim refuses to instantiate it). */
 static void test_conditional_body(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t body, open;
     sim_graph_init(&s, &body);
     uint32_t a = sim_alloc(&s, &body, 3 * MiB, NULL, 0);
@@ -484,7 +407,7 @@ static void test_conditional_body(void) {
     CHECK(sim_run_data(&s, &body, NULL));
     CHECK_EQ_INT(sim_launch(&s, 0xA1, S1), GM_OK);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 3 * MiB);
-    teardown(&s, (uint64_t[]){0xA1}, 1, (uint64_t[]){body.key, open.key, parent}, 3);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xA1}, 1, (uint64_t[]){body.key, open.key, parent}, 3));
 }
 
 /* A conditional body planned by its parent's exec while something else uses its windows: its
@@ -492,7 +415,7 @@ static void test_conditional_body(void) {
  * merges the window families, so the two execs take turns (no map over a mapping). */
 static void body_shared(int variant) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t body, c;
     sim_one_alloc_graph(&s, &body, 3 * MiB, false);
     const uint64_t before = 0xB0, cond = 0xB1, after = 0xB2, exit = 0xB3, parent = 0x7A7A;
@@ -540,7 +463,7 @@ static void test_body_shared(void) {
 static void test_foreign_free_in_family(void) {
     for (int which = 0; which < 2; which++) {
         sim_t s;
-        REQUIRE(lifted_sim(&s));
+        REQUIRE(sim_init_lifted(&s));
         sim_graph_t h, hc, f;
         cloned_pair(&s, &h, &hc, 2 * MiB, true);
         REQUIRE(sim_instantiate(&s, &h, 0xF1, 0) == GM_OK);
@@ -555,7 +478,8 @@ static void test_foreign_free_in_family(void) {
         CHECK_EQ_INT(sim_launch(&s, which ? 0xF1 : 0xF2, S1), GM_OK); /* the address is free */
         host_backend_complete_all(s.hb);
         CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[0], S1), GM_OK);
-        teardown(&s, (uint64_t[]){0xF1, 0xF2, 0xD1}, 3, (uint64_t[]){h.key, hc.key, f.key}, 3);
+        CHECK(sim_teardown(&s, (uint64_t[]){0xF1, 0xF2, 0xD1}, 3,
+                           (uint64_t[]){h.key, hc.key, f.key}, 3));
     }
 }
 
@@ -570,7 +494,6 @@ int main(void) {
     RUN_TEST(test_clone_moved_child);
     RUN_TEST(test_clone_free_own);
     RUN_TEST(test_twins_escape_window);
-    RUN_TEST(test_autofree_takes_twin);
     RUN_TEST(test_moved_clone_family);
     RUN_TEST(test_conditional_body);
     RUN_TEST(test_body_shared);

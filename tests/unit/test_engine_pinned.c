@@ -9,12 +9,6 @@
 #define S1 0x51
 #define S2 0x52
 
-static bool lifted_sim(sim_t *s) {
-    gm_engine_config_t c = sim_default_config();
-    c.lift_restrictions = true;
-    return sim_init(s, &c);
-}
-
 static bool mapped(sim_t *s, uint64_t va) {
     return host_backend_handle_at(s->hb, va, NULL) != 0;
 }
@@ -22,7 +16,7 @@ static bool mapped(sim_t *s, uint64_t va) {
 /* A lifted engine with graph g (one 4 MiB allocation freed in it) and its pinned exec 0xD1 in
  * context 0xC0. */
 static void pinned_exec(sim_t *s, sim_graph_t *g) {
-    REQUIRE(lifted_sim(s));
+    REQUIRE(sim_init_lifted(s));
     sim_one_alloc_graph(s, g, 4 * MiB, false);
     REQUIRE(sim_instantiate(s, g, 0xD1, GM_EXEC_PINNED) == GM_OK);
     gm_engine_exec_set_context(s->engine, 0xD1, 0xC0);
@@ -86,7 +80,7 @@ static bool driver_ok(void *arg) {
 
 static void test_pinned_refusals(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g, esc;
     sim_one_alloc_graph(&s, &g, 4 * MiB, false);
     sim_one_alloc_graph(&s, &esc, 4 * MiB, true);
@@ -160,7 +154,7 @@ static void test_sync_before_destroy(void) {
  * a trim. An exec update into a pinned exec's family is refused. Found by a review. */
 static void test_pinned_merge_after(void) {
     sim_t s;
-    REQUIRE(lifted_sim(&s));
+    REQUIRE(sim_init_lifted(&s));
     sim_graph_t g, h, c;
     sim_one_alloc_graph(&s, &g, 4 * MiB, false);
     sim_one_alloc_graph(&s, &h, 4 * MiB, false);

@@ -42,6 +42,22 @@ bool sim_fini(sim_t *s) {
     return clean;
 }
 
+bool sim_init_lifted(sim_t *s) {
+    gm_engine_config_t c = sim_default_config();
+    c.lift_restrictions = true;
+    return sim_init(s, &c);
+}
+
+bool sim_teardown(sim_t *s, const uint64_t *execs, size_t exec_count, const uint64_t *graphs,
+                  size_t graph_count) {
+    host_backend_complete_all(s->hb);
+    for (size_t i = 0; i < exec_count; i++)
+        gm_engine_exec_destroy(s->engine, execs[i], GM_NO_CALL);
+    for (size_t i = 0; i < graph_count; i++)
+        sim_graph_destroy(s->engine, graphs[i]);
+    return sim_fini(s);
+}
+
 void sim_graph_init(sim_t *s, sim_graph_t *g) {
     memset(g, 0, sizeof *g);
     g->key = s->next_key++;

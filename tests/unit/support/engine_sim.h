@@ -6,6 +6,7 @@
 #define GRAPHMEM_TEST_ENGINE_SIM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -44,6 +45,11 @@ uint64_t sim_page(void);
 bool sim_init(sim_t *s, const gm_engine_config_t *config);
 /* Destroys the engine and checks the backend was left clean; returns that verdict. */
 bool sim_fini(sim_t *s);
+/* sim_init with the default config under GRAPHMEM_LIFT_RESTRICTIONS. */
+bool sim_init_lifted(sim_t *s);
+/* The end of a test: the "GPU" finishes, the execs and graphs go, then sim_fini's verdict. */
+bool sim_teardown(sim_t *s, const uint64_t *execs, size_t exec_count, const uint64_t *graphs,
+                  size_t graph_count);
 
 void sim_graph_init(sim_t *s, sim_graph_t *g);
 /* Adds a node depending on deps; returns its index or UINT32_MAX when the engine refused. */
