@@ -108,9 +108,6 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *engine, uint64_t graph,
                                    const gm_alloc_params_t *params, const gm_ancestors_t *ancestors,
                                    gm_node_call_t add, uint64_t *va_out, uint64_t *node_out);
 
-/* True when `va` lies in graphmem's own address reservation (any window, mapped or not). */
-bool gm_engine_reserved(gm_engine_t *engine, uint64_t va);
-
 /* True when `va` is the address of a graph allocation graphmem made whose node, memory or exec is
  * still alive (the shim passes everything else to the driver). */
 bool gm_engine_owns(gm_engine_t *engine, uint64_t va);

@@ -145,10 +145,3 @@ void gm_engine_report(gm_engine_t *e, void (*fn)(const gm_exec_report_t *, void 
         fn(&e->dead_reports[i], arg);
     gm_engine_unlock_unchanged(e);
 }
-
-bool gm_engine_reserved(gm_engine_t *e, uint64_t va) {
-    pthread_mutex_lock(&e->lock);
-    bool inside = gm_vaspace_contains(e->vas, va);
-    gm_engine_unlock_unchanged(e);
-    return inside;
-}
