@@ -14,22 +14,26 @@
 #include "engine_order.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
-/* A stream remembers this many recording streams it waited for; past it the oldest goes (a hint
- * lost). */
+/* A stream remembers this many recording streams it waited for; past it the one waited for least
+ * recently goes (a hint lost). An event carries its stream's own mark and the most recent this
+ * many of those: transitive order reaches as far, and a wait costs at most this many searches of
+ * the waiting stream's list, under the order lock every event hook takes. */
 #define GM_ORDER_AFTER_MAX 64
+#define GM_ORDER_EVENT_CARRY 8
 
 typedef struct stream_order {
     uint64_t id;     /* unique to this stream's life: a handle given out again gets a new one */
     uint64_t served; /* served launches and uploads committed on it */
     gm_order_mark_t *after;
-    uint32_t after_count, after_cap, after_next;
+    uint32_t after_count, after_cap;
 } stream_order_t;
 
-/* What a recorded event stands for: its recording stream's mark, then the marks that stream was
- * after at the record. */
+/* What a recorded event stands for: the most recent marks its recording stream was after at the
+ * record (GM_ORDER_EVENT_CARRY), oldest first, then its own. */
 typedef struct event_order {
     gm_order_mark_t *marks;
     uint32_t count, cap;
@@ -147,15 +151,18 @@ static void set_event(gm_engine_t *e, uint64_t event, const stream_order_t *s) {
         free(ev);
         ev = NULL;
     }
-    if (!ev ||
-        gm_grow((void **)&ev->marks, &ev->cap, s->after_count + 1, sizeof *ev->marks) != GM_OK) {
+    uint32_t carried =
+        s->after_count < GM_ORDER_EVENT_CARRY ? s->after_count : GM_ORDER_EVENT_CARRY;
+    if (!ev || gm_grow((void **)&ev->marks, &ev->cap, carried + 1, sizeof *ev->marks) != GM_OK) {
         forget_event(e, event);
         return;
     }
-    ev->marks[0] = (gm_order_mark_t){s->id, s->served};
-    for (uint32_t i = 0; i < s->after_count; i++)
-        ev->marks[i + 1] = s->after[i];
-    ev->count = s->after_count + 1;
+    /* Oldest first and the recording stream's own mark last: the waiting stream takes them in
+     * that order, so when its list is full the mark it waited for directly is the last to go. */
+    for (uint32_t i = 0; i < carried; i++)
+        ev->marks[i] = s->after[s->after_count - carried + i];
+    ev->marks[carried] = (gm_order_mark_t){s->id, s->served};
+    ev->count = carried + 1;
 }
 
 void gm_engine_event_record(gm_engine_t *e, uint64_t event, uint64_t stream) {
@@ -170,24 +177,35 @@ void gm_engine_event_record(gm_engine_t *e, uint64_t event, uint64_t stream) {
     pthread_mutex_unlock(&e->order_lock);
 }
 
-/* Stream s is after `mark` too. Under the order lock. */
+/* Stream s is after `mark` too. s->after is kept oldest first: a mark taken or raised moves to
+ * the end (one already among the last few stays where it is: a wait names at most that many, so
+ * the marks a program keeps waiting for cost a short search from the end and no move), and when
+ * full the first (least recently waited for) goes. Under the order lock. */
 static void stream_after(stream_order_t *s, gm_order_mark_t mark) {
-    uint32_t i = 0;
-    while (s->id != mark.stream_id && i < s->after_count && s->after[i].stream_id != mark.stream_id)
-        i++;
-    if (s->id == mark.stream_id) {
-        /* its own order */
-    } else if (i < s->after_count) {
-        if (s->after[i].served < mark.served)
-            s->after[i].served = mark.served;
+    if (s->id == mark.stream_id || mark.served == 0) /* its own order; a mark ordering nothing */
+        return;
+    uint32_t i = s->after_count;
+    while (i > 0 && s->after[i - 1].stream_id != mark.stream_id)
+        i--;
+    if (i > 0) {
+        gm_order_mark_t *m = &s->after[--i];
+        if (m->served < mark.served)
+            m->served = mark.served;
+        if (i + GM_ORDER_EVENT_CARRY + 1 >= s->after_count)
+            return;
+        mark = *m;
     } else if (s->after_count < GM_ORDER_AFTER_MAX &&
                gm_grow((void **)&s->after, &s->after_cap, s->after_count + 1, sizeof *s->after) ==
                    GM_OK) {
         s->after[s->after_count++] = mark;
-    } else if (s->after_count) { /* full: the oldest goes */
-        s->after[s->after_next] = mark;
-        s->after_next = (s->after_next + 1) % s->after_count;
+        return;
+    } else if (s->after_count) {
+        i = 0; /* full: the least recent goes */
+    } else {
+        return;
     }
+    memmove(&s->after[i], &s->after[i + 1], (s->after_count - i - 1) * sizeof *s->after);
+    s->after[s->after_count - 1] = mark;
 }
 
 void gm_engine_stream_wait(gm_engine_t *e, uint64_t stream, uint64_t event) {
