@@ -182,11 +182,9 @@ static void test_instantiated_twice(void) {
     host_backend_complete_all(s.hb);
     gm_engine_exec_destroy(s.engine, 0xF2, GM_NO_CALL); /* x stays live */
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
-    CHECK(sim_forget_live(&s, h.va[x]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK);
+    CHECK(sim_free_outside(&s, h.va[x], S1));
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
-    CHECK(sim_forget_live(&s, h.va[x]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK);
+    CHECK(sim_free_outside(&s, h.va[x], S1));
 
     /* One destroyed, the other goes on. */
     host_backend_complete_all(s.hb);
@@ -245,8 +243,7 @@ static void test_clone(void) {
     REQUIRE(sim_instantiate(&s, &hc, 0xF2, 0) == GM_OK);
     live_address_turns(&s, &h, 0xF1, &hc, 0xF2, h.va[x]);
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_ERR_INVALID_VALUE);
-    CHECK(sim_forget_live(&s, h.va[x]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, h.va[x], S1), GM_OK); /* through the clone's */
+    CHECK(sim_free_outside(&s, h.va[x], S1)); /* through the clone's */
 
     /* A graph freeing h's allocation: its clone would free it again. */
     sim_graph_t f, fc;

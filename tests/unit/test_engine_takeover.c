@@ -57,21 +57,32 @@ static void test_autofree_takes_twin(void) {
     CHECK_EQ_U64(freed_others, 2);
 
     /* Freed through the original's address, then F1 makes it again. */
-    CHECK(sim_forget_live(&s, va));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
+    CHECK(sim_free_outside(&s, va, S1));
     CHECK_EQ_INT(sim_launch(&s, 0xF1, S1), GM_OK);
     CHECK(sim_run_data(&s, &h, NULL));
     /* F1 destroyed with it live: the address stays taken until it is freed. */
     host_backend_complete_all(s.hb);
     gm_engine_exec_destroy(s.engine, 0xF1, GM_NO_CALL);
     CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_ERR_INVALID_VALUE);
-    CHECK(sim_forget_live(&s, va));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
+    CHECK(sim_free_outside(&s, va, S1));
     CHECK_EQ_INT(sim_launch(&s, 0xF2, S1), GM_OK);
     CHECK(sim_run_data(&s, &h, NULL));
-    CHECK(sim_forget_live(&s, va));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_OK);
+    CHECK(sim_free_outside(&s, va, S1));
     CHECK(sim_teardown(&s, (uint64_t[]){0xF2, 0xF3}, 2, (uint64_t[]){h.key, hc.key}, 2));
+}
+
+/* Graph g of allocations a and b of `size` used by node k, nothing freed in it, and its exec
+ * `first` (no flag) launched on S1 and run: both are left live. */
+static void two_left_live(sim_t *s, sim_graph_t *g, uint64_t size, uint32_t *a, uint32_t *b,
+                          uint32_t *k, uint64_t first) {
+    sim_graph_init(s, g);
+    *a = sim_alloc(s, g, size, NULL, 0);
+    *b = sim_alloc(s, g, size, NULL, 0);
+    *k = sim_plain(s, g, (uint32_t[]){*a, *b}, 2);
+    REQUIRE(*k != UINT32_MAX);
+    REQUIRE(sim_instantiate(s, g, first, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(s, first, S1), GM_OK);
+    CHECK(sim_run_data(s, g, NULL));
 }
 
 /* The holder freed one of its two allocations on S2 behind work not finished; the
@@ -81,27 +92,19 @@ static void test_takeover_waits_for_holder_free(void) {
     sim_t s;
     REQUIRE(sim_init_lifted(&s));
     sim_graph_t g;
-    sim_graph_init(&s, &g);
-    uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
-    uint32_t b = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
-    REQUIRE(sim_plain(&s, &g, (uint32_t[]){a, b}, 2) != UINT32_MAX);
-    REQUIRE(sim_instantiate(&s, &g, 0xA1, 0) == GM_OK);
+    uint32_t a, b, k;
+    two_left_live(&s, &g, 1 * MiB, &a, &b, &k, 0xA1);
     REQUIRE(sim_instantiate(&s, &g, 0xA2, GM_EXEC_AUTO_FREE) == GM_OK);
-    CHECK_EQ_INT(sim_launch(&s, 0xA1, S1), GM_OK);
-    CHECK(sim_run_data(&s, &g, NULL));
     host_backend_complete_all(s.hb);
     host_backend_submit(s.hb, S1 + 1); /* a kernel on S2 still reading b */
-    CHECK(sim_forget_live(&s, g.va[b]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[b], S1 + 1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[b], S1 + 1));
     uint64_t waits = host_backend_stream_waits(s.hb);
     CHECK_EQ_INT(sim_launch(&s, 0xA2, S1), GM_OK); /* takes A1's escape memory, b's bytes too */
     CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 1);
     CHECK(sim_run_data(&s, &g, NULL));
     host_backend_complete_all(s.hb);
-    CHECK(sim_forget_live(&s, g.va[a]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
-    CHECK(sim_forget_live(&s, g.va[b]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[b], S1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[a], S1));
+    CHECK(sim_free_outside(&s, g.va[b], S1));
     CHECK(sim_teardown(&s, (uint64_t[]){0xA1, 0xA2}, 2, (uint64_t[]){g.key}, 1));
 }
 
@@ -113,26 +116,18 @@ static void test_takeover_makes_again(void) {
     sim_t s;
     REQUIRE(sim_init_lifted(&s));
     sim_graph_t g;
-    sim_graph_init(&s, &g);
-    uint32_t a = sim_alloc(&s, &g, 4 * KiB, NULL, 0);
-    uint32_t c = sim_alloc(&s, &g, 4 * KiB, NULL, 0);
-    uint32_t k = sim_plain(&s, &g, (uint32_t[]){a, c}, 2);
-    REQUIRE(k != UINT32_MAX);
-    REQUIRE(sim_instantiate(&s, &g, 0xB1, 0) == GM_OK); /* a, c escape */
-    CHECK_EQ_INT(sim_launch(&s, 0xB1, S1), GM_OK);
-    CHECK(sim_run_data(&s, &g, NULL));
+    uint32_t a, c, k;
+    two_left_live(&s, &g, 4 * KiB, &a, &c, &k, 0xB1);
     gm_status_t st;
     REQUIRE(sim_free(&s, &g, g.va[c], &k, 1, &st) != UINT32_MAX);
     REQUIRE(sim_instantiate(&s, &g, 0xB2, GM_EXEC_AUTO_FREE) == GM_OK); /* a escapes */
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(sim_launch(&s, 0xB2, S1), GM_ERR_INVALID_VALUE); /* c would be freed unseen */
-    CHECK(sim_forget_live(&s, g.va[c]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[c], S1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[c], S1));
     CHECK_EQ_INT(sim_launch(&s, 0xB2, S1), GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
     host_backend_complete_all(s.hb);
-    CHECK(sim_forget_live(&s, g.va[a]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[a], S1));
     CHECK(sim_teardown(&s, (uint64_t[]){0xB1, 0xB2}, 2, (uint64_t[]){g.key}, 1));
 }
 
@@ -145,17 +140,10 @@ static void test_takeover_items_differ(void) {
     sim_t s;
     REQUIRE(sim_init_lifted(&s));
     sim_graph_t g;
-    sim_graph_init(&s, &g);
-    uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
-    uint32_t b = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
-    uint32_t k = sim_plain(&s, &g, (uint32_t[]){a, b}, 2);
-    REQUIRE(k != UINT32_MAX);
-    REQUIRE(sim_instantiate(&s, &g, 0xD1, 0) == GM_OK); /* a, b escape */
-    CHECK_EQ_INT(sim_launch(&s, 0xD1, S1), GM_OK);
-    CHECK(sim_run_data(&s, &g, NULL));
+    uint32_t a, b, k;
+    two_left_live(&s, &g, 1 * MiB, &a, &b, &k, 0xD1);
     host_backend_complete_all(s.hb);
-    CHECK(sim_forget_live(&s, g.va[b]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[b], S1), GM_OK); /* a stays live */
+    CHECK(sim_free_outside(&s, g.va[b], S1)); /* a stays live */
     gm_status_t st;
     REQUIRE(sim_free(&s, &g, g.va[b], &k, 1, &st) != UINT32_MAX);
     uint32_t c = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
@@ -164,15 +152,12 @@ static void test_takeover_items_differ(void) {
     uint64_t before = host_backend_counts(s.hb).misuses;
     CHECK_EQ_INT(sim_launch(&s, 0xD2, S1), GM_ERR_INVALID_VALUE);
     CHECK_EQ_U64(host_backend_counts(s.hb).misuses - before, 0);
-    CHECK(sim_forget_live(&s, g.va[a]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[a], S1));
     CHECK_EQ_INT(sim_launch(&s, 0xD2, S1), GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
     host_backend_complete_all(s.hb);
-    CHECK(sim_forget_live(&s, g.va[a]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
-    CHECK(sim_forget_live(&s, g.va[c]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[c], S1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[a], S1));
+    CHECK(sim_free_outside(&s, g.va[c], S1));
     CHECK(sim_teardown(&s, (uint64_t[]){0xD1, 0xD2}, 2, (uint64_t[]){g.key}, 1));
 }
 
@@ -203,13 +188,11 @@ static void test_takeover_under_cap(void) {
     CHECK_EQ_INT(sim_launch(&s, 0xC2, S1), GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
     host_backend_complete_all(s.hb);
-    CHECK(sim_forget_live(&s, g.va[a]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[a], S1));
     CHECK_EQ_INT(sim_launch(&s, 0xC1, S1 + 1), GM_OK);
     CHECK(sim_run_data(&s, &g, NULL));
     host_backend_complete_all(s.hb);
-    CHECK(sim_forget_live(&s, g.va[a]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[a], S1));
     CHECK(sim_teardown(&s, (uint64_t[]){0xC1, 0xC2}, 2, (uint64_t[]){g.key}, 1));
 }
 
@@ -234,10 +217,8 @@ static void test_takeover_two_devices(void) {
     CHECK_EQ_U64(freed_others,
                  1); /* "launches ... that freed allocations another exec left live" */
     host_backend_complete_all(s.hb);
-    CHECK(sim_forget_live(&s, g.va[a]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[a], S1), GM_OK);
-    CHECK(sim_forget_live(&s, g.va[b]));
-    CHECK_EQ_INT(gm_engine_free_outside(s.engine, g.va[b], S1), GM_OK);
+    CHECK(sim_free_outside(&s, g.va[a], S1));
+    CHECK(sim_free_outside(&s, g.va[b], S1));
     CHECK(sim_teardown(&s, (uint64_t[]){0x71, 0x72}, 2, (uint64_t[]){g.key}, 1));
 }
 

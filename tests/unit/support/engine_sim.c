@@ -310,6 +310,11 @@ bool sim_forget_live(sim_t *s, uint64_t va) {
     return true;
 }
 
+bool sim_free_outside(sim_t *s, uint64_t va, uint64_t stream) {
+    bool intact = sim_forget_live(s, va);
+    return gm_engine_free_outside(s->engine, va, stream) == GM_OK && intact;
+}
+
 uint64_t sim_attr(sim_t *s, int attr) {
     uint64_t v = UINT64_MAX;
     gm_engine_attr_get(s->engine, 0, attr, &v);

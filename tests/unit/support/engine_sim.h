@@ -76,6 +76,8 @@ gm_status_t sim_upload(sim_t *s, uint64_t exec, uint64_t stream);
 bool sim_run_data(sim_t *s, const sim_graph_t *g, uint64_t *rng);
 /* Checks and forgets the live pattern of va (freed outside). */
 bool sim_forget_live(sim_t *s, uint64_t va);
+/* sim_forget_live, then the free outside graphs on `stream` (cuMemFreeAsync): both succeeded. */
+bool sim_free_outside(sim_t *s, uint64_t va, uint64_t stream);
 
 uint64_t sim_attr(sim_t *s, int attr);
 /* A clone of g as the driver makes it (cuGraphClone): a graph of its own holding the same nodes
