@@ -233,6 +233,11 @@ gm_status_t gm_engine_launch(gm_engine_t *engine, uint64_t exec, uint64_t stream
  * again cannot meet the old exec. GM_ERR_DRIVER when the call failed (nothing changes). A NULL
  * call.fn: the driver's part is done already. */
 gm_status_t gm_engine_exec_destroy(gm_engine_t *engine, uint64_t exec, gm_driver_call_t call);
+/* The driver made a new exec under `exec`: an exec graphmem still knows under that handle is gone
+ * without a destroy graphmem saw (cuCtxDestroy and device resets end a context's execs), and is
+ * forgotten as gm_engine_exec_destroy forgets one, so the new exec never meets its records (a
+ * plain graph's launch taken for a served one). gm_engine_instantiate does the same itself. */
+void gm_engine_exec_gone(gm_engine_t *engine, uint64_t exec);
 
 /* cuGraphExecUpdate of `exec` from `graph` (its topology read as for instantiation) through
  * `call`, refusing what the driver refuses for the memory nodes it cannot see (shape.h):

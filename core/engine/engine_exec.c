@@ -159,6 +159,8 @@ gm_status_t gm_exec_pin_check(const gm_engine_t *e, gm_exec_t *x) {
     return GM_OK;
 }
 
+static void exec_end(gm_engine_t *e, uint64_t exec);
+
 gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags) {
     if (!gm_topology_valid(topo))
@@ -166,6 +168,9 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     gm_exec_t *x = NULL;
+    /* The driver has just made an exec under this handle: one graphmem still knows under it is
+     * gone without a destroy it saw (gm_engine_exec_gone). */
+    exec_end(e, exec);
     gm_graph_t *g = gm_graph_get(e, graph, true);
     if (!g) {
         st = GM_ERR_OUT_OF_MEMORY;
@@ -175,8 +180,6 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
         st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (§A3.7) */
         goto out;
     }
-    if (gm_map_get(&e->execs, exec))
-        goto out;
     st = GM_ERR_OUT_OF_MEMORY;
     if (gm_map_reserve(&e->execs, 1) || gm_keyset_insert(&e->served, exec))
         goto out;
@@ -263,13 +266,9 @@ void gm_exec_retire(gm_engine_t *e, gm_exec_t *x) {
         gm_part_try_reclaim(e, parts[i]);
 }
 
-gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call_t call) {
-    pthread_mutex_lock(&e->lock);
-    gm_status_t st = GM_OK;
-    if (call.fn && !call.fn(call.arg)) {
-        st = GM_ERR_DRIVER;
-        goto out;
-    }
+/* The exec is gone for the driver: graphmem forgets its handle, and its memory goes as its runs
+ * and live allocations allow. Under the lock. */
+static void exec_end(gm_engine_t *e, uint64_t exec) {
     gm_exec_t *x = gm_map_remove(&e->execs, exec);
     gm_keyset_remove(&e->served, exec);
     /* Pinned parts wait for a synchronize that began after this (gm_engine_device_idle); one
@@ -284,9 +283,23 @@ gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call
         gm_part_free_live(e, x->parts[i]);
     if (x)
         gm_exec_retire(e, x);
-out:
+}
+
+gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call_t call) {
+    pthread_mutex_lock(&e->lock);
+    gm_status_t st = GM_OK;
+    if (call.fn && !call.fn(call.arg))
+        st = GM_ERR_DRIVER;
+    else
+        exec_end(e, exec);
     gm_engine_unlock(e);
     return st;
+}
+
+void gm_engine_exec_gone(gm_engine_t *e, uint64_t exec) {
+    pthread_mutex_lock(&e->lock);
+    exec_end(e, exec);
+    gm_engine_unlock(e);
 }
 
 void gm_execs_destroy_all(gm_engine_t *e) {

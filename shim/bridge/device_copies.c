@@ -174,6 +174,19 @@ CUresult gm_device_exec_destroy(CUgraphExec exec, CUresult (*destroy)(CUgraphExe
     return r;
 }
 
+void gm_device_copy_forget(CUgraphExec exec) {
+    if (atomic_load_explicit(&registered, memory_order_acquire) == 0)
+        return;
+    pthread_mutex_lock(&execs_lock);
+    for (uint32_t i = 0; i < exec_count; i++)
+        if (execs[i].exec == exec) {
+            execs[i] = execs[--exec_count];
+            atomic_fetch_sub_explicit(&registered, 1, memory_order_release);
+            break;
+        }
+    pthread_mutex_unlock(&execs_lock);
+}
+
 CUgraphNode gm_device_copy_original(CUgraph graph, CUgraph copy, CUgraphNode node) {
     size_t count = 0;
     CUgraphNode found = NULL;

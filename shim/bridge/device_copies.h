@@ -28,5 +28,9 @@ CUgraphNode gm_device_node(CUgraphExec exec, CUgraphNode node);
 /* cuGraphExecDestroy through `destroy`; the exec's copy, if any, goes with it in one step (a
  * handle given out again must not meet the old copy). */
 CUresult gm_device_exec_destroy(CUgraphExec exec, CUresult (*destroy)(CUgraphExec));
+/* The driver made a new exec under `exec`: the copy of an exec gone unseen under that handle is
+ * no longer looked up. It is not destroyed: its context may have taken it, and its handle may be
+ * a new graph's now. */
+void gm_device_copy_forget(CUgraphExec exec);
 
 #endif

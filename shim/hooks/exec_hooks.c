@@ -169,11 +169,27 @@ static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
     return status;
 }
 
+/* The driver made an exec under this handle: an exec graphmem still knows under it is gone
+ * without a destroy graphmem saw (a context destroyed or reset takes its execs), and must not meet
+ * the new one, served or not (a plain graph's launch taken for a served one). */
+static void forget_reused(CUgraphExec exec) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    uint64_t key = (uint64_t)(uintptr_t)exec;
+    if (engine == NULL || !gm_engine_serves(engine, key))
+        return;
+    gm_log(GM_LOG_DEBUG, "exec %p: handle given out again, the exec it named is gone",
+           (void *)exec);
+    gm_device_copy_forget(exec);
+    gm_engine_exec_gone(engine, key);
+}
+
 /* After the driver made the exec: plan it; on failure the exec is destroyed again so the caller
  * sees one clean error. */
 static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CUgraphExec *exec,
                        unsigned long long flags, CUstream upload_stream) {
     gm_scratch_end(&inst->cover); /* before anything maps the real memory */
+    if (result == CUDA_SUCCESS)
+        forget_reused(*exec);
     if (inst->engine == NULL) {
         gm_topology_free(&inst->topology);
         return result;

@@ -5,7 +5,8 @@
 // are read back, and G's relaunch is refused while its allocation is unfreed. In odd rounds the
 // program frees G's allocation and destroys execs, graphs and stream before cuCtxDestroy; in even
 // rounds it leaves them to cuCtxDestroy. A later round's objects, whose handles may be the old
-// ones' again, must behave as new.
+// ones' again, must behave as new. Graph K, made once, is instantiated again in every round's
+// context, its exec each time left to cuCtxDestroy.
 #include "common.cuh"
 
 #include <cuda.h>
@@ -43,6 +44,33 @@ static CUresult add_memset_node(CUgraphNode *node, CUgraph g, CUgraphNode dep, C
     return cuGraphAddMemsetNode(node, g, &dep, 1, &p, ctx);
 }
 
+// Graph K (alloc 4 MiB, free), made in the first round's context and kept across all of them:
+// each round instantiates it again in its own context and launches that exec, never destroying
+// it (cuCtxDestroy ends it).
+static CUgraph carried = nullptr;
+
+static void carried_round(int round, CUstream s, void (*rc)(int, const char *, CUresult)) {
+    if (carried == nullptr) {
+        cuGraphCreate(&carried, 0);
+        CUgraphNode a, f;
+        CUdeviceptr p = 0;
+        rc(round, "k_alloc", add_alloc_node(&a, carried, nullptr, 0, 4u << 20, &p));
+        rc(round, "k_free", cuGraphAddMemFreeNode(&f, carried, &a, 1, p));
+    }
+    CUgraphExec ek = nullptr;
+    rc(round, "k_instantiate", cuGraphInstantiate(&ek, carried, 0));
+    if (ek != nullptr) {
+        rc(round, "k_launch", cuGraphLaunch(ek, s));
+        rc(round, "k_sync", cuStreamSynchronize(s));
+    }
+}
+
+static void obs_step(int round, const char *step, CUresult r) {
+    char name[96];
+    snprintf(name, sizeof name, "r%d_%s", round, step);
+    obs(name, cu_name(r));
+}
+
 static void one_round(int round, CUdevice dev) {
     auto rc = [&](const char *step, CUresult r) {
         char name[96];
@@ -73,6 +101,7 @@ static void one_round(int round, CUdevice dev) {
     rc("sync", cuStreamSynchronize(s));
     std::vector<unsigned> words(kG / 4, 0);
     rc("read_g", cuMemcpyDtoH(words.data(), pg, kG));
+    carried_round(round, s, obs_step);
     size_t wrong = 0;
     for (unsigned w : words)
         wrong += w != value;

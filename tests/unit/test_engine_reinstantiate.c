@@ -92,7 +92,33 @@ static void test_mover_waits_for_fast_path_launch_of_other_member(void) {
     CHECK(sim_fini(&s));
 }
 
+/* An exec that went without a destroy graphmem saw (its context destroyed) and whose handle the
+ * driver gives out again: to a new exec of another graph, which instantiates and launches (it
+ * was refused as a duplicate), and to an exec graphmem does not serve, which it then no longer
+ * takes for the old one (gm_engine_exec_gone). The old exec's live allocation stays live, as
+ * after a destroy (§A9.1). */
+static void test_exec_handle_given_out_again(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    const uint64_t stream = 0x5000, reused = 0xE1;
+    sim_graph_t g, h;
+    sim_one_alloc_graph(&s, &g, 2 * sim_page(), true);
+    sim_one_alloc_graph(&s, &h, sim_page(), false);
+    REQUIRE(sim_instantiate(&s, &g, reused, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, reused, stream), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK_EQ_INT(sim_instantiate(&s, &h, reused, 0), GM_OK); /* g's exec is gone */
+    CHECK_EQ_INT(sim_launch(&s, reused, stream), GM_OK);
+    CHECK(sim_run_data(&s, &h, NULL));
+    gm_engine_exec_gone(s.engine, reused); /* then a plain graph's exec under it */
+    CHECK(!gm_engine_serves(s.engine, reused));
+    CHECK(sim_free_outside(&s, g.va[0], stream)); /* g's allocation was live all along */
+    host_backend_complete_all(s.hb);
+    CHECK(sim_teardown(&s, NULL, 0, (uint64_t[]){g.key, h.key}, 2));
+}
+
 int main(void) {
+    RUN_TEST(test_exec_handle_given_out_again);
     RUN_TEST(test_mover_waits_for_fast_path_launch_of_other_member);
     RUN_TEST(test_graph_destroyed_exec_alive_allocations_still_owned);
     RUN_TEST(test_rounds_of_instantiate_launch_free_destroy);
