@@ -278,6 +278,10 @@ void gm_engine_stream_wait(gm_engine_t *engine, uint64_t stream, uint64_t event)
 void gm_engine_event_destroyed(gm_engine_t *engine, uint64_t event);
 /* Streams and events went away with a context (their handles may come back): every mark goes. */
 void gm_engine_order_reset(gm_engine_t *engine);
+/* A driver call that ends objects the engine may use, a context with its events (cuCtxDestroy,
+ * device resets), made under the engine lock: no launch, trim or free uses them meanwhile, and
+ * `call` may tell the backend what went before anyone can. false when it failed. */
+bool gm_engine_call_locked(gm_engine_t *engine, gm_driver_call_t call);
 
 /* Around a driver call by which `stream` may enter a capture (begin capture, waiting for an event)
  * or by which streams go away with their context (stream = GM_NO_STREAM: every stream): the

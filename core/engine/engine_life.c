@@ -145,3 +145,10 @@ void gm_engine_report(gm_engine_t *e, void (*fn)(const gm_exec_report_t *, void 
         fn(&e->dead_reports[i], arg);
     gm_engine_unlock_unchanged(e);
 }
+
+bool gm_engine_call_locked(gm_engine_t *e, gm_driver_call_t call) {
+    pthread_mutex_lock(&e->lock);
+    bool done = call.fn(call.arg);
+    gm_engine_unlock(e);
+    return done;
+}

@@ -5,6 +5,7 @@
 #include "backend_cuda.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "streams.h"
 #include "interpose/driver.h"
 #include "log.h"
+#include "util.h"
 
 static gm_status_t status_of(CUresult result, const char *what) {
     if (result == CUDA_SUCCESS)
@@ -112,12 +114,19 @@ static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *
 }
 
 /* A fence is an event of one context: an event records only on a stream of its own context.
- * Events are recycled per context, since creating one costs more than recording it. */
+ * Events are recycled per context, since creating one costs more than recording it. A fence
+ * whose context was destroyed is `gone` (gm_backend_cuda_context_gone): its event went with the
+ * context, so the driver never sees it again, and its work is over (a context's destruction waits
+ * for it), so it counts as done. */
 typedef struct fence {
     CUevent event;
     CUcontext context;
-    struct fence *next;
+    struct fence *next;                /* in a recycled list */
+    struct fence *all_prev, *all_next; /* every fence made and not dropped (under fence_lock) */
+    atomic_bool gone;
 } fence_t;
+
+static fence_t *all_fences;
 
 #define RECYCLED_PER_CONTEXT 256
 
@@ -143,12 +152,11 @@ static fence_t *fence_take(CUcontext context) {
 
 /* An event made in the calling thread's current context. */
 static fence_t *fence_new(CUresult *result) {
-    fence_t *f = malloc(sizeof *f);
+    fence_t *f = calloc(1, sizeof *f);
     if (!f) {
         *result = CUDA_ERROR_OUT_OF_MEMORY;
         return NULL;
     }
-    f->next = NULL;
     *result = gm_drv.cuCtxGetCurrent(&f->context);
     if (*result == CUDA_SUCCESS)
         *result = gm_drv.cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);
@@ -156,12 +164,45 @@ static fence_t *fence_new(CUresult *result) {
         free(f);
         return NULL;
     }
+    pthread_mutex_lock(&fence_lock);
+    GM_LIST_PUSH(all_fences, f, all_prev, all_next);
+    pthread_mutex_unlock(&fence_lock);
     return f;
 }
 
 static void fence_drop(fence_t *f) {
-    gm_drv.cuEventDestroy_v2(f->event);
+    if (!atomic_load(&f->gone))
+        gm_drv.cuEventDestroy_v2(f->event);
+    pthread_mutex_lock(&fence_lock);
+    GM_LIST_UNLINK(all_fences, f, all_prev, all_next);
+    pthread_mutex_unlock(&fence_lock);
     free(f);
+}
+
+void gm_backend_cuda_context_gone(CUcontext context) {
+    fence_t *drop = NULL;
+    pthread_mutex_lock(&fence_lock);
+    for (fence_t *f = all_fences; f; f = f->all_next)
+        if (f->context == context)
+            atomic_store(&f->gone, true);
+    for (int i = 0; i < GM_MAX_DEVICES; i++) {
+        if (!recycled[i].head || recycled[i].context != context)
+            continue;
+        while (recycled[i].head) { /* nobody holds them: they go now */
+            fence_t *f = recycled[i].head;
+            recycled[i].head = f->next;
+            GM_LIST_UNLINK(all_fences, f, all_prev, all_next);
+            f->next = drop;
+            drop = f;
+        }
+        recycled[i].count = 0;
+    }
+    pthread_mutex_unlock(&fence_lock);
+    while (drop) {
+        fence_t *f = drop;
+        drop = f->next;
+        free(f);
+    }
 }
 
 static void fence_recycle(fence_t *f);
@@ -290,8 +331,14 @@ static CUevent event_of(uint64_t fence) {
 
 /* Queries and host waits need no current context: a trim from a thread that never used the
  * runtime works (tests/probe/launch_in_capture.cu, part c). */
+static bool gone(uint64_t fence) {
+    return atomic_load(&((fence_t *)(uintptr_t)fence)->gone);
+}
+
 static gm_status_t fence_query(void *ctx, uint64_t fence) {
     (void)ctx;
+    if (gone(fence))
+        return GM_OK;
     CUresult r = gm_drv.cuEventQuery(event_of(fence));
     if (r == CUDA_ERROR_NOT_READY)
         return GM_ERR_NOT_READY;
@@ -315,11 +362,15 @@ static CUresult wait_event(CUstream stream, void *event) {
 
 static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fence) {
     (void)ctx;
+    if (gone(fence))
+        return GM_OK;
     return status_of(on_stream(stream_key, wait_event, event_of(fence)), "cuStreamWaitEvent");
 }
 
 static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
     (void)ctx;
+    if (gone(fence))
+        return GM_OK;
     return status_of(gm_drv.cuEventSynchronize(event_of(fence)), "cuEventSynchronize");
 }
 
@@ -334,6 +385,10 @@ static gm_status_t stream_sync(void *ctx, uint64_t stream_key) {
 }
 
 static void fence_recycle(fence_t *f) {
+    if (atomic_load(&f->gone)) {
+        fence_drop(f);
+        return;
+    }
     pthread_mutex_lock(&fence_lock);
     int slot = -1;
     for (int i = 0; i < GM_MAX_DEVICES && slot < 0; i++)
@@ -386,4 +441,5 @@ void gm_backend_cuda_forget_after_fork(void) {
      * memory stays: another thread may have held the lock at the fork). */
     pthread_mutex_init(&fence_lock, NULL);
     memset(recycled, 0, sizeof recycled);
+    all_fences = NULL;
 }

@@ -14,5 +14,9 @@ size_t gm_device_page_size(void);
 
 void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity);
 void gm_backend_cuda_forget_after_fork(void);
+/* `context` was destroyed: its fences' events went with it and their work is over. They count as
+ * done from now on and never reach the driver again (the engine may still hold them). Called
+ * under the engine lock, in the step that destroyed the context. */
+void gm_backend_cuda_context_gone(CUcontext context);
 
 #endif

@@ -11,6 +11,7 @@
  * (bridge/joins.h). */
 #include "interpose/driver.h"
 
+#include "bridge/backend_cuda.h"
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
@@ -124,25 +125,84 @@ CUresult gm_hook_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsign
     return wait_event(gm_real.cuStreamWaitEvent_ptsz, hStream, hEvent, Flags, true);
 }
 
-/* Every deferred fence is realized while its stream still exists; the driver's call, which
- * waits for the context's work, runs without the engine's locks. */
-static void context_going(void) {
-    gm_join_end(gm_join_begin(NULL, false, true));
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine != NULL) /* its streams' and events' handles may come back */
-        gm_engine_order_reset(engine);
+/* A context's destruction (cuCtxDestroy, or a device's primary context reset): `context` (NULL
+ * when none is known, a primary context not active) and the driver's call. */
+typedef struct context_end {
+    CUcontext context;
+    CUresult (*destroy)(void *handle);
+    void *handle;
+    CUresult result;
+} context_end_t;
+
+static bool end_context(void *arg) {
+    context_end_t *end = arg;
+    end->result = end->destroy(end->handle);
+    if (end->result == CUDA_SUCCESS && end->context != NULL)
+        gm_backend_cuda_context_gone(end->context);
+    return end->result == CUDA_SUCCESS;
 }
 
-/* The context destruction and reset hooks: context_going, then the driver. */
-#define GM_CONTEXT_GOING(name, param_type)                                                         \
-    CUresult gm_hook_##name(param_type arg) {                                                      \
-        context_going();                                                                           \
-        return gm_real.name(arg);                                                                  \
-    }
-GM_CONTEXT_GOING(cuCtxDestroy, CUcontext)
-GM_CONTEXT_GOING(cuCtxDestroy_v2, CUcontext)
-GM_CONTEXT_GOING(cuDevicePrimaryCtxReset, CUdevice)
-GM_CONTEXT_GOING(cuDevicePrimaryCtxReset_v2, CUdevice)
+/* Every deferred fence is realized while its stream still exists. The driver's call, which waits
+ * for the context's work, runs under the engine lock, and graphmem's fences of the context are
+ * marked gone in the same step: their events go with it (a query of one afterwards could crash
+ * the driver), and no launch or trim may use one in between. */
+static CUresult context_going(context_end_t *end) {
+    gm_join_end(gm_join_begin(NULL, false, true));
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine == NULL)
+        return end->destroy(end->handle);
+    gm_engine_order_reset(engine); /* its streams' and events' handles may come back */
+    gm_engine_call_locked(engine, (gm_driver_call_t){end_context, end});
+    return end->result;
+}
+
+static CUresult destroy_ctx(void *handle) {
+    return gm_real.cuCtxDestroy((CUcontext)handle);
+}
+
+static CUresult destroy_ctx_v2(void *handle) {
+    return gm_real.cuCtxDestroy_v2((CUcontext)handle);
+}
+
+CUresult gm_hook_cuCtxDestroy(CUcontext ctx) {
+    return context_going(&(context_end_t){ctx, destroy_ctx, ctx, CUDA_SUCCESS});
+}
+
+CUresult gm_hook_cuCtxDestroy_v2(CUcontext ctx) {
+    return context_going(&(context_end_t){ctx, destroy_ctx_v2, ctx, CUDA_SUCCESS});
+}
+
+/* The device's primary context, when it is active (retaining an inactive one would make it). */
+static CUcontext primary_of(CUdevice device) {
+    unsigned flags = 0;
+    int active = 0;
+    CUcontext context = NULL;
+    if (gm_drv.cuDevicePrimaryCtxGetState == NULL || gm_drv.cuDevicePrimaryCtxRetain == NULL ||
+        gm_drv.cuDevicePrimaryCtxRelease_v2 == NULL ||
+        gm_drv.cuDevicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || !active ||
+        gm_drv.cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS)
+        return NULL;
+    gm_drv.cuDevicePrimaryCtxRelease_v2(device);
+    return context;
+}
+
+static CUresult reset_primary(void *handle) {
+    return gm_real.cuDevicePrimaryCtxReset((CUdevice)(uintptr_t)handle);
+}
+
+static CUresult reset_primary_v2(void *handle) {
+    return gm_real.cuDevicePrimaryCtxReset_v2((CUdevice)(uintptr_t)handle);
+}
+
+CUresult gm_hook_cuDevicePrimaryCtxReset(CUdevice device) {
+    return context_going(&(context_end_t){primary_of(device), reset_primary,
+                                          (void *)(uintptr_t)device, CUDA_SUCCESS});
+}
+
+CUresult gm_hook_cuDevicePrimaryCtxReset_v2(CUdevice device) {
+    return context_going(&(context_end_t){primary_of(device), reset_primary_v2,
+                                          (void *)(uintptr_t)device, CUDA_SUCCESS});
+}
 
 /* A context-wide synchronize: every launch made in the context before it finished, device
  * launches of pinned execs included (engine.h, GM_EXEC_PINNED), so the memory of those destroyed

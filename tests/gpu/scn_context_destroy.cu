@@ -5,8 +5,12 @@
 // are read back, and G's relaunch is refused while its allocation is unfreed. In odd rounds the
 // program frees G's allocation and destroys execs, graphs and stream before cuCtxDestroy; in even
 // rounds it leaves them to cuCtxDestroy. A later round's objects, whose handles may be the old
-// ones' again, must behave as new. Graph K, made once, is instantiated again in every round's
-// context, its exec each time left to cuCtxDestroy.
+// ones' again, must behave as new. H is also launched on the default stream, whose graph memory
+// graphmem shares across contexts: the next round's launch there must not touch the events of the
+// destroyed context (with sixteen more graphs launched there each round, it crashed the driver in
+// cuEventQuery before graphmem marked them gone).
+// Graph K, made once, is instantiated again in every round's context, its exec each time left
+// to cuCtxDestroy.
 #include "common.cuh"
 
 #include <cuda.h>
@@ -65,6 +69,24 @@ static void carried_round(int round, CUstream s, void (*rc)(int, const char *, C
     }
 }
 
+// Sixteen graphs (alloc 2 MiB, free) made, instantiated and launched on the default stream, left
+// to cuCtxDestroy: the number of calls that failed.
+static int default_stream_graphs(void) {
+    int failed = 0;
+    for (int i = 0; i < 16; i++) {
+        CUgraph g = nullptr;
+        CUgraphNode a, f;
+        CUdeviceptr p = 0;
+        CUgraphExec e = nullptr;
+        failed += cuGraphCreate(&g, 0) != CUDA_SUCCESS;
+        failed += add_alloc_node(&a, g, nullptr, 0, 2u << 20, &p) != CUDA_SUCCESS;
+        failed += cuGraphAddMemFreeNode(&f, g, &a, 1, p) != CUDA_SUCCESS;
+        failed += cuGraphInstantiate(&e, g, 0) != CUDA_SUCCESS;
+        failed += e == nullptr || cuGraphLaunch(e, nullptr) != CUDA_SUCCESS;
+    }
+    return failed;
+}
+
 static void obs_step(int round, const char *step, CUresult r) {
     char name[96];
     snprintf(name, sizeof name, "r%d_%s", round, step);
@@ -99,13 +121,17 @@ static void one_round(int round, CUdevice dev) {
     rc("g_launch", cuGraphLaunch(eg, s));
     rc("h_relaunch", cuGraphLaunch(eh, s));
     rc("sync", cuStreamSynchronize(s));
+    rc("h_launch_default_stream", cuGraphLaunch(eh, nullptr));
+    char key[64];
+    snprintf(key, sizeof key, "r%d_default_stream_failures", round);
+    obs_int(key, default_stream_graphs());
+    rc("ctx_sync", cuCtxSynchronize());
     std::vector<unsigned> words(kG / 4, 0);
     rc("read_g", cuMemcpyDtoH(words.data(), pg, kG));
     carried_round(round, s, obs_step);
     size_t wrong = 0;
     for (unsigned w : words)
         wrong += w != value;
-    char key[64];
     snprintf(key, sizeof key, "r%d_g_wrong_words", round);
     obs_int(key, (long long)wrong);
     rc("g_relaunch_unfreed", cuGraphLaunch(eg, s));

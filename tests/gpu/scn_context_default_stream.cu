@@ -1,0 +1,61 @@
+// Graphs with memory launched on the default stream in contexts the program creates and destroys:
+// four rounds, each in a new context on device 0, of sixteen graphs (alloc 2 MiB, free)
+// instantiated and launched on stream 0, then cuCtxSynchronize and cuCtxDestroy with the execs
+// left to it. graphmem shares graph memory on the default stream across contexts, and its events
+// of a destroyed context went with it: before graphmem marked them gone, the next round's first
+// launch queried one and crashed in the driver (cuEventQuery, SIGSEGV on driver 580).
+#include "common.cuh"
+
+#include <cuda.h>
+
+static const char *cu_name(CUresult r) {
+    const char *name = "unknown";
+    cuGetErrorName(r, &name);
+    return name;
+}
+
+// Sixteen graphs made, instantiated and launched on the default stream: the calls that failed.
+static int sixteen_graphs(void) {
+    int failed = 0;
+    for (int i = 0; i < 16; i++) {
+        CUgraph g = nullptr;
+        CUgraphNode a, f;
+        CUDA_MEM_ALLOC_NODE_PARAMS p = {};
+        p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        p.poolProps.location.id = 0;
+        p.bytesize = 2u << 20;
+        CUgraphExec e = nullptr;
+        failed += cuGraphCreate(&g, 0) != CUDA_SUCCESS;
+        failed += cuGraphAddMemAllocNode(&a, g, nullptr, 0, &p) != CUDA_SUCCESS;
+        failed += cuGraphAddMemFreeNode(&f, g, &a, 1, p.dptr) != CUDA_SUCCESS;
+        failed += cuGraphInstantiate(&e, g, 0) != CUDA_SUCCESS;
+        failed += e == nullptr || cuGraphLaunch(e, nullptr) != CUDA_SUCCESS;
+    }
+    return failed;
+}
+
+int main() {
+    // The driver API only: a runtime call would make the primary context first, and then the
+    // contexts below are not the first the default stream's memory met.
+    int count = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+        printf("SKIP no CUDA device\n");
+        return 77;
+    }
+    CUdevice dev = 0;
+    cuDeviceGet(&dev, 0);
+    char key[64];
+    for (int round = 0; round < 4; round++) {
+        CUcontext ctx = nullptr;
+        snprintf(key, sizeof key, "r%d_ctx_create", round);
+        obs(key, cu_name(cuCtxCreate(&ctx, nullptr, 0, dev)));
+        snprintf(key, sizeof key, "r%d_failures", round);
+        obs_int(key, sixteen_graphs());
+        snprintf(key, sizeof key, "r%d_sync", round);
+        obs(key, cu_name(cuCtxSynchronize()));
+        snprintf(key, sizeof key, "r%d_ctx_destroy", round);
+        obs(key, cu_name(cuCtxDestroy(ctx)));
+    }
+    return 0;
+}
