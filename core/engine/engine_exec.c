@@ -159,7 +159,7 @@ gm_status_t gm_exec_pin_check(const gm_engine_t *e, gm_exec_t *x) {
     return GM_OK;
 }
 
-static void exec_end(gm_engine_t *e, uint64_t exec);
+static void exec_end(gm_engine_t *e, uint64_t exec, bool gone);
 
 gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags) {
@@ -170,7 +170,7 @@ gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topol
     gm_exec_t *x = NULL;
     /* The driver has just made an exec under this handle: one graphmem still knows under it is
      * gone without a destroy it saw (gm_engine_exec_gone). */
-    exec_end(e, exec);
+    exec_end(e, exec, true);
     gm_graph_t *g = gm_graph_get(e, graph, true);
     if (!g) {
         st = GM_ERR_OUT_OF_MEMORY;
@@ -267,10 +267,14 @@ void gm_exec_retire(gm_engine_t *e, gm_exec_t *x) {
 }
 
 /* The exec is gone for the driver: graphmem forgets its handle, and its memory goes as its runs
- * and live allocations allow. Under the lock. */
-static void exec_end(gm_engine_t *e, uint64_t exec) {
+ * and live allocations allow. `gone`: without a destroy graphmem saw, so with its context, whose
+ * destruction waited for its work: no device launch of it can run any more, and no synchronize
+ * of that context will come to unpin it. Under the lock. */
+static void exec_end(gm_engine_t *e, uint64_t exec, bool gone) {
     gm_exec_t *x = gm_map_remove(&e->execs, exec);
     gm_keyset_remove(&e->served, exec);
+    for (uint32_t i = 0; gone && x && i < x->part_count; i++)
+        x->parts[i]->pinned = false;
     /* Pinned parts wait for a synchronize that began after this (gm_engine_device_idle); one
      * never mapped goes at once, its count with it (engine_part.c, part_free). */
     uint64_t stamp = x ? atomic_fetch_add(&e->pin_clock, 1) + 1 : 0;
@@ -291,14 +295,14 @@ gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call
     if (call.fn && !call.fn(call.arg))
         st = GM_ERR_DRIVER;
     else
-        exec_end(e, exec);
+        exec_end(e, exec, false);
     gm_engine_unlock(e);
     return st;
 }
 
 void gm_engine_exec_gone(gm_engine_t *e, uint64_t exec) {
     pthread_mutex_lock(&e->lock);
-    exec_end(e, exec);
+    exec_end(e, exec, true);
     gm_engine_unlock(e);
 }
 

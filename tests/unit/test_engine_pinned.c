@@ -186,7 +186,33 @@ static void test_pinned_merge_after(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A pinned exec gone with its context (cuCtxDestroy; the driver gave its handle to another exec,
+ * gm_engine_exec_gone): no device launch of it can run and no synchronize of that context will
+ * come, so it is unpinned at once: a trim gives its memory back and a new pinned exec of its
+ * graph is not refused. (It waited for a synchronize of the dead context forever.) */
+static void test_pinned_gone_with_its_context(void) {
+    sim_t s;
+    sim_graph_t g;
+    pinned_exec(&s, &g);
+    CHECK_EQ_INT(sim_upload(&s, 0xD1, S1), GM_OK);
+    host_backend_complete_all(s.hb);
+    CHECK(mapped(&s, g.va[0]));
+    gm_engine_exec_gone(s.engine, 0xD1);
+    gm_engine_device_idle(s.engine, 0xC1, gm_engine_sync_mark(s.engine)); /* another context */
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK(!gm_engine_has_pinned_waiting(s.engine));
+    CHECK(!mapped(&s, g.va[0]));
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    REQUIRE(sim_instantiate(&s, &g, 0xD2, GM_EXEC_PINNED) == GM_OK);
+    gm_engine_exec_set_context(s.engine, 0xD2, 0xC1);
+    CHECK_EQ_INT(sim_upload(&s, 0xD2, S1), GM_OK);
+    gm_engine_exec_destroy(s.engine, 0xD2, GM_NO_CALL);
+    gm_engine_device_idle(s.engine, 0xC1, gm_engine_sync_mark(s.engine));
+    CHECK(sim_teardown(&s, NULL, 0, &g.key, 1));
+}
+
 int main(void) {
+    RUN_TEST(test_pinned_gone_with_its_context);
     RUN_TEST(test_pinned_waiting_unmapped);
     RUN_TEST(test_sync_before_destroy);
     RUN_TEST(test_pinned_merge_after);
