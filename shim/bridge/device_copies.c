@@ -156,18 +156,24 @@ CUgraphNode gm_device_node(CUgraphExec exec, CUgraphNode node) {
     return found;
 }
 
+/* Drops `exec` from the table, under execs_lock; the copy it was made from, or NULL. */
+static CUgraph copy_remove(CUgraphExec exec) {
+    for (uint32_t i = 0; i < exec_count; i++)
+        if (execs[i].exec == exec) {
+            CUgraph copy = execs[i].copy;
+            execs[i] = execs[--exec_count];
+            atomic_fetch_sub_explicit(&registered, 1, memory_order_release);
+            return copy;
+        }
+    return NULL;
+}
+
 CUresult gm_device_exec_destroy(CUgraphExec exec, CUresult (*destroy)(CUgraphExec)) {
     if (atomic_load_explicit(&registered, memory_order_acquire) == 0)
         return destroy(exec);
     pthread_mutex_lock(&execs_lock);
     CUresult r = destroy(exec);
-    CUgraph copy = NULL;
-    for (uint32_t i = 0; r == CUDA_SUCCESS && i < exec_count && !copy; i++)
-        if (execs[i].exec == exec) {
-            copy = execs[i].copy;
-            execs[i] = execs[--exec_count];
-            atomic_fetch_sub_explicit(&registered, 1, memory_order_release);
-        }
+    CUgraph copy = r == CUDA_SUCCESS ? copy_remove(exec) : NULL;
     pthread_mutex_unlock(&execs_lock);
     if (copy != NULL)
         gm_real.cuGraphDestroy(copy);
@@ -178,12 +184,7 @@ void gm_device_copy_forget(CUgraphExec exec) {
     if (atomic_load_explicit(&registered, memory_order_acquire) == 0)
         return;
     pthread_mutex_lock(&execs_lock);
-    for (uint32_t i = 0; i < exec_count; i++)
-        if (execs[i].exec == exec) {
-            execs[i] = execs[--exec_count];
-            atomic_fetch_sub_explicit(&registered, 1, memory_order_release);
-            break;
-        }
+    (void)copy_remove(exec);
     pthread_mutex_unlock(&execs_lock);
 }
 
