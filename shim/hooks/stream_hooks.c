@@ -125,19 +125,33 @@ CUresult gm_hook_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsign
     return wait_event(gm_real.cuStreamWaitEvent_ptsz, hStream, hEvent, Flags, true);
 }
 
-/* A context's destruction (cuCtxDestroy, or a device's primary context reset): `context` (NULL
- * when none is known, a primary context not active) and the driver's call. */
+/* A context's end (cuCtxDestroy, a device's primary context reset, or the release of its last
+ * reference): `context` (NULL when none is known, a primary context not active), the driver's
+ * call, and for a release the device whose primary context may stay (`maybe_kept`). */
 typedef struct context_end {
     CUcontext context;
-    CUresult (*destroy)(void *handle);
+    CUresult (*call)(void *handle);
     void *handle;
+    bool maybe_kept;
     CUresult result;
+    bool gone;
 } context_end_t;
+
+/* Whether the device's primary context is still active after a release: other references to it
+ * remain. Unknown (no state entry) counts as gone, which only costs graphmem its events. */
+static bool primary_kept(CUdevice device) {
+    unsigned flags = 0;
+    int active = 0;
+    return gm_drv.cuDevicePrimaryCtxGetState != NULL &&
+           gm_drv.cuDevicePrimaryCtxGetState(device, &flags, &active) == CUDA_SUCCESS && active;
+}
 
 static bool end_context(void *arg) {
     context_end_t *end = arg;
-    end->result = end->destroy(end->handle);
-    if (end->result == CUDA_SUCCESS && end->context != NULL)
+    end->result = end->call(end->handle);
+    end->gone = end->result == CUDA_SUCCESS && end->context != NULL &&
+                !(end->maybe_kept && primary_kept((CUdevice)(uintptr_t)end->handle));
+    if (end->gone)
         gm_backend_cuda_context_gone(end->context);
     return end->result == CUDA_SUCCESS;
 }
@@ -145,31 +159,41 @@ static bool end_context(void *arg) {
 /* Every deferred fence is realized while its stream still exists. The driver's call, which waits
  * for the context's work, runs under the engine lock, and graphmem's fences of the context are
  * marked gone in the same step: their events go with it (a query of one afterwards could crash
- * the driver), and no launch or trim may use one in between. */
+ * the driver), and no launch or trim may use one in between. The order's marks are forgotten
+ * after a context went: its streams' and events' handles may come back (a mark seen on one
+ * meanwhile costs sharing, never bytes: core/README.md, "Event order"). */
 static CUresult context_going(context_end_t *end) {
     gm_join_end(gm_join_begin(NULL, false, true));
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL)
-        return end->destroy(end->handle);
-    gm_engine_order_reset(engine); /* its streams' and events' handles may come back */
+        return end->call(end->handle);
     gm_engine_call_locked(engine, (gm_driver_call_t){end_context, end});
+    if (end->gone)
+        gm_engine_order_reset(engine);
     return end->result;
 }
 
-static CUresult destroy_ctx(void *handle) {
-    return gm_real.cuCtxDestroy((CUcontext)handle);
-}
-
-static CUresult destroy_ctx_v2(void *handle) {
-    return gm_real.cuCtxDestroy_v2((CUcontext)handle);
-}
+/* The driver's call for each hook below, through the one signature context_end_t holds. */
+#define CONTEXT_CALL(entry, type)                                                                  \
+    static CUresult call_##entry(void *handle) {                                                   \
+        return gm_real.entry((type)(uintptr_t)handle);                                             \
+    }
+CONTEXT_CALL(cuCtxDestroy, CUcontext)
+CONTEXT_CALL(cuCtxDestroy_v2, CUcontext)
+CONTEXT_CALL(cuDevicePrimaryCtxReset, CUdevice)
+CONTEXT_CALL(cuDevicePrimaryCtxReset_v2, CUdevice)
+CONTEXT_CALL(cuDevicePrimaryCtxRelease, CUdevice)
+CONTEXT_CALL(cuDevicePrimaryCtxRelease_v2, CUdevice)
+#undef CONTEXT_CALL
 
 CUresult gm_hook_cuCtxDestroy(CUcontext ctx) {
-    return context_going(&(context_end_t){ctx, destroy_ctx, ctx, CUDA_SUCCESS});
+    return context_going(
+        &(context_end_t){.context = ctx, .call = call_cuCtxDestroy, .handle = ctx});
 }
 
 CUresult gm_hook_cuCtxDestroy_v2(CUcontext ctx) {
-    return context_going(&(context_end_t){ctx, destroy_ctx_v2, ctx, CUDA_SUCCESS});
+    return context_going(
+        &(context_end_t){.context = ctx, .call = call_cuCtxDestroy_v2, .handle = ctx});
 }
 
 /* The device's primary context, when it is active (retaining an inactive one would make it). */
@@ -186,22 +210,29 @@ static CUcontext primary_of(CUdevice device) {
     return context;
 }
 
-static CUresult reset_primary(void *handle) {
-    return gm_real.cuDevicePrimaryCtxReset((CUdevice)(uintptr_t)handle);
-}
-
-static CUresult reset_primary_v2(void *handle) {
-    return gm_real.cuDevicePrimaryCtxReset_v2((CUdevice)(uintptr_t)handle);
+/* A primary context's reset, or a release that may drop its last reference (then the driver
+ * resets it: cuda.h, cuDevicePrimaryCtxRelease). */
+static CUresult primary_going(CUdevice device, CUresult (*call)(void *), bool release) {
+    return context_going(&(context_end_t){.context = primary_of(device),
+                                          .call = call,
+                                          .handle = (void *)(uintptr_t)device,
+                                          .maybe_kept = release});
 }
 
 CUresult gm_hook_cuDevicePrimaryCtxReset(CUdevice device) {
-    return context_going(&(context_end_t){primary_of(device), reset_primary,
-                                          (void *)(uintptr_t)device, CUDA_SUCCESS});
+    return primary_going(device, call_cuDevicePrimaryCtxReset, false);
 }
 
 CUresult gm_hook_cuDevicePrimaryCtxReset_v2(CUdevice device) {
-    return context_going(&(context_end_t){primary_of(device), reset_primary_v2,
-                                          (void *)(uintptr_t)device, CUDA_SUCCESS});
+    return primary_going(device, call_cuDevicePrimaryCtxReset_v2, false);
+}
+
+CUresult gm_hook_cuDevicePrimaryCtxRelease(CUdevice device) {
+    return primary_going(device, call_cuDevicePrimaryCtxRelease, true);
+}
+
+CUresult gm_hook_cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+    return primary_going(device, call_cuDevicePrimaryCtxRelease_v2, true);
 }
 
 /* A context-wide synchronize: every launch made in the context before it finished, device

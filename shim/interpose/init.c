@@ -39,8 +39,12 @@ void gm_shim_fall_back(const char *reason) {
 /* Set in a forked child: a statistics file without %p is the parent's, not the child's. */
 static bool forked_child;
 
-static void at_exit(void) {
-    /* Statistics only: the driver may already be tearing down, so no CUDA call here. */
+/* At unload, after the atexit handlers: the runtime's teardown (a primary context released at
+ * exit) is counted too. Statistics only: the driver may already be tearing down, so no CUDA call
+ * here. */
+__attribute__((destructor)) static void at_unload(void) {
+    if (!atomic_load_explicit(&init_done, memory_order_acquire))
+        return;
     if (gm_option_bool(GM_OPT_SHOW_STATS))
         gm_stats_print_table();
     const char *path = gm_option_text(GM_OPT_STATS_FILE);
@@ -86,7 +90,6 @@ static void init_once_body(void) {
     } else if (driver == NULL) {
         gm_shim_fall_back("libcuda.so.1 could not be loaded");
     }
-    atexit(at_exit);
     pthread_atfork(NULL, NULL, at_fork_child);
     gm_log(GM_LOG_INFO, "interposition live: exported hooks, dlsym and cuGetProcAddress (%d hooks)",
            (int)GM_HOOK_COUNT);

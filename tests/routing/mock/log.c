@@ -3,7 +3,10 @@
  * Lines are "call NAME from=OBJECT" where OBJECT is the basename of the shared object (or
  * executable) holding the return address, which tells a call forwarded by a graphmem hook
  * (from=libgraphmem.so) from a direct one. Each line is one write() on an O_APPEND descriptor
- * so concurrent threads and forked children do not interleave within a line. */
+ * so concurrent threads and forked children do not interleave within a line. An "exit" line
+ * marks where the program's exit handlers end: the mock registers its handler before any
+ * program code runs, so it runs after theirs (a static runtime's teardown among them) and before
+ * the libraries' destructors (a shared runtime's teardown). */
 #include "mock.h"
 
 #include <dlfcn.h>
@@ -56,6 +59,14 @@ static const char *caller_object(const void *caller) {
 
 void gm_mock_log_call(const char *name, const void *caller) {
     gm_mock_logf("call %s from=%s", name, caller_object(caller));
+}
+
+static void log_exit(void) {
+    gm_mock_logf("exit");
+}
+
+__attribute__((constructor)) static void register_exit_mark(void) {
+    atexit(log_exit);
 }
 
 /* Called by the weak defaults of stubs.c: a program reaching one needs more of the mock. */

@@ -1,0 +1,110 @@
+// A device's primary context released by the program (cuDevicePrimaryCtxRelease), in two phases.
+//
+// `last`: the driver API only, so that nothing else holds the primary context. Four rounds, each
+// retaining it, making it current, instantiating and launching sixteen graphs (alloc 2 MiB, free)
+// on the default stream, synchronizing and releasing it: the last reference, so the driver resets
+// the context (cuda.h) with the graphs, execs and graphmem's events in it. The next round's
+// retain makes a new one, where the first launch meets the default stream's graph memory again.
+//
+// `kept`: the runtime holds the primary context too, so a retain and release by the program (as a
+// library sharing the context does) leaves it active. Graph A signs 64 MiB and checks the words
+// for 400 ms on one stream; while it runs, the program retains and releases the primary context,
+// then launches graph B (64 MiB, signed at once) on a second stream. A's words must not change
+// under it: graphmem's events of the context still order its memory.
+#include "threads.cuh"
+
+#include <cuda.h>
+
+static const char *cu_name(CUresult r) {
+    const char *name = "unknown";
+    cuGetErrorName(r, &name);
+    return name;
+}
+
+// Sixteen graphs made, instantiated and launched on the default stream: the calls that failed.
+static int sixteen_graphs(CUdevice dev) {
+    int failed = 0;
+    for (int i = 0; i < 16; i++) {
+        CUgraph g = nullptr;
+        CUgraphNode a, f;
+        CUDA_MEM_ALLOC_NODE_PARAMS p = {};
+        p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        p.poolProps.location.id = dev;
+        p.bytesize = 2u << 20;
+        CUgraphExec e = nullptr;
+        failed += cuGraphCreate(&g, 0) != CUDA_SUCCESS;
+        failed += cuGraphAddMemAllocNode(&a, g, nullptr, 0, &p) != CUDA_SUCCESS;
+        failed += cuGraphAddMemFreeNode(&f, g, &a, 1, p.dptr) != CUDA_SUCCESS;
+        failed += cuGraphInstantiate(&e, g, 0) != CUDA_SUCCESS;
+        failed += e == nullptr || cuGraphLaunch(e, nullptr) != CUDA_SUCCESS;
+    }
+    return failed;
+}
+
+static int primary_active(CUdevice dev) {
+    unsigned flags = 0;
+    int active = -1;
+    cuDevicePrimaryCtxGetState(dev, &flags, &active);
+    return active;
+}
+
+static void last_reference(CUdevice dev) {
+    char key[64];
+    for (int round = 0; round < 4; round++) {
+        CUcontext ctx = nullptr;
+        snprintf(key, sizeof key, "last_r%d_retain", round);
+        obs(key, cu_name(cuDevicePrimaryCtxRetain(&ctx, dev)));
+        snprintf(key, sizeof key, "last_r%d_set_current", round);
+        obs(key, cu_name(cuCtxSetCurrent(ctx)));
+        snprintf(key, sizeof key, "last_r%d_failures", round);
+        obs_int(key, sixteen_graphs(dev));
+        snprintf(key, sizeof key, "last_r%d_sync", round);
+        obs(key, cu_name(cuCtxSynchronize()));
+        cuCtxSetCurrent(nullptr);
+        snprintf(key, sizeof key, "last_r%d_release", round);
+        obs(key, cu_name(cuDevicePrimaryCtxRelease(dev)));
+        snprintf(key, sizeof key, "last_r%d_active_after", round);
+        obs_int(key, primary_active(dev));
+    }
+}
+
+static void kept_reference(CUdevice dev) {
+    require_graph_memory(); // the runtime's reference from here on
+    unsigned *bad = new_counter();
+    cudaStream_t s1, s2;
+    cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
+    Work a, b;
+    const size_t bytes = 64u << 20;
+    obs_rc("kept_make_a", make_work(&a, s1, bytes, 1, 200u * 1000 * 1000, 2, bad, false, 0));
+    obs_rc("kept_make_b", make_work(&b, s2, bytes, 2, 0, 1, bad, false, 0));
+    obs_rc("kept_launch_b_first", cudaGraphLaunch(b.exec, s2)); // B's memory is mapped
+    obs_rc("kept_sync_b_first", cudaStreamSynchronize(s2));
+    obs_rc("kept_launch_a", cudaGraphLaunch(a.exec, s1));
+    CUcontext ctx = nullptr;
+    obs("kept_retain", cu_name(cuDevicePrimaryCtxRetain(&ctx, dev)));
+    obs("kept_release", cu_name(cuDevicePrimaryCtxRelease(dev)));
+    obs_int("kept_active_after", primary_active(dev));
+    obs_rc("kept_launch_b", cudaGraphLaunch(b.exec, s2));
+    obs_rc("kept_sync_b", cudaStreamSynchronize(s2));
+    obs_rc("kept_sync_a", cudaStreamSynchronize(s1));
+    obs_wrong("kept_wrong_words", bad);
+    destroy_work(&a);
+    destroy_work(&b);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+}
+
+int main() {
+    int count = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+        printf("SKIP no CUDA device\n");
+        return 77;
+    }
+    CUdevice dev = 0;
+    cuDeviceGet(&dev, 0);
+    last_reference(dev);
+    kept_reference(dev);
+    return 0;
+}
