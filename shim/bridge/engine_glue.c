@@ -11,7 +11,7 @@
 #include "stats.h"
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(gm_engine_t *) engine;
+_Atomic(gm_engine_t *) gm_glue_engine_now;
 static atomic_bool start_failed;
 static gm_backend_t backend;
 static int device_count;
@@ -128,7 +128,7 @@ static gm_engine_t *start_engine(void) {
 }
 
 static void report_execs(gm_exec_report_fn fn, void *arg) {
-    gm_engine_t *current = atomic_load(&engine);
+    gm_engine_t *current = atomic_load(&gm_glue_engine_now);
     if (current != NULL)
         gm_engine_report(current, fn, arg);
 }
@@ -136,7 +136,7 @@ static void report_execs(gm_exec_report_fn fn, void *arg) {
 /* After fork the child inherits the parent's engine, whose device memory and events belong to the
  * parent's CUDA context: the child abandons it untouched and starts from a clean slate. */
 static void forget_after_fork(void) {
-    atomic_store(&engine, NULL);
+    atomic_store(&gm_glue_engine_now, NULL);
     atomic_store(&start_failed, false);
     pthread_mutex_init(&start_lock, NULL);
     gm_backend_cuda_forget_after_fork();
@@ -154,20 +154,20 @@ static void register_process_hooks(void) {
 }
 
 gm_engine_t *gm_glue_engine(void) {
-    gm_engine_t *current = atomic_load_explicit(&engine, memory_order_acquire);
+    gm_engine_t *current = atomic_load_explicit(&gm_glue_engine_now, memory_order_acquire);
     if (current != NULL || gm_shim_mode() != GM_MODE_ACTIVE)
         return gm_shim_mode() == GM_MODE_ACTIVE ? current : NULL;
     if (atomic_load(&start_failed))
         return NULL;
     pthread_once(&process_hooks_once, register_process_hooks);
     pthread_mutex_lock(&start_lock);
-    current = atomic_load(&engine);
+    current = atomic_load(&gm_glue_engine_now);
     if (current == NULL && !atomic_load(&start_failed)) {
         /* Busy: a door the driver reaches meanwhile (its dlsym, say) passes through. */
         GM_RELAXED(gm_shim_busy++; current = start_engine(); gm_shim_busy--);
         if (current == NULL)
             atomic_store(&start_failed, true);
-        atomic_store_explicit(&engine, current, memory_order_release);
+        atomic_store_explicit(&gm_glue_engine_now, current, memory_order_release);
     }
     pthread_mutex_unlock(&start_lock);
     return current;
@@ -185,12 +185,6 @@ void gm_uaf_unmap_freed(gm_engine_t *started, bool wait, CUstream stream, bool p
         return;
     /* graphmem's own work: a capture another thread runs in global mode must not see it. */
     GM_RELAXED(uaf_unmap(started, wait, stream, ptsz));
-}
-
-gm_engine_t *gm_glue_engine_if_started(void) {
-    if (gm_shim_mode() != GM_MODE_ACTIVE)
-        return NULL;
-    return atomic_load_explicit(&engine, memory_order_acquire);
 }
 
 int gm_glue_device_count(void) {

@@ -155,28 +155,38 @@ static CUresult forward_alloc_from_pool(const alloc_call_t *c) {
     return GM_REAL_PT(cuMemAllocFromPoolAsync, c->ptsz)(c->dptr, c->size, c->pool, c->stream);
 }
 
+/* No capture anywhere in the process: nothing to serve, straight to the driver (what
+ * alloc_async would decide, after building its call). Most allocations take this path. */
+static inline bool no_capture_anywhere(void) {
+    return atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0;
+}
+
 CUresult gm_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    if (no_capture_anywhere())
+        return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
     return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, false, forward_alloc});
 }
 
 CUresult gm_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    if (no_capture_anywhere())
+        return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
     return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, true, forward_alloc});
 }
 
 CUresult gm_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                          CUstream hStream) {
-    alloc_call_t call = {dptr, bytesize, pool, hStream, false, forward_alloc_from_pool};
-    if (pool == NULL)
-        return forward_alloc_from_pool(&call); /* the driver's error for a NULL pool */
-    return alloc_async(&call);
+    if (pool == NULL || no_capture_anywhere()) /* the driver's error for a NULL pool */
+        return gm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
+    return alloc_async(
+        &(alloc_call_t){dptr, bytesize, pool, hStream, false, forward_alloc_from_pool});
 }
 
 CUresult gm_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream) {
-    alloc_call_t call = {dptr, bytesize, pool, hStream, true, forward_alloc_from_pool};
-    if (pool == NULL)
-        return forward_alloc_from_pool(&call);
-    return alloc_async(&call);
+    if (pool == NULL || no_capture_anywhere())
+        return gm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
+    return alloc_async(
+        &(alloc_call_t){dptr, bytesize, pool, hStream, true, forward_alloc_from_pool});
 }
 
 /* ---- frees ---------------------------------------------------------------------------------- */

@@ -12,8 +12,15 @@
 /* ---- init.c --------------------------------------------------------------------------------- */
 
 /* Runs start-up once (pthread_once): options, the driver library, the real table, the pointer
- * index, the exit handler. Cheap after the first call. */
-void gm_shim_init(void);
+ * index, the fork handler. One acquire load after the first call: the slow part, which reads a
+ * thread-local flag (a __tls_get_addr call in a shared library), stays out of line, or the
+ * compiler hoists that read into every exported call. */
+extern atomic_int gm_shim_init_done;
+void gm_shim_init_slow(void);
+static inline void gm_shim_init(void) {
+    if (__builtin_expect(!atomic_load_explicit(&gm_shim_init_done, memory_order_acquire), 0))
+        gm_shim_init_slow();
+}
 
 /* ---- hooks.c: the tables generated from hooks.def -------------------------------------------- */
 

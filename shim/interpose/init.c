@@ -18,20 +18,16 @@ extern char **environ;
 _Thread_local int gm_shim_busy;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static atomic_int init_done;
-static _Atomic gm_mode_t mode = GM_MODE_ACTIVE;
+atomic_int gm_shim_init_done;
+_Atomic gm_mode_t gm_shim_mode_now = GM_MODE_ACTIVE;
 static void *driver;
-
-gm_mode_t gm_shim_mode(void) {
-    return atomic_load_explicit(&mode, memory_order_relaxed);
-}
 
 void *gm_driver_handle(void) {
     return driver;
 }
 
 void gm_shim_fall_back(const char *reason) {
-    atomic_store(&mode, GM_MODE_PASSTHROUGH);
+    atomic_store(&gm_shim_mode_now, GM_MODE_PASSTHROUGH);
     gm_stat_add(GM_STAT_fallbacks, 1);
     gm_log_fallback("%s", reason);
 }
@@ -43,7 +39,7 @@ static bool forked_child;
  * exit) is counted too. Statistics only: the driver may already be tearing down, so no CUDA call
  * here. */
 __attribute__((destructor)) static void at_unload(void) {
-    if (!atomic_load_explicit(&init_done, memory_order_acquire))
+    if (!atomic_load_explicit(&gm_shim_init_done, memory_order_acquire))
         return;
     if (gm_option_bool(GM_OPT_SHOW_STATS))
         gm_stats_print_table();
@@ -85,7 +81,7 @@ static void init_once_body(void) {
     gm_stats_register_calls(gm_hook_names, gm_hook_calls, GM_HOOK_COUNT);
 
     if (gm_option_bool(GM_OPT_DISABLE)) {
-        atomic_store(&mode, GM_MODE_PASSTHROUGH);
+        atomic_store(&gm_shim_mode_now, GM_MODE_PASSTHROUGH);
         gm_log(GM_LOG_INFO, "GRAPHMEM_DISABLE=1: every call goes straight to the driver");
     } else if (driver == NULL) {
         gm_shim_fall_back("libcuda.so.1 could not be loaded");
@@ -94,11 +90,11 @@ static void init_once_body(void) {
     gm_log(GM_LOG_INFO, "interposition live: exported hooks, dlsym and cuGetProcAddress (%d hooks)",
            (int)GM_HOOK_COUNT);
     gm_shim_busy--;
-    atomic_store_explicit(&init_done, 1, memory_order_release);
+    atomic_store_explicit(&gm_shim_init_done, 1, memory_order_release);
 }
 
-void gm_shim_init(void) {
-    if (__builtin_expect(atomic_load_explicit(&init_done, memory_order_acquire), 1))
+__attribute__((noinline)) void gm_shim_init_slow(void) {
+    if (atomic_load_explicit(&gm_shim_init_done, memory_order_acquire))
         return;
     /* The driver's own start-up can reach a door again while we load it (dlsym from its
      * constructors): the outer call is still inside pthread_once, so do not wait on it. */

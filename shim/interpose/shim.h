@@ -57,7 +57,11 @@ typedef enum gm_mode {
     GM_MODE_PASSTHROUGH, /* GRAPHMEM_DISABLE=1, or something graphmem needs is missing */
 } gm_mode_t;
 
-gm_mode_t gm_shim_mode(void);
+/* Read on every hook: one relaxed load, inline (set by init.c). */
+extern _Atomic gm_mode_t gm_shim_mode_now;
+static inline gm_mode_t gm_shim_mode(void) {
+    return atomic_load_explicit(&gm_shim_mode_now, memory_order_relaxed);
+}
 /* The driver library handle (dlopen of libcuda.so.1), NULL if it could not be loaded. */
 void *gm_driver_handle(void);
 /* Switches to pass-through for the rest of the process, with one clear message. */

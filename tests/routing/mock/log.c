@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +58,15 @@ static const char *caller_object(const void *caller) {
     return obj;
 }
 
+/* Whether lines are written: the caller's object is looked up (dladdr) only then. */
+static bool logging(void) {
+    pthread_once(&log_once, log_open);
+    return log_fd >= 0;
+}
+
 void gm_mock_log_call(const char *name, const void *caller) {
-    gm_mock_logf("call %s from=%s", name, caller_object(caller));
+    if (logging())
+        gm_mock_logf("call %s from=%s", name, caller_object(caller));
 }
 
 static void log_exit(void) {
@@ -71,5 +79,6 @@ __attribute__((constructor)) static void register_exit_mark(void) {
 
 /* Called by the weak defaults of stubs.c: a program reaching one needs more of the mock. */
 void gm_mock_log_unimplemented(const char *name, const void *caller) {
-    gm_mock_logf("call %s from=%s unimplemented", name, caller_object(caller));
+    if (logging())
+        gm_mock_logf("call %s from=%s unimplemented", name, caller_object(caller));
 }
