@@ -181,10 +181,13 @@ static void fence_drop(fence_t *f) {
 
 void gm_backend_cuda_context_gone(CUcontext context) {
     fence_t *drop = NULL;
+    unsigned marked = 0;
     pthread_mutex_lock(&fence_lock);
     for (fence_t *f = all_fences; f; f = f->all_next)
-        if (f->context == context)
+        if (f->context == context) {
             atomic_store(&f->gone, true);
+            marked++;
+        }
     for (int i = 0; i < GM_MAX_DEVICES; i++) {
         if (!recycled[i].head || recycled[i].context != context)
             continue;
@@ -203,6 +206,8 @@ void gm_backend_cuda_context_gone(CUcontext context) {
         drop = f->next;
         free(f);
     }
+    gm_log(GM_LOG_DEBUG, "context %p gone: %u of graphmem's events with it", (void *)context,
+           marked);
 }
 
 static void fence_recycle(fence_t *f);

@@ -127,30 +127,48 @@ CUresult gm_hook_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsign
 
 /* A context's end (cuCtxDestroy, a device's primary context reset, or the release of its last
  * reference): `context` (NULL when none is known, a primary context not active), the driver's
- * call, and for a release the device whose primary context may stay (`maybe_kept`). */
+ * call, and for a release the primary context's id before it (`released_id`, 0 if unknown). */
 typedef struct context_end {
     CUcontext context;
     CUresult (*call)(void *handle);
     void *handle;
-    bool maybe_kept;
+    bool release;
+    unsigned long long released_id;
     CUresult result;
     bool gone;
 } context_end_t;
 
-/* Whether the device's primary context is still active after a release: other references to it
- * remain. Unknown (no state entry) counts as gone, which only costs graphmem its events. */
-static bool primary_kept(CUdevice device) {
+/* Whether the primary context a release left is still the one released: active, and the same
+ * context rather than a new one that another thread's retain made in between (cuDevicePrimaryCtx-
+ * Retain is not hooked, and a new primary context has the same handle but a new id). Unknown
+ * counts as still there: marking a live context's events gone would let the memory they order be
+ * reused; the other way, graphmem keeps events the driver may refuse (CUDA error 709). */
+static bool primary_still_there(CUdevice device, unsigned long long released_id) {
     unsigned flags = 0;
     int active = 0;
-    return gm_drv.cuDevicePrimaryCtxGetState != NULL &&
-           gm_drv.cuDevicePrimaryCtxGetState(device, &flags, &active) == CUDA_SUCCESS && active;
+    if (gm_drv.cuDevicePrimaryCtxGetState == NULL ||
+        gm_drv.cuDevicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS)
+        return true;
+    if (!active)
+        return false;
+    CUcontext now = NULL;
+    unsigned long long id = 0;
+    if (released_id == 0 || gm_drv.cuCtxGetId == NULL || gm_drv.cuDevicePrimaryCtxRetain == NULL ||
+        gm_drv.cuDevicePrimaryCtxRelease_v2 == NULL ||
+        gm_drv.cuDevicePrimaryCtxRetain(&now, device) != CUDA_SUCCESS)
+        return true;
+    /* Retained: the context cannot go while its id is read. */
+    bool same = gm_drv.cuCtxGetId(now, &id) != CUDA_SUCCESS || id == released_id;
+    gm_drv.cuDevicePrimaryCtxRelease_v2(device);
+    return same;
 }
 
 static bool end_context(void *arg) {
     context_end_t *end = arg;
     end->result = end->call(end->handle);
-    end->gone = end->result == CUDA_SUCCESS && end->context != NULL &&
-                !(end->maybe_kept && primary_kept((CUdevice)(uintptr_t)end->handle));
+    end->gone =
+        end->result == CUDA_SUCCESS && end->context != NULL &&
+        !(end->release && primary_still_there((CUdevice)(uintptr_t)end->handle, end->released_id));
     if (end->gone)
         gm_backend_cuda_context_gone(end->context);
     return end->result == CUDA_SUCCESS;
@@ -196,16 +214,20 @@ CUresult gm_hook_cuCtxDestroy_v2(CUcontext ctx) {
         &(context_end_t){.context = ctx, .call = call_cuCtxDestroy_v2, .handle = ctx});
 }
 
-/* The device's primary context, when it is active (retaining an inactive one would make it). */
-static CUcontext primary_of(CUdevice device) {
+/* The device's primary context, when it is active (retaining an inactive one would make it), and
+ * its id (0 when the driver cannot tell), read while it is retained. */
+static CUcontext primary_of(CUdevice device, unsigned long long *id) {
     unsigned flags = 0;
     int active = 0;
     CUcontext context = NULL;
+    *id = 0;
     if (gm_drv.cuDevicePrimaryCtxGetState == NULL || gm_drv.cuDevicePrimaryCtxRetain == NULL ||
         gm_drv.cuDevicePrimaryCtxRelease_v2 == NULL ||
         gm_drv.cuDevicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || !active ||
         gm_drv.cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS)
         return NULL;
+    if (gm_drv.cuCtxGetId == NULL || gm_drv.cuCtxGetId(context, id) != CUDA_SUCCESS)
+        *id = 0;
     gm_drv.cuDevicePrimaryCtxRelease_v2(device);
     return context;
 }
@@ -213,10 +235,9 @@ static CUcontext primary_of(CUdevice device) {
 /* A primary context's reset, or a release that may drop its last reference (then the driver
  * resets it: cuda.h, cuDevicePrimaryCtxRelease). */
 static CUresult primary_going(CUdevice device, CUresult (*call)(void *), bool release) {
-    return context_going(&(context_end_t){.context = primary_of(device),
-                                          .call = call,
-                                          .handle = (void *)(uintptr_t)device,
-                                          .maybe_kept = release});
+    context_end_t end = {.call = call, .handle = (void *)(uintptr_t)device, .release = release};
+    end.context = primary_of(device, &end.released_id);
+    return context_going(&end);
 }
 
 CUresult gm_hook_cuDevicePrimaryCtxReset(CUdevice device) {

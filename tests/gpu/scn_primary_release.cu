@@ -6,6 +6,14 @@
 // the context (cuda.h) with the graphs, execs and graphmem's events in it. The next round's
 // retain makes a new one, where the first launch meets the default stream's graph memory again.
 //
+// `race`: as `last`, while a second thread waits for the primary context to go inactive and
+// retains it at once, making a new one (the same handle, a new id) that it then hands back. A
+// release can only learn that its context went by asking the driver afterwards, and the retain
+// may come first (whether it does is up to timing: a review's probe saw it in 12 of 24 rounds at
+// 8fd497d, this program in none of 24 on one H200): graphmem tells the contexts apart by id. test_primary_release_marks_gone
+// (tests/python/test_gpu_conformance.py) counts, under GRAPHMEM_LOG_LEVEL=debug, that every
+// context that went had graphmem's events marked gone: `releases_to_zero` of them (INFO).
+//
 // `kept`: the runtime holds the primary context too, so a retain and release by the program (as a
 // library sharing the context does) leaves it active. Graph A signs 64 MiB and checks the words
 // for 400 ms on one stream; while it runs, the program retains and releases the primary context,
@@ -42,6 +50,9 @@ static int sixteen_graphs(CUdevice dev) {
     return failed;
 }
 
+// Releases that ended a primary context, counted natively (the state and the id tell).
+static int releases_to_zero = 0;
+
 static int primary_active(CUdevice dev) {
     unsigned flags = 0;
     int active = -1;
@@ -65,7 +76,54 @@ static void last_reference(CUdevice dev) {
         snprintf(key, sizeof key, "last_r%d_release", round);
         obs(key, cu_name(cuDevicePrimaryCtxRelease(dev)));
         snprintf(key, sizeof key, "last_r%d_active_after", round);
-        obs_int(key, primary_active(dev));
+        int active = primary_active(dev);
+        obs_int(key, active);
+        releases_to_zero += active == 0;
+    }
+}
+
+static unsigned long long context_id(CUcontext ctx) {
+    unsigned long long id = 0;
+    cuCtxGetId(ctx, &id);
+    return id;
+}
+
+static void race_retain(CUdevice dev) {
+    char key[64];
+    for (int round = 0; round < 8; round++) {
+        CUcontext ctx = nullptr, next = nullptr;
+        cuDevicePrimaryCtxRetain(&ctx, dev);
+        unsigned long long first = context_id(ctx);
+        cuCtxSetCurrent(ctx);
+        snprintf(key, sizeof key, "race_r%d_failures", round);
+        obs_int(key, sixteen_graphs(dev));
+        snprintf(key, sizeof key, "race_r%d_sync", round);
+        obs(key, cu_name(cuCtxSynchronize()));
+        cuCtxSetCurrent(nullptr);
+        std::atomic<bool> go{false};
+        std::thread other([&] {
+            while (!go.load())
+                ;
+            while (primary_active(dev) != 0)
+                ;
+            cuDevicePrimaryCtxRetain(&next, dev);
+        });
+        go.store(true);
+        snprintf(key, sizeof key, "race_r%d_release", round);
+        obs(key, cu_name(cuDevicePrimaryCtxRelease(dev)));
+        other.join();
+        releases_to_zero++;
+        snprintf(key, sizeof key, "race_r%d_new_context", round);
+        obs_yes(key, next != nullptr && context_id(next) != first);
+        cuCtxSetCurrent(next); // the default stream's memory again, in the new context
+        snprintf(key, sizeof key, "race_r%d_failures_after", round);
+        obs_int(key, sixteen_graphs(dev));
+        snprintf(key, sizeof key, "race_r%d_sync_after", round);
+        obs(key, cu_name(cuCtxSynchronize()));
+        cuCtxSetCurrent(nullptr);
+        snprintf(key, sizeof key, "race_r%d_release_after", round);
+        obs(key, cu_name(cuDevicePrimaryCtxRelease(dev)));
+        releases_to_zero += primary_active(dev) == 0;
     }
 }
 
@@ -105,6 +163,8 @@ int main() {
     CUdevice dev = 0;
     cuDeviceGet(&dev, 0);
     last_reference(dev);
+    race_retain(dev);
+    info("releases_to_zero", "%d", releases_to_zero);
     kept_reference(dev);
     return 0;
 }

@@ -54,6 +54,21 @@ def test_scenario(scenario):
         f"graphmem used an object of a destroyed context\n{under.describe()}")
 
 
+def test_primary_release_marks_gone():
+    """Every primary context a release ended had graphmem's events marked gone, also when another
+    thread's retain made a new one before the release could ask (tests/gpu/scn_primary_release.cu,
+    `race`), and none that stayed (`kept`). graphmem logs each context gone at debug level; the
+    runtime's own release at exit may end one more."""
+    gh.require_gpu()
+    prog = gh.program("scn_primary_release")
+    under = gh.run_graphmem([prog], {"GRAPHMEM_LOG_LEVEL": "debug"})
+    expected = int(dict(under.info)["releases_to_zero"])
+    gone = len(re.findall(r"graphmem: debug: context \S+ gone: ", under.stderr))
+    assert expected <= gone <= expected + 1, (
+        f"{gone} contexts marked gone, {expected} ended by the program's releases\n"
+        f"{under.describe()}")
+
+
 def _stress_ok(r):
     obs = dict(r.obs)
     assert obs.get("corruption") == "0", f"corrupted words\n{r.describe()}"

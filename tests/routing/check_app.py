@@ -6,7 +6,7 @@
 2. graphmem run (LD_PRELOAD): same program output (minus the "entry" lines, which name where
    the runtime's entry points live); every "entry" line for a hooked name must point into
    libgraphmem.so at the same exact symbol the native run got from the mock.
-3. Every hooked entry the native run called before its exit handlers ended is counted by graphmem (stats JSON "calls") at
+3. Every hooked entry the native run called before the mock's exit handler is counted by graphmem (stats JSON "calls") at
    least as often, under its exact twin name, and no hooked entry was reached from outside
    libgraphmem.so. The last check is --strict-caller only: an optimized libgraphmem.so may
    tail-call the driver, which removes its frame from the call and hides it from the mock.
@@ -35,19 +35,21 @@ def run(app, env_extra, log):
     return p.returncode, p.stdout, p.stderr
 
 
-def calls(log, before_exit=False):
-    """Counter of (name, caller object) for mock entries called; with before_exit, only those
-    before the mock's "exit" line: graphmem writes its statistics when it is unloaded, after the
-    exit handlers, and a shared runtime's destructor may call hooked entries later still."""
-    out = collections.Counter()
+def calls(log):
+    """Counters of (name, caller object) for mock entries called, before and after the mock's
+    "exit" line. graphmem writes its statistics when it is unloaded, after the exit handlers, and
+    a runtime may call hooked entries later still (a shared runtime's destructor releases the
+    primary context): calls after the line are checked by their caller object instead."""
+    before, after = collections.Counter(), collections.Counter()
+    part = before
     with open(log) as f:
         for line in f:
-            if before_exit and line.strip() == "exit":
-                break
+            if line.strip() == "exit":
+                part = after
             m = re.match(r"call (\S+) from=(\S+)", line)
             if m:
-                out[(m.group(1), m.group(2))] += 1
-    return out
+                part[(m.group(1), m.group(2))] += 1
+    return before, after
 
 
 def split(stdout):
@@ -74,12 +76,15 @@ def main():
         if rc != 0:
             print(out + err)
             sys.exit("native run on the mock failed (rc %d): the mock is not good enough" % rc)
-        native_calls = calls(native_log, before_exit=True)
+        native_calls, native_late = calls(native_log)
         app_obj = os.path.basename(args.app)
-        direct = collections.Counter()
+        direct, direct_late = collections.Counter(), collections.Counter()
         for (name, obj), n in native_calls.items():
             if obj != "libcuda.so.1":
                 direct[name] += n
+        for (name, obj), n in native_late.items():
+            if obj != "libcuda.so.1":
+                direct_late[name] += n
         unimplemented = len(re.findall(r"^(?:call|export_slot) .* unimplemented$", open(native_log).read(), re.M))
         if unimplemented:
             failures.append("native run reached %d unimplemented mock entries" % unimplemented)
@@ -106,9 +111,17 @@ def main():
             failures.append("entry report has %d lines natively, %d under graphmem" % (len(entries), len(gentries)))
 
         if os.path.exists(gm_log):
-            for (name, obj), n in calls(gm_log).items():
+            gm_calls, gm_late = calls(gm_log)
+            for (name, obj), n in (gm_calls + gm_late).items():
                 if name in hooked and obj not in ("libgraphmem.so", "libcuda.so.1") and args.strict_caller:
                     failures.append("%s reached the driver %d time(s) from %s, bypassing graphmem" % (name, n, obj))
+            # After the exit handlers: hooks are never sibling calls (shim/CMakeLists.txt), so a
+            # call that went through graphmem reaches the mock from libgraphmem.so.
+            for name, n in sorted(direct_late.items()):
+                routed = gm_late[(name, "libgraphmem.so")]
+                if name in hooked and routed < n:
+                    failures.append("%s: called %d time(s) natively after the exit handlers, %d through graphmem"
+                                    % (name, n, routed))
         try:
             with open(stats) as f:
                 doc = json.load(f)

@@ -4,9 +4,10 @@
  * executable) holding the return address, which tells a call forwarded by a graphmem hook
  * (from=libgraphmem.so) from a direct one. Each line is one write() on an O_APPEND descriptor
  * so concurrent threads and forked children do not interleave within a line. An "exit" line
- * marks where the program's exit handlers end: the mock registers its handler before any
- * program code runs, so it runs after theirs (a static runtime's teardown among them) and before
- * the libraries' destructors (a shared runtime's teardown). */
+ * comes from the mock's exit handler, registered when the mock is loaded (the runtime loads it at
+ * the program's first CUDA call): it runs before the handlers registered earlier (a static
+ * runtime's teardown, in the routing apps) and before every library's destructor (a shared
+ * runtime's teardown), both of which may come after graphmem wrote its statistics. */
 #include "mock.h"
 
 #include <dlfcn.h>
