@@ -10,9 +10,10 @@
 // retains it at once, making a new one (the same handle, a new id) that it then hands back. A
 // release can only learn that its context went by asking the driver afterwards, and the retain
 // may come first (whether it does is up to timing: a review's probe saw it in 12 of 24 rounds at
-// 8fd497d, this program in none of 24 on one H200): graphmem tells the contexts apart by id. test_primary_release_marks_gone
-// (tests/python/test_gpu_conformance.py) counts, under GRAPHMEM_LOG_LEVEL=debug, that every
-// context that went had graphmem's events marked gone: `releases_to_zero` of them (INFO).
+// 8fd497d, this program in none of 24 on one H200): graphmem tells the contexts apart by id.
+// test_primary_release_marks_gone (tests/python/test_gpu_conformance.py) counts, under
+// GRAPHMEM_LOG_LEVEL=debug, that every context that went had graphmem's events marked gone:
+// `releases_to_zero` of them (INFO).
 //
 // `kept`: the runtime holds the primary context too, so a retain and release by the program (as a
 // library sharing the context does) leaves it active. Graph A signs 64 MiB and checks the words
