@@ -126,17 +126,36 @@ CUresult gm_hook_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsign
 }
 
 /* A context's end (cuCtxDestroy, a device's primary context reset, or the release of its last
- * reference): `context` (NULL when none is known, a primary context not active), the driver's
- * call, and for a release the primary context's id before it (`released_id`, 0 if unknown). */
+ * reference): the driver's call and its handle (a context, or for `primary` a device), then, found
+ * under the engine lock, `context` (NULL when none is known, a primary context not active) and
+ * the primary context's id before the call (`released_id`, 0 if unknown). */
 typedef struct context_end {
-    CUcontext context;
     CUresult (*call)(void *handle);
     void *handle;
-    bool release;
+    bool primary, release;
+    CUcontext context;
     unsigned long long released_id;
     CUresult result;
     bool gone;
 } context_end_t;
+
+/* The device's primary context, when it is active (retaining an inactive one would make it), and
+ * its id (0 when the driver cannot tell), read while it is retained. */
+static CUcontext primary_of(CUdevice device, unsigned long long *id) {
+    unsigned flags = 0;
+    int active = 0;
+    CUcontext context = NULL;
+    *id = 0;
+    if (gm_drv.cuDevicePrimaryCtxGetState == NULL || gm_drv.cuDevicePrimaryCtxRetain == NULL ||
+        gm_drv.cuDevicePrimaryCtxRelease_v2 == NULL ||
+        gm_drv.cuDevicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || !active ||
+        gm_drv.cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS)
+        return NULL;
+    if (gm_drv.cuCtxGetId == NULL || gm_drv.cuCtxGetId(context, id) != CUDA_SUCCESS)
+        *id = 0;
+    gm_drv.cuDevicePrimaryCtxRelease_v2(device);
+    return context;
+}
 
 /* Whether the primary context a release left is still the one released: active, and the same
  * context rather than a new one that another thread's retain made in between (cuDevicePrimaryCtx-
@@ -163,8 +182,13 @@ static bool primary_still_there(CUdevice device, unsigned long long released_id)
     return same;
 }
 
+/* Under the engine lock: graphmem's own retain and release of a primary context (primary_of,
+ * primary_still_there) never come between another thread's hooked reset or release and its look
+ * at the state. */
 static bool end_context(void *arg) {
     context_end_t *end = arg;
+    if (end->primary)
+        end->context = primary_of((CUdevice)(uintptr_t)end->handle, &end->released_id);
     end->result = end->call(end->handle);
     end->gone =
         end->result == CUDA_SUCCESS && end->context != NULL &&
@@ -183,7 +207,7 @@ static bool end_context(void *arg) {
 static CUresult context_going(context_end_t *end) {
     gm_join_end(gm_join_begin(NULL, false, true));
     gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine == NULL)
+    if (engine == NULL) /* no fences of any context */
         return end->call(end->handle);
     gm_engine_call_locked(engine, (gm_driver_call_t){end_context, end});
     if (end->gone)
@@ -206,38 +230,19 @@ CONTEXT_CALL(cuDevicePrimaryCtxRelease_v2, CUdevice)
 
 CUresult gm_hook_cuCtxDestroy(CUcontext ctx) {
     return context_going(
-        &(context_end_t){.context = ctx, .call = call_cuCtxDestroy, .handle = ctx});
+        &(context_end_t){.call = call_cuCtxDestroy, .handle = ctx, .context = ctx});
 }
 
 CUresult gm_hook_cuCtxDestroy_v2(CUcontext ctx) {
     return context_going(
-        &(context_end_t){.context = ctx, .call = call_cuCtxDestroy_v2, .handle = ctx});
-}
-
-/* The device's primary context, when it is active (retaining an inactive one would make it), and
- * its id (0 when the driver cannot tell), read while it is retained. */
-static CUcontext primary_of(CUdevice device, unsigned long long *id) {
-    unsigned flags = 0;
-    int active = 0;
-    CUcontext context = NULL;
-    *id = 0;
-    if (gm_drv.cuDevicePrimaryCtxGetState == NULL || gm_drv.cuDevicePrimaryCtxRetain == NULL ||
-        gm_drv.cuDevicePrimaryCtxRelease_v2 == NULL ||
-        gm_drv.cuDevicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || !active ||
-        gm_drv.cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS)
-        return NULL;
-    if (gm_drv.cuCtxGetId == NULL || gm_drv.cuCtxGetId(context, id) != CUDA_SUCCESS)
-        *id = 0;
-    gm_drv.cuDevicePrimaryCtxRelease_v2(device);
-    return context;
+        &(context_end_t){.call = call_cuCtxDestroy_v2, .handle = ctx, .context = ctx});
 }
 
 /* A primary context's reset, or a release that may drop its last reference (then the driver
  * resets it: cuda.h, cuDevicePrimaryCtxRelease). */
 static CUresult primary_going(CUdevice device, CUresult (*call)(void *), bool release) {
-    context_end_t end = {.call = call, .handle = (void *)(uintptr_t)device, .release = release};
-    end.context = primary_of(device, &end.released_id);
-    return context_going(&end);
+    return context_going(&(context_end_t){
+        .call = call, .handle = (void *)(uintptr_t)device, .primary = true, .release = release});
 }
 
 CUresult gm_hook_cuDevicePrimaryCtxReset(CUdevice device) {
