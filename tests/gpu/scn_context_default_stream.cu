@@ -6,34 +6,7 @@
 // launch queried one and crashed in the driver (cuEventQuery, SIGSEGV on driver 580).
 #include "common.cuh"
 
-#include <cuda.h>
-
-static const char *cu_name(CUresult r) {
-    const char *name = "unknown";
-    cuGetErrorName(r, &name);
-    return name;
-}
-
-// Sixteen graphs made, instantiated and launched on the default stream: the calls that failed.
-static int sixteen_graphs(void) {
-    int failed = 0;
-    for (int i = 0; i < 16; i++) {
-        CUgraph g = nullptr;
-        CUgraphNode a, f;
-        CUDA_MEM_ALLOC_NODE_PARAMS p = {};
-        p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        p.poolProps.location.id = 0;
-        p.bytesize = 2u << 20;
-        CUgraphExec e = nullptr;
-        failed += cuGraphCreate(&g, 0) != CUDA_SUCCESS;
-        failed += cuGraphAddMemAllocNode(&a, g, nullptr, 0, &p) != CUDA_SUCCESS;
-        failed += cuGraphAddMemFreeNode(&f, g, &a, 1, p.dptr) != CUDA_SUCCESS;
-        failed += cuGraphInstantiate(&e, g, 0) != CUDA_SUCCESS;
-        failed += e == nullptr || cuGraphLaunch(e, nullptr) != CUDA_SUCCESS;
-    }
-    return failed;
-}
+#include "driver_graphs.cuh"
 
 int main() {
     // The driver API only: a runtime call would make the primary context first, and then the
@@ -51,7 +24,7 @@ int main() {
         snprintf(key, sizeof key, "r%d_ctx_create", round);
         obs(key, cu_name(cuCtxCreate(&ctx, nullptr, 0, dev)));
         snprintf(key, sizeof key, "r%d_failures", round);
-        obs_int(key, sixteen_graphs());
+        obs_int(key, sixteen_graphs(dev));
         snprintf(key, sizeof key, "r%d_sync", round);
         obs(key, cu_name(cuCtxSynchronize()));
         snprintf(key, sizeof key, "r%d_ctx_destroy", round);

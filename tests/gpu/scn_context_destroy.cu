@@ -13,16 +13,10 @@
 // to cuCtxDestroy.
 #include "common.cuh"
 
-#include <cuda.h>
+#include "driver_graphs.cuh"
 #include <vector>
 
 static const size_t kG = 8u << 20, kH = 16u << 20;
-
-static const char *cu_name(CUresult r) {
-    const char *name = "unknown";
-    cuGetErrorName(r, &name);
-    return name;
-}
 
 static CUresult add_alloc_node(CUgraphNode *node, CUgraph g, const CUgraphNode *dep, size_t n,
                                size_t bytes, CUdeviceptr *dptr) {

@@ -22,34 +22,7 @@
 // under it: graphmem's events of the context still order its memory.
 #include "threads.cuh"
 
-#include <cuda.h>
-
-static const char *cu_name(CUresult r) {
-    const char *name = "unknown";
-    cuGetErrorName(r, &name);
-    return name;
-}
-
-// Sixteen graphs made, instantiated and launched on the default stream: the calls that failed.
-static int sixteen_graphs(CUdevice dev) {
-    int failed = 0;
-    for (int i = 0; i < 16; i++) {
-        CUgraph g = nullptr;
-        CUgraphNode a, f;
-        CUDA_MEM_ALLOC_NODE_PARAMS p = {};
-        p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        p.poolProps.location.id = dev;
-        p.bytesize = 2u << 20;
-        CUgraphExec e = nullptr;
-        failed += cuGraphCreate(&g, 0) != CUDA_SUCCESS;
-        failed += cuGraphAddMemAllocNode(&a, g, nullptr, 0, &p) != CUDA_SUCCESS;
-        failed += cuGraphAddMemFreeNode(&f, g, &a, 1, p.dptr) != CUDA_SUCCESS;
-        failed += cuGraphInstantiate(&e, g, 0) != CUDA_SUCCESS;
-        failed += e == nullptr || cuGraphLaunch(e, nullptr) != CUDA_SUCCESS;
-    }
-    return failed;
-}
+#include "driver_graphs.cuh"
 
 // Releases that ended a primary context, counted natively (the state and the id tell).
 static int releases_to_zero = 0;

@@ -1,0 +1,33 @@
+// Helpers of the driver-API scenarios (contexts made, reset and released by the program): the
+// name of a CUresult, and sixteen graphs with memory launched on the default stream.
+#pragma once
+
+#include <cuda.h>
+
+static inline const char *cu_name(CUresult r) {
+    const char *name = "unknown";
+    cuGetErrorName(r, &name);
+    return name;
+}
+
+// Sixteen graphs (alloc 2 MiB on `dev`, free) made, instantiated and launched on the default
+// stream of the current context: the calls that failed. Graphs and execs are left to the context.
+static inline int sixteen_graphs(CUdevice dev) {
+    int failed = 0;
+    for (int i = 0; i < 16; i++) {
+        CUgraph g = nullptr;
+        CUgraphNode a, f;
+        CUDA_MEM_ALLOC_NODE_PARAMS p = {};
+        p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        p.poolProps.location.id = dev;
+        p.bytesize = 2u << 20;
+        CUgraphExec e = nullptr;
+        failed += cuGraphCreate(&g, 0) != CUDA_SUCCESS;
+        failed += cuGraphAddMemAllocNode(&a, g, nullptr, 0, &p) != CUDA_SUCCESS;
+        failed += cuGraphAddMemFreeNode(&f, g, &a, 1, p.dptr) != CUDA_SUCCESS;
+        failed += cuGraphInstantiate(&e, g, 0) != CUDA_SUCCESS;
+        failed += e == nullptr || cuGraphLaunch(e, nullptr) != CUDA_SUCCESS;
+    }
+    return failed;
+}
