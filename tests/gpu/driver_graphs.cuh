@@ -1,8 +1,24 @@
-// Helpers of the driver-API scenarios (contexts made, reset and released by the program): the
-// name of a CUresult, and sixteen graphs with memory launched on the default stream.
+// Helpers of the driver-API scenarios (contexts made, reset and released by the program): device
+// 0 without the runtime, the name of a CUresult, and sixteen graphs with memory launched on the
+// default stream.
 #pragma once
 
 #include <cuda.h>
+#include <cstdio>
+#include <cstdlib>
+
+// Device 0 through the driver alone (a runtime call would make the primary context); exit 77
+// (CTest's skip code) without one.
+static inline CUdevice driver_device(void) {
+    int count = 0;
+    CUdevice dev = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+        printf("SKIP no CUDA device\n");
+        exit(77);
+    }
+    cuDeviceGet(&dev, 0);
+    return dev;
+}
 
 static inline const char *cu_name(CUresult r) {
     const char *name = "unknown";

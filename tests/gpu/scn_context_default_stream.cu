@@ -11,13 +11,7 @@
 int main() {
     // The driver API only: a runtime call would make the primary context first, and then the
     // contexts below are not the first the default stream's memory met.
-    int count = 0;
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
-        printf("SKIP no CUDA device\n");
-        return 77;
-    }
-    CUdevice dev = 0;
-    cuDeviceGet(&dev, 0);
+    CUdevice dev = driver_device();
     char key[64];
     for (int round = 0; round < 4; round++) {
         CUcontext ctx = nullptr;

@@ -129,13 +129,7 @@ static void kept_reference(CUdevice dev) {
 }
 
 int main() {
-    int count = 0;
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
-        printf("SKIP no CUDA device\n");
-        return 77;
-    }
-    CUdevice dev = 0;
-    cuDeviceGet(&dev, 0);
+    CUdevice dev = driver_device();
     last_reference(dev);
     race_retain(dev);
     info("releases_to_zero", "%d", releases_to_zero);
