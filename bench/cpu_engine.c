@@ -1,0 +1,112 @@
+/* The engine's own share of capture and instantiation (prints, never fails), over the host backend
+ * of the unit tests: no driver, so what issue 16's capture and instantiate rows leave to graphmem
+ * can be measured and profiled on a machine without a GPU. A chain of N allocation + free pairs is
+ * built marker by marker (each proven after the previous free, as the shim's ancestor search
+ * finds it), then instantiated and destroyed repeatedly.
+ *
+ * Metrics (best of the repetitions, µs): engine_capture_pair_1MiB_us (the two markers of a pair,
+ * without the driver's node), engine_instantiate_1000x1MiB_us (1,000 packed pairs),
+ * engine_instantiate_1000x64MiB_us (1,000 pairs of an item each). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "engine.h"
+#include "host_backend.h"
+
+#define MIB (1ull << 20)
+#define PAIRS 1000u
+#define REPS 30
+
+static uint64_t next_node = 0x100000;
+
+/* The driver's node: a fresh handle, nothing else. */
+static bool add_node(void *arg, uint64_t *node_out) {
+    (void)arg;
+    *node_out = next_node += 16;
+    return true;
+}
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+typedef struct chain {
+    uint64_t nodes[2 * PAIRS];
+    uint32_t from[2 * PAIRS], to[2 * PAIRS], edges;
+} chain_t;
+
+/* Builds the chain in `graph`; the time per pair, or a negative value when the engine refused. */
+static double capture_chain(gm_engine_t *e, uint64_t graph, uint64_t size, chain_t *c) {
+    c->edges = 0;
+    double t0 = now_us();
+    for (uint32_t i = 0; i < PAIRS; i++) {
+        gm_alloc_params_t params = {.device = 0, .size = size};
+        uint64_t previous_free = i ? c->nodes[2 * i - 1] : 0, va = 0, node = 0, free_node = 0;
+        gm_ancestors_t before = {&previous_free, i ? 1 : 0};
+        if (gm_engine_alloc_marker(e, graph, &params, &before, (gm_node_call_t){add_node, NULL},
+                                   &va, &node) != GM_OK)
+            return -1;
+        gm_ancestors_t after_alloc = {&node, 1};
+        if (gm_engine_free_marker(e, graph, va, &after_alloc, (gm_node_call_t){add_node, NULL},
+                                  &free_node) != GM_OK)
+            return -1;
+        c->nodes[2 * i] = node;
+        c->nodes[2 * i + 1] = free_node;
+        if (i) {
+            c->from[c->edges] = 2 * i - 1;
+            c->to[c->edges++] = 2 * i;
+        }
+        c->from[c->edges] = 2 * i;
+        c->to[c->edges++] = 2 * i + 1;
+    }
+    return (now_us() - t0) / PAIRS;
+}
+
+/* Best time of REPS instantiations of `graph` (each exec destroyed after), or negative. */
+static double instantiate_best(gm_engine_t *e, uint64_t graph, const chain_t *c) {
+    gm_topology_t topo = {2 * PAIRS, c->nodes, c->edges, c->from, c->to};
+    double best = -1;
+    for (uint64_t r = 0; r < REPS; r++) {
+        uint64_t exec = 0x5000 + r;
+        double t0 = now_us();
+        if (gm_engine_instantiate(e, graph, &topo, exec, 0) != GM_OK)
+            return -1;
+        double t = now_us() - t0;
+        gm_engine_exec_destroy(e, exec, GM_NO_CALL);
+        best = best < 0 || t < best ? t : best;
+    }
+    return best;
+}
+
+int main(void) {
+    /* The library's defaults (core/common/options.def): 2 MiB pages and small limit, 64 MiB
+     * handles. */
+    gm_engine_config_t config = {.device_count = 1,
+                                 .small_limit = 2 * MIB,
+                                 .max_handle = 64 * MIB,
+                                 .release_threshold = UINT64_MAX,
+                                 .cross_stream = GM_CROSS_STREAM_SERIALIZE,
+                                 .defer_fences = true};
+    host_backend_t *hb = host_backend_create(2 * MIB, 1);
+    gm_engine_t *e = hb ? gm_engine_create(host_backend_ops(hb), &config) : NULL;
+    chain_t *small = calloc(1, sizeof *small), *large = calloc(1, sizeof *large);
+    if (!e || !small || !large) {
+        fprintf(stderr, "bench_cpu_engine: out of host memory\n");
+        return 1;
+    }
+    double pair = 1e30;
+    for (uint64_t g = 0; g < 5; g++) { /* best of five chains; the engine then holds five graphs */
+        double t = capture_chain(e, 0x70 + g, MIB, small);
+        pair = t >= 0 && t < pair ? t : pair;
+    }
+    printf("engine_capture_pair_1MiB_us %.4f\n", pair);
+    printf("engine_instantiate_1000x1MiB_us %.1f\n", instantiate_best(e, 0x74, small));
+    if (capture_chain(e, 0x80, 64 * MIB, large) >= 0)
+        printf("engine_instantiate_1000x64MiB_us %.1f\n", instantiate_best(e, 0x80, large));
+    free(small);
+    free(large);
+    return 0;
+}
