@@ -6,10 +6,11 @@
 2. graphmem run (LD_PRELOAD): same program output (minus the "entry" lines, which name where
    the runtime's entry points live); every "entry" line for a hooked name must point into
    libgraphmem.so at the same exact symbol the native run got from the mock.
-3. Every hooked entry the native run called before the mock's exit handler is counted by graphmem (stats JSON "calls") at
-   least as often, under its exact twin name, and with --strict-caller (which CMake always
-   passes: hooks are never sibling calls, shim/CMakeLists.txt) no hooked entry was reached from
-   outside libgraphmem.so, before or after the exit line.
+3. Every hooked entry the native run called before the mock's exit handler is counted by
+   graphmem (stats JSON "calls") at least as often, under its exact twin name; every one it
+   called later reached the mock through libgraphmem.so as often; and with --strict-caller
+   (which CMake always passes: hooks are never sibling calls, shim/CMakeLists.txt) no hooked
+   entry was reached from outside libgraphmem.so, before or after the exit line.
 4. The stats JSON is version 1 and lists every hooked name.
 """
 import argparse
@@ -52,6 +53,15 @@ def calls(log):
     return before, after
 
 
+def program_calls(counter):
+    """Counter of names the program (its runtime included) called, not the mock itself."""
+    out = collections.Counter()
+    for (name, obj), n in counter.items():
+        if obj != "libcuda.so.1":
+            out[name] += n
+    return out
+
+
 def split(stdout):
     lines = stdout.splitlines()
     return [l for l in lines if not l.startswith("entry ")], [l for l in lines if l.startswith("entry ")]
@@ -78,13 +88,7 @@ def main():
             sys.exit("native run on the mock failed (rc %d): the mock is not good enough" % rc)
         native_calls, native_late = calls(native_log)
         app_obj = os.path.basename(args.app)
-        direct, direct_late = collections.Counter(), collections.Counter()
-        for (name, obj), n in native_calls.items():
-            if obj != "libcuda.so.1":
-                direct[name] += n
-        for (name, obj), n in native_late.items():
-            if obj != "libcuda.so.1":
-                direct_late[name] += n
+        direct, direct_late = program_calls(native_calls), program_calls(native_late)
         unimplemented = len(re.findall(r"^(?:call|export_slot) .* unimplemented$", open(native_log).read(), re.M))
         if unimplemented:
             failures.append("native run reached %d unimplemented mock entries" % unimplemented)
