@@ -94,7 +94,10 @@ struct gm_record {
     uint32_t exec_refs;
     bool live;
     gm_part_t *live_part; /* whose escape arena backs it */
-    gm_record_t *va_next; /* records sharing this address (reuse inside one graph) */
+    /* Records sharing this address (reuse inside one graph, clones), newest first from the
+     * engine's `addresses`; doubly linked so that a record leaves in constant time (a chain of
+     * thousands of reuses is common, and a graph's destruction removes every one). */
+    gm_record_t *va_next, *va_prev;
 };
 
 struct gm_graph {

@@ -160,21 +160,18 @@ static gm_packer_t *packer_get(gm_engine_t *e, gm_graph_t *g, int device, uint64
 /* ---- records ------------------------------------------------------------------------------- */
 
 static void chain_remove(gm_engine_t *e, gm_record_t *r) {
-    gm_record_t *head = gm_map_get(&e->addresses, r->va);
-    if (head == r) {
-        if (r->va_next) {
-            gm_map_put(&e->addresses, r->va, r->va_next); /* replaces: cannot fail */
-        } else {
-            gm_map_remove(&e->addresses, r->va);
-            gm_keyset_remove(&e->address_keys, r->va);
-        }
+    if (r->va_next)
+        r->va_next->va_prev = r->va_prev;
+    if (r->va_prev) {
+        r->va_prev->va_next = r->va_next;
         return;
     }
-    for (gm_record_t *p = head; p; p = p->va_next) {
-        if (p->va_next == r) {
-            p->va_next = r->va_next;
-            return;
-        }
+    /* The chain's head. */
+    if (r->va_next) {
+        gm_map_put(&e->addresses, r->va, r->va_next); /* replaces: cannot fail */
+    } else {
+        gm_map_remove(&e->addresses, r->va);
+        gm_keyset_remove(&e->address_keys, r->va);
     }
 }
 
@@ -284,6 +281,8 @@ gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_param
         return st;
     }
     r->va_next = gm_map_get(&e->addresses, r->va);
+    if (r->va_next)
+        r->va_next->va_prev = r;
     gm_map_put(&e->addresses, r->va, r); /* reserved by the caller */
     if (!r->va_next && gm_keyset_insert(&e->address_keys, r->va) != GM_OK)
         atomic_store(&e->address_keys_partial, true); /* gm_engine_owns takes the lock then */
@@ -309,6 +308,9 @@ void gm_record_clone(gm_engine_t *e, gm_graph_t *g, gm_record_t *r, uint64_t nod
     copy->chunk->refs++;
     copy->chunk_offset = r->chunk_offset;
     copy->va_next = r->va_next;
+    copy->va_prev = r;
+    if (r->va_next)
+        r->va_next->va_prev = copy;
     r->va_next = copy;
 }
 

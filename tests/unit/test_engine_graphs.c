@@ -346,6 +346,46 @@ static void test_impossible_size(void) {
     CHECK(sim_fini(&s));
 }
 
+static bool find_in_second_clone(void *arg, uint64_t node, uint64_t *clone_out) {
+    (void)arg;
+    *clone_out = node + 2 * SIM_CLONE_OFFSET;
+    return true;
+}
+
+/* Records sharing an address (GRAPHMEM_LIFT_RESTRICTIONS): two clones of a graph hold copies of
+ * its allocation at its address, each clone's copy next to the original in the address's chain.
+ * Destroying the second clone takes a record from the chain's middle, then the original its head;
+ * the remaining records stay found (the address owned, the clone's free marker known, its launch
+ * makes the allocation), and after the last graph the address is free of records. */
+static void test_records_sharing_an_address(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t g, c1, c2;
+    sim_one_alloc_graph(&s, &g, 4096, false);
+    const uint64_t va = g.va[0];
+    sim_clone_view(&s, &g, &c1);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c1.key, sim_clone_map(true)) == GM_OK);
+    sim_clone_view(&s, &c1, &c2);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c2.key,
+                                  (gm_node_map_t){find_in_second_clone, NULL}) == GM_OK);
+    CHECK_EQ_INT(gm_engine_marker(s.engine, c2.nodes[2], NULL), GM_MARKER_FREE);
+    sim_graph_destroy(s.engine, c2.key); /* the chain's middle */
+    CHECK_EQ_INT(gm_engine_marker(s.engine, c2.nodes[2], NULL), GM_MARKER_NONE);
+    CHECK(gm_engine_owns(s.engine, va));
+    sim_graph_destroy(s.engine, g.key); /* its head */
+    CHECK(gm_engine_owns(s.engine, va));
+    CHECK_EQ_INT(gm_engine_marker(s.engine, c1.nodes[2], NULL), GM_MARKER_FREE);
+    REQUIRE(sim_instantiate(&s, &c1, 0xE7, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE7, S1), GM_OK);
+    CHECK(sim_run_data(&s, &c1, NULL));
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE7, GM_NO_CALL);
+    sim_graph_destroy(s.engine, c1.key);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK); /* the exec's part goes, and its records */
+    CHECK(!gm_engine_owns(s.engine, va));
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_impossible_size);
     RUN_TEST(test_explicit_alloc_free);
@@ -355,5 +395,6 @@ int main(void) {
     RUN_TEST(test_upload_then_launch);
     RUN_TEST(test_free_in_other_graph);
     RUN_TEST(test_abort_and_move);
+    RUN_TEST(test_records_sharing_an_address);
     return gm_check_summary();
 }
