@@ -115,14 +115,21 @@ static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *
 
 /* A fence is an event of one context: an event records only on a stream of its own context.
  * Events are recycled per context, since creating one costs more than recording it. A fence
- * whose context was destroyed is `gone` (gm_backend_cuda_context_gone): its event went with the
+ * whose context was destroyed is `gone` (gm_backend_cuda_context_ended): its event went with the
  * context, so the driver never sees it again, and its work is over (a context's destruction waits
- * for it), so it counts as done. */
+ * for it), so it counts as done.
+ *
+ * Every use of an event but one runs under the engine lock, as a context's end does. The one is
+ * the host wait (fence_wait_host), which runs unlocked so that others go on meanwhile: it counts
+ * itself in `host_waits`, and a context's end first waits for the waits on its events to end and
+ * holds new ones back until it is over (`ending`), since the driver forbids any call on a context
+ * while it is destroyed (cuda.h, cuCtxDestroy). */
 typedef struct fence {
     CUevent event;
     CUcontext context;
     struct fence *next;                /* in a recycled list */
     struct fence *all_prev, *all_next; /* every fence made and not dropped (under fence_lock) */
+    unsigned host_waits;               /* under fence_lock */
     atomic_bool gone;
 } fence_t;
 
@@ -131,6 +138,8 @@ static fence_t *all_fences;
 #define RECYCLED_PER_CONTEXT 256
 
 static pthread_mutex_t fence_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t host_waits_changed = PTHREAD_COND_INITIALIZER;
+static CUcontext ending; /* a context whose end is under way (under fence_lock) */
 static struct {
     CUcontext context;
     fence_t *head;
@@ -179,16 +188,25 @@ static void fence_drop(fence_t *f) {
     free(f);
 }
 
-void gm_backend_cuda_context_gone(CUcontext context) {
+void gm_backend_cuda_context_ending(CUcontext context) {
+    pthread_mutex_lock(&fence_lock);
+    ending = context;
+    for (fence_t *f = all_fences; f; f = f->all_next)
+        while (f->context == context && f->host_waits)
+            pthread_cond_wait(&host_waits_changed, &fence_lock);
+    pthread_mutex_unlock(&fence_lock);
+}
+
+void gm_backend_cuda_context_ended(CUcontext context, bool gone) {
     fence_t *drop = NULL;
     unsigned marked = 0;
     pthread_mutex_lock(&fence_lock);
-    for (fence_t *f = all_fences; f; f = f->all_next)
+    for (fence_t *f = all_fences; gone && f; f = f->all_next)
         if (f->context == context) {
             atomic_store(&f->gone, true);
             marked++;
         }
-    for (int i = 0; i < GM_MAX_DEVICES; i++) {
+    for (int i = 0; gone && i < GM_MAX_DEVICES; i++) {
         if (!recycled[i].head || recycled[i].context != context)
             continue;
         while (recycled[i].head) { /* nobody holds them: they go now */
@@ -200,14 +218,17 @@ void gm_backend_cuda_context_gone(CUcontext context) {
         }
         recycled[i].count = 0;
     }
+    ending = NULL;
+    pthread_cond_broadcast(&host_waits_changed); /* the waits held back see `gone` now */
     pthread_mutex_unlock(&fence_lock);
     while (drop) {
         fence_t *f = drop;
         drop = f->next;
         free(f);
     }
-    gm_log(GM_LOG_DEBUG, "context %p gone: %u of graphmem's events with it", (void *)context,
-           marked);
+    if (gone)
+        gm_log(GM_LOG_DEBUG, "context %p gone: %u of graphmem's events with it", (void *)context,
+               marked);
 }
 
 static void fence_recycle(fence_t *f);
@@ -372,11 +393,25 @@ static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fe
     return status_of(on_stream(stream_key, wait_event, event_of(fence)), "cuStreamWaitEvent");
 }
 
+/* Unlocked (the engine's lock is released meanwhile): counted in, so that a context's end never
+ * destroys the event under it (fence_t). */
 static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
     (void)ctx;
-    if (gone(fence))
+    fence_t *f = (fence_t *)(uintptr_t)fence;
+    pthread_mutex_lock(&fence_lock);
+    while (ending != NULL && f->context == ending)
+        pthread_cond_wait(&host_waits_changed, &fence_lock);
+    bool over = atomic_load(&f->gone);
+    f->host_waits += !over;
+    pthread_mutex_unlock(&fence_lock);
+    if (over)
         return GM_OK;
-    return status_of(gm_drv.cuEventSynchronize(event_of(fence)), "cuEventSynchronize");
+    CUresult r = gm_drv.cuEventSynchronize(f->event);
+    pthread_mutex_lock(&fence_lock);
+    if (--f->host_waits == 0 && f->context == ending)
+        pthread_cond_broadcast(&host_waits_changed);
+    pthread_mutex_unlock(&fence_lock);
+    return status_of(r, "cuEventSynchronize");
 }
 
 static CUresult synchronize(CUstream stream, void *unused) {

@@ -189,12 +189,14 @@ static bool end_context(void *arg) {
     context_end_t *end = arg;
     if (end->primary)
         end->context = primary_of((CUdevice)(uintptr_t)end->handle, &end->released_id);
+    if (end->context)
+        gm_backend_cuda_context_ending(end->context);
     end->result = end->call(end->handle);
     end->gone =
         end->result == CUDA_SUCCESS && end->context != NULL &&
         !(end->release && primary_still_there((CUdevice)(uintptr_t)end->handle, end->released_id));
-    if (end->gone)
-        gm_backend_cuda_context_gone(end->context);
+    if (end->context)
+        gm_backend_cuda_context_ended(end->context, end->gone);
     return end->result == CUDA_SUCCESS;
 }
 
