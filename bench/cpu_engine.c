@@ -7,7 +7,9 @@
  * Metrics (best of the repetitions, µs): engine_capture_pair_1MiB_us (the two markers of a pair,
  * without the driver's node), engine_instantiate_1000x1MiB_us (1,000 packed pairs),
  * engine_instantiate_1000x64MiB_us (1,000 pairs of an item each), engine_destroy_1000x1MiB_us (the
- * engine's part of destroying a graph of 1,000 packed pairs, which all share one address). */
+ * engine's part of destroying a graph of 1,000 packed pairs, which all share one address),
+ * engine_launch_ns (a relaunch of an exec of one 1 MiB pair on its stream, as the launch hook
+ * makes it: the served check, then the engine's launch around a driver call that does nothing). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -97,6 +99,34 @@ static double destroy_best(gm_engine_t *e, chain_t *c) {
     return best;
 }
 
+static bool launched(void *arg) {
+    (void)arg;
+    return true;
+}
+
+/* Best ns per launch over batches of relaunches of one exec on one stream, or negative. */
+static double launch_best(gm_engine_t *e, uint64_t graph, chain_t *c) {
+    if (capture_chain(e, graph, MIB, c) < 0)
+        return -1;
+    gm_topology_t topo = {2, c->nodes, 1, c->from, c->to}; /* the first pair */
+    const uint64_t exec = 0x6000, stream = 0x51;
+    if (gm_engine_instantiate(e, graph, &topo, exec, 0) != GM_OK)
+        return -1;
+    double best = -1;
+    for (int batch = 0; batch < 20; batch++) {
+        double t0 = now_us();
+        for (int i = 0; i < 10000; i++)
+            if (!gm_engine_serves(e, exec) ||
+                gm_engine_launch(e, exec, stream, false, (gm_driver_call_t){launched, NULL}) !=
+                    GM_OK)
+                return -1;
+        double t = (now_us() - t0) * 1e3 / 10000;
+        best = best < 0 || t < best ? t : best;
+    }
+    gm_engine_exec_destroy(e, exec, GM_NO_CALL);
+    return best;
+}
+
 int main(void) {
     /* The library's defaults (core/common/options.def): 2 MiB pages and small limit, 64 MiB
      * handles. */
@@ -123,6 +153,7 @@ int main(void) {
     if (capture_chain(e, 0x80, 64 * MIB, large) >= 0)
         printf("engine_instantiate_1000x64MiB_us %.1f\n", instantiate_best(e, 0x80, large));
     printf("engine_destroy_1000x1MiB_us %.1f\n", destroy_best(e, small));
+    printf("engine_launch_ns %.1f\n", launch_best(e, 0xA0, small));
     free(small);
     free(large);
     return 0;

@@ -15,6 +15,14 @@ static uint32_t slot_of(uint64_t key, uint32_t mask) {
     return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
 }
 
+/* Stamps of every set: a change takes the next (gm_keyset_t.stamp). */
+static _Atomic uint64_t last_stamp;
+
+/* After a change, before the writer returns: a reader that reads the new stamp sees the change. */
+static void restamp(gm_keyset_t *set) {
+    atomic_store_explicit(&set->stamp, atomic_fetch_add(&last_stamp, 1) + 1, memory_order_release);
+}
+
 /* Threads spread over the reader counters in the order they first read. */
 static atomic_uint next_stripe;
 static _Thread_local unsigned my_stripe_plus_one;
@@ -110,6 +118,7 @@ gm_status_t gm_keyset_insert(gm_keyset_t *set, uint64_t key) {
     atomic_store_explicit(&t->slots[i], key, memory_order_release);
     set->count++;
     set->used += k == EMPTY;
+    restamp(set);
     return GM_OK;
 }
 
@@ -124,6 +133,7 @@ void gm_keyset_remove(gm_keyset_t *set, uint64_t key) {
         if (k == key) {
             atomic_store_explicit(&t->slots[i], REMOVED, memory_order_release);
             set->count--;
+            restamp(set);
             free_retired(set);
             return;
         }
@@ -133,6 +143,7 @@ void gm_keyset_remove(gm_keyset_t *set, uint64_t key) {
 void gm_keyset_fini(gm_keyset_t *set) {
     free(atomic_load_explicit(&set->table, memory_order_relaxed));
     atomic_store_explicit(&set->table, NULL, memory_order_relaxed);
+    restamp(set);
     while (set->retired) {
         gm_keyset_table_t *next = set->retired->next_retired;
         free(set->retired);

@@ -28,6 +28,9 @@ typedef struct gm_keyset_stripe {
 
 typedef struct gm_keyset {
     _Atomic(gm_keyset_table_t *) table;
+    /* Changes with every insert and remove, to a value no set ever had (0: never changed, so
+     * empty): what a memo (below) checks. */
+    _Atomic uint64_t stamp;
     gm_keyset_table_t *retired; /* replaced tables not yet freed */
     uint32_t count, used;       /* keys, and slots not empty (keys + removed) */
     gm_keyset_stripe_t stripes[GM_KEYSET_STRIPES];
@@ -40,5 +43,30 @@ void gm_keyset_fini(gm_keyset_t *set);
 
 /* Any thread, any time: a few loads and two uncontended atomic increments. */
 bool gm_keyset_contains(gm_keyset_t *set, uint64_t key);
+
+/* A thread's memo of recent answers for one set at a time: a repeated question (a launch of the
+ * same exec) is answered by two loads while the set has not changed since, without the reader
+ * counting of gm_keyset_contains. The caller keeps one per thread (thread-local, zeroed). An
+ * answer is reused only while the set's stamp is the one read before the answer was found, so it
+ * is the answer gm_keyset_contains would give: a change that completed before the question
+ * changed the stamp. */
+#define GM_KEYSET_MEMO_WAYS 4
+typedef struct gm_keyset_memo {
+    struct {
+        uint64_t key;
+        uint64_t stamp_found; /* the stamp << 1 | the answer */
+    } ways[GM_KEYSET_MEMO_WAYS];
+} gm_keyset_memo_t;
+
+static inline bool gm_keyset_contains_memo(gm_keyset_t *set, uint64_t key, gm_keyset_memo_t *memo) {
+    uint64_t stamp = atomic_load_explicit(&set->stamp, memory_order_acquire);
+    unsigned way = (unsigned)(key >> 4 ^ key >> 10) % GM_KEYSET_MEMO_WAYS;
+    if (memo->ways[way].key == key && memo->ways[way].stamp_found >> 1 == stamp)
+        return memo->ways[way].stamp_found & 1;
+    bool found = gm_keyset_contains(set, key);
+    memo->ways[way].key = key;
+    memo->ways[way].stamp_found = stamp << 1 | found;
+    return found;
+}
 
 #endif

@@ -11,8 +11,11 @@
 #include "engine_part.h"
 #include "engine_trim.h"
 
+/* Every launch asks, mostly of the same few execs. */
+static _Thread_local gm_keyset_memo_t served_memo;
+
 bool gm_engine_serves(gm_engine_t *e, uint64_t exec) {
-    return gm_keyset_contains(&e->served, exec);
+    return gm_keyset_contains_memo(&e->served, exec, &served_memo);
 }
 
 /* The live record at r's address: r itself, or a clone's copy of it (gm_engine_graph_clone) made

@@ -89,7 +89,67 @@ static void test_readers_during_rebuilds(void) {
     pthread_mutex_destroy(&s.writers);
 }
 
+/* A reader's memo (gm_keyset_contains_memo) against a writer that takes turns with it: the writer
+ * inserts or removes a key (rebuilding the table now and then, with the churn keys), then says so;
+ * every answer the reader gives afterwards, through its memo, must be the set's new state, while a
+ * key that never changes keeps its answer. */
+typedef struct turns {
+    gm_keyset_t set;
+    atomic_uint said, heard; /* the writer's last change, the reader's last check of one */
+    atomic_ulong wrong;
+} turns_t;
+
+#define TURNS 20000
+#define TOGGLED 0x777770ull
+
+static void *memo_reader(void *arg) {
+    turns_t *t = arg;
+    gm_keyset_memo_t memo = {0};
+    unsigned long wrong = 0;
+    for (unsigned turn = 1; turn <= TURNS; turn++) {
+        while (atomic_load(&t->said) != turn)
+            ;
+        bool in = turn % 2;                 /* odd turns insert, even ones remove */
+        for (int ask = 0; ask < 3; ask++) { /* the second and third are the memo's */
+            wrong += gm_keyset_contains_memo(&t->set, TOGGLED, &memo) != in;
+            wrong += !gm_keyset_contains_memo(&t->set, stable_key(turn % STABLE), &memo);
+        }
+        atomic_store(&t->heard, turn);
+    }
+    atomic_store(&t->wrong, wrong);
+    return NULL;
+}
+
+static void test_memo_sees_every_change(void) {
+    turns_t t;
+    memset(&t, 0, sizeof t);
+    for (uint32_t i = 0; i < STABLE; i++)
+        REQUIRE(gm_keyset_insert(&t.set, stable_key(i)) == GM_OK);
+    pthread_t id;
+    pthread_create(&id, NULL, memo_reader, &t);
+    for (unsigned turn = 1; turn <= TURNS; turn++) {
+        if (turn % 2) {
+            CHECK_EQ_INT(gm_keyset_insert(&t.set, TOGGLED), GM_OK);
+        } else {
+            gm_keyset_remove(&t.set, TOGGLED);
+            if (turn % 64 == 0) /* a rebuild between two questions */
+                for (uint32_t i = 0; i < CHURN / 8; i++)
+                    CHECK_EQ_INT(gm_keyset_insert(&t.set, churn_key(i)), GM_OK);
+            if (turn % 64 == 32)
+                for (uint32_t i = 0; i < CHURN / 8; i++)
+                    gm_keyset_remove(&t.set, churn_key(i));
+        }
+        atomic_store(&t.said, turn);
+        while (atomic_load(&t.heard) != turn)
+            ;
+    }
+    pthread_join(id, NULL);
+    CHECK_EQ_U64(atomic_load(&t.wrong), 0);
+    gm_keyset_fini(&t.set);
+}
+
 int main(void) {
     RUN_TEST(test_readers_during_rebuilds);
+    RUN_TEST(test_memo_sees_every_change);
     return gm_check_summary();
 }
