@@ -50,6 +50,14 @@ bool gm_keyset_contains(gm_keyset_t *set, uint64_t key) {
     return found;
 }
 
+bool gm_keyset_contains_remember(gm_keyset_t *set, uint64_t key, gm_keyset_memo_t *memo,
+                                 unsigned way, uint64_t stamp) {
+    bool found = gm_keyset_contains(set, key);
+    memo->ways[way].key = key;
+    memo->ways[way].stamp_found = stamp << 1 | found;
+    return found;
+}
+
 /* Frees the replaced tables when no reader is inside any table: a reader that counts itself in
  * later loads the current table. */
 static void free_retired(gm_keyset_t *set) {

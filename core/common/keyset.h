@@ -58,15 +58,16 @@ typedef struct gm_keyset_memo {
     } ways[GM_KEYSET_MEMO_WAYS];
 } gm_keyset_memo_t;
 
+/* The memo's miss: asks the set and remembers the answer in `way` under `stamp`. */
+bool gm_keyset_contains_remember(gm_keyset_t *set, uint64_t key, gm_keyset_memo_t *memo,
+                                 unsigned way, uint64_t stamp);
+
 static inline bool gm_keyset_contains_memo(gm_keyset_t *set, uint64_t key, gm_keyset_memo_t *memo) {
     uint64_t stamp = atomic_load_explicit(&set->stamp, memory_order_acquire);
     unsigned way = (unsigned)(key >> 4 ^ key >> 10) % GM_KEYSET_MEMO_WAYS;
     if (memo->ways[way].key == key && memo->ways[way].stamp_found >> 1 == stamp)
         return memo->ways[way].stamp_found & 1;
-    bool found = gm_keyset_contains(set, key);
-    memo->ways[way].key = key;
-    memo->ways[way].stamp_found = stamp << 1 | found;
-    return found;
+    return gm_keyset_contains_remember(set, key, memo, way, stamp);
 }
 
 #endif
