@@ -7,13 +7,13 @@
 #include "engine_graph.h"
 #include "engine_part.h"
 
-static gm_status_t collect_foreign(const gm_map_t *index, gm_graph_t *g, gm_exec_t *x) {
+static gm_status_t collect_foreign(uint64_t token, gm_graph_t *g, gm_exec_t *x) {
     x->foreign = calloc(g->free_count ? g->free_count : 1, sizeof *x->foreign);
     if (!x->foreign)
         return GM_ERR_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < g->free_count; i++) {
         gm_record_t *r = g->frees[i]->record;
-        if (r->owner != g && gm_node_index(index, g->frees[i]->node) != GM_NO_NODE) {
+        if (r->owner != g && gm_marker_index(g->frees[i], token) != GM_NO_NODE) {
             r->exec_refs++;
             x->foreign[x->foreign_count++] = r;
         }
@@ -32,18 +32,25 @@ gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t 
     return st;
 }
 
-/* Allocations of other graphs whose alloc markers the topology holds: those of conditional bodies
- * read into it (GRAPHMEM_LIFT_RESTRICTIONS), planned with g's own. Their graphs join g's window
- * family: anything else using their windows (the body instantiated or cloned itself) then takes
- * turns with g's execs. */
-static gm_status_t collect_inner(gm_engine_t *e, const gm_graph_t *g, const gm_topology_t *topo,
-                                 gm_record_t ***out, uint32_t *count) {
+/* One lookup of each node of the topology: its kind in the shape, the position of each marker
+ * among them (stamped with `token`), and the allocations of other graphs whose alloc markers the
+ * topology holds: those of conditional bodies read into it (GRAPHMEM_LIFT_RESTRICTIONS), planned
+ * with g's own. Their graphs join g's window family: anything else using their windows (the body
+ * instantiated or cloned itself) then takes turns with g's execs. */
+static gm_status_t scan_nodes(gm_engine_t *e, const gm_graph_t *g, const gm_topology_t *topo,
+                              uint64_t token, gm_shape_t *shape, gm_record_t ***out,
+                              uint32_t *count) {
     *out = NULL;
     *count = 0;
     uint32_t cap = 0;
     for (uint32_t i = 0; i < topo->node_count; i++) {
-        const gm_marker_t *m = gm_map_get(&e->nodes, topo->nodes[i]);
-        if (!m || m->kind != GM_MARKER_ALLOC || m->record->owner == g)
+        gm_marker_t *m = gm_map_get(&e->nodes, topo->nodes[i]);
+        shape->kind[i] = m ? (uint8_t)m->kind : 0;
+        if (!m)
+            continue;
+        m->seen = token;
+        m->seen_index = i;
+        if (m->kind != GM_MARKER_ALLOC || m->record->owner == g)
             continue;
         if (gm_grow((void **)out, &cap, *count + 1, sizeof **out) != GM_OK)
             return GM_ERR_OUT_OF_MEMORY;
@@ -58,23 +65,20 @@ static gm_status_t collect_inner(gm_engine_t *e, const gm_graph_t *g, const gm_t
 gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
                           unsigned flags, gm_exec_t **out) {
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    gm_map_t index = {0}; /* node key -> index + 1 */
     gm_exec_t *x = NULL;
     gm_record_t **inner = NULL;
     uint32_t inner_count = 0;
-    if (gm_map_reserve(&index, topo->node_count) ||
-        (st = collect_inner(e, g, topo, &inner, &inner_count)) != GM_OK)
-        goto out;
-    st = GM_ERR_OUT_OF_MEMORY;
-    for (uint32_t i = 0; i < topo->node_count; i++)
-        gm_map_put(&index, topo->nodes[i], (void *)(uintptr_t)(i + 1));
+    const uint64_t token = ++e->build_token;
     if (!(x = calloc(1, sizeof *x)) ||
         !(x->parts = calloc(e->config.device_count, sizeof *x->parts)))
         goto out;
     x->key = exec;
     x->graph = g;
     x->flags = flags;
-    if ((st = collect_foreign(&index, g, x)) != GM_OK || (st = gm_exec_shape(e, topo, &x->shape)))
+    if ((st = gm_shape_build(&x->shape, topo->node_count, topo->nodes, topo->edge_count,
+                             topo->edge_from, topo->edge_to)) != GM_OK ||
+        (st = scan_nodes(e, g, topo, token, &x->shape, &inner, &inner_count)) != GM_OK ||
+        (st = collect_foreign(token, g, x)) != GM_OK)
         goto out;
     for (int d = 0; d < e->config.device_count; d++) {
         bool any = false;
@@ -86,7 +90,7 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
             continue;
         gm_part_t *p = NULL;
         gm_record_set_t records = {g->records, g->record_count, inner, inner_count};
-        if ((st = gm_part_build(e, g, &records, d, topo, &index, &p)) != GM_OK)
+        if ((st = gm_part_build(e, g, &records, d, topo, token, &p)) != GM_OK)
             goto out;
         p->exec = x;
         x->parts[x->part_count++] = p;
@@ -109,7 +113,6 @@ out:
     if (x)
         gm_exec_discard(e, x);
     free(inner);
-    gm_map_fini(&index);
     return st;
 }
 

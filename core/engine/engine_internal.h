@@ -59,6 +59,10 @@ typedef struct gm_marker {
     gm_graph_t *graph;
     uint64_t node; /* 0 until attached */
     gm_idset_t before;
+    /* Its node's index in the topology an instantiation reads (gm_exec_build), valid while `seen`
+     * is that instantiation's token: one lookup of each node, no map from nodes to indices. */
+    uint64_t seen;
+    uint32_t seen_index;
 } gm_marker_t;
 
 /* A padded window of small allocations of one packer. */
@@ -274,6 +278,7 @@ struct gm_engine {
      * fast path release it with gm_engine_unlock_unchanged): an exec whose steady_epoch equals it
      * has seen nothing change since its last launch. */
     uint64_t epoch;
+    uint64_t build_token; /* the latest instantiation's (gm_marker_t.seen) */
 };
 
 /* Releases the engine lock after anything that may have changed the engine's state. */

@@ -53,7 +53,7 @@ static gm_record_t *record_at(const gm_record_set_t *set, uint32_t i) {
 }
 
 gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *records, int device,
-                          const gm_topology_t *topo, const gm_map_t *index, gm_part_t **out) {
+                          const gm_topology_t *topo, uint64_t token, gm_part_t **out) {
     gm_part_t *p = calloc(1, sizeof *p);
     gm_plan_alloc_t *allocs = NULL;
     gm_map_t item_of_chunk = {0}; /* chunk -> its item + 1: records of one chunk share an item */
@@ -71,7 +71,7 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *
     p->device = device;
     for (uint32_t i = 0; i < total; i++) {
         gm_record_t *r = record_at(records, i);
-        uint32_t node = gm_node_index(index, r->alloc.node);
+        uint32_t node = gm_marker_index(&r->alloc, token);
         if (r->params.device != device || node == GM_NO_NODE)
             continue;
         uint32_t item = p->item_count;
@@ -86,7 +86,7 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *
         }
         p->items[item].access_mask |= r->params.access_mask;
         gm_marker_t *fm = r->free_marker;
-        uint32_t free_node = fm && fm->node ? gm_node_index(index, fm->node) : GM_NO_NODE;
+        uint32_t free_node = fm && fm->node ? gm_marker_index(fm, token) : GM_NO_NODE;
         allocs[p->record_count] = (gm_plan_alloc_t){
             .size = r->params.size,
             .alloc_node = node,

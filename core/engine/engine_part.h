@@ -4,10 +4,10 @@
 
 #include "engine_internal.h"
 
-/* The index of a node of the instantiated topology; `index` maps node key -> index + 1. */
-static inline uint32_t gm_node_index(const gm_map_t *index, uint64_t node) {
-    uintptr_t v = (uintptr_t)gm_map_get(index, node);
-    return v ? (uint32_t)(v - 1) : GM_NO_NODE;
+/* The index of m's node in the topology of the instantiation with `token` (GM_NO_NODE when the
+ * topology does not hold it, or m is NULL). */
+static inline uint32_t gm_marker_index(const gm_marker_t *m, uint64_t token) {
+    return m && m->seen == token ? m->seen_index : GM_NO_NODE;
 }
 
 /* The records a part plans: its graph's own, then those of the conditional bodies in its
@@ -21,7 +21,7 @@ typedef struct gm_record_set {
 
 /* The part of `g` on `device` for `records`, planned from `topo`; its exec is set by the caller. */
 gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *records, int device,
-                          const gm_topology_t *topo, const gm_map_t *index, gm_part_t **out);
+                          const gm_topology_t *topo, uint64_t token, gm_part_t **out);
 void gm_part_discard(gm_engine_t *e, gm_part_t *p); /* built, never linked */
 void gm_part_link(gm_engine_t *e, gm_part_t *p);    /* into e->parts */
 /* Frees a part of a destroyed exec once nothing of it is mapped, held or live; the exec goes
