@@ -5,9 +5,11 @@
 #include "backend_cuda.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "captures.h"
 #include "streams.h"
@@ -119,17 +121,18 @@ static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *
  * context, so the driver never sees it again, and its work is over (a context's destruction waits
  * for it), so it counts as done.
  *
- * Every use of an event but one runs under the engine lock, as a context's end does. The one is
- * the host wait (fence_wait_host), which runs unlocked so that others go on meanwhile: it counts
- * itself in `host_waits`, and a context's end first waits for the waits on its events to end and
- * holds new ones back until it is over (`ending`), since the driver forbids any call on a context
- * while it is destroyed (cuda.h, cuCtxDestroy). */
+ * The driver forbids any call on a context while it is destroyed (cuda.h, cuCtxDestroy). A
+ * context's end runs under the engine lock, as every use of an event does but two: a join's
+ * (engine.h, gm_engine_join_*) realizes the deferred fence of the stream the program handed over,
+ * in that stream's context, under the defer lock; and the host wait (fence_wait_host) runs
+ * unlocked, so that others go on meanwhile. The host wait therefore polls, each query under
+ * `event_gate`, which a context's end holds across the driver's call and the marking of its
+ * fences: an end waits for one query at most, never for the GPU work a wait is after. */
 typedef struct fence {
     CUevent event;
     CUcontext context;
     struct fence *next;                /* in a recycled list */
     struct fence *all_prev, *all_next; /* every fence made and not dropped (under fence_lock) */
-    unsigned host_waits;               /* under fence_lock */
     atomic_bool gone;
 } fence_t;
 
@@ -138,8 +141,7 @@ static fence_t *all_fences;
 #define RECYCLED_PER_CONTEXT 256
 
 static pthread_mutex_t fence_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t host_waits_changed = PTHREAD_COND_INITIALIZER;
-static CUcontext ending; /* a context whose end is under way (under fence_lock) */
+static pthread_mutex_t event_gate = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     CUcontext context;
     fence_t *head;
@@ -188,13 +190,8 @@ static void fence_drop(fence_t *f) {
     free(f);
 }
 
-void gm_backend_cuda_context_ending(CUcontext context) {
-    pthread_mutex_lock(&fence_lock);
-    ending = context;
-    for (fence_t *f = all_fences; f; f = f->all_next)
-        while (f->context == context && f->host_waits)
-            pthread_cond_wait(&host_waits_changed, &fence_lock);
-    pthread_mutex_unlock(&fence_lock);
+void gm_backend_cuda_context_ending(void) {
+    pthread_mutex_lock(&event_gate);
 }
 
 void gm_backend_cuda_context_ended(CUcontext context, bool gone) {
@@ -218,9 +215,8 @@ void gm_backend_cuda_context_ended(CUcontext context, bool gone) {
         }
         recycled[i].count = 0;
     }
-    ending = NULL;
-    pthread_cond_broadcast(&host_waits_changed); /* the waits held back see `gone` now */
     pthread_mutex_unlock(&fence_lock);
+    pthread_mutex_unlock(&event_gate); /* the host waits see `gone` from now on */
     while (drop) {
         fence_t *f = drop;
         drop = f->next;
@@ -393,25 +389,31 @@ static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fe
     return status_of(on_stream(stream_key, wait_event, event_of(fence)), "cuStreamWaitEvent");
 }
 
-/* Unlocked (the engine's lock is released meanwhile): counted in, so that a context's end never
- * destroys the event under it (fence_t). */
+/* Spins a little, then sleeps from 50 µs, doubling up to 1 ms: a wait for a run that ends soon
+ * returns soon, one for a long run costs little. */
+static void back_off(unsigned round) {
+    if (round < 64) {
+        sched_yield();
+        return;
+    }
+    unsigned shift = round - 64 < 5 ? round - 64 : 5;
+    struct timespec t = {0, (50000L << shift) > 1000000L ? 1000000L : 50000L << shift};
+    nanosleep(&t, NULL);
+}
+
+/* Unlocked (the engine's lock is released meanwhile): polls, each query under the event gate, so
+ * that a context's end never destroys the event under a call (fence_t). */
 static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
     (void)ctx;
     fence_t *f = (fence_t *)(uintptr_t)fence;
-    pthread_mutex_lock(&fence_lock);
-    while (ending != NULL && f->context == ending)
-        pthread_cond_wait(&host_waits_changed, &fence_lock);
-    bool over = atomic_load(&f->gone);
-    f->host_waits += !over;
-    pthread_mutex_unlock(&fence_lock);
-    if (over)
-        return GM_OK;
-    CUresult r = gm_drv.cuEventSynchronize(f->event);
-    pthread_mutex_lock(&fence_lock);
-    if (--f->host_waits == 0 && f->context == ending)
-        pthread_cond_broadcast(&host_waits_changed);
-    pthread_mutex_unlock(&fence_lock);
-    return status_of(r, "cuEventSynchronize");
+    for (unsigned round = 0;; round++) {
+        pthread_mutex_lock(&event_gate);
+        CUresult r = atomic_load(&f->gone) ? CUDA_SUCCESS : gm_drv.cuEventQuery(f->event);
+        pthread_mutex_unlock(&event_gate);
+        if (r != CUDA_ERROR_NOT_READY)
+            return status_of(r, "cuEventQuery");
+        back_off(round);
+    }
 }
 
 static CUresult synchronize(CUstream stream, void *unused) {
@@ -480,6 +482,7 @@ void gm_backend_cuda_forget_after_fork(void) {
     /* The parent's events are not valid in the child: forget them without destroying (their
      * memory stays: another thread may have held the lock at the fork). */
     pthread_mutex_init(&fence_lock, NULL);
+    pthread_mutex_init(&event_gate, NULL);
     memset(recycled, 0, sizeof recycled);
     all_fences = NULL;
 }

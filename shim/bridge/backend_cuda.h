@@ -15,11 +15,11 @@ size_t gm_device_page_size(void);
 void gm_backend_cuda_init(gm_backend_t *backend, uint64_t granularity);
 void gm_backend_cuda_forget_after_fork(void);
 /* Around the driver's call that destroys `context`, or may (a primary context's reset or release),
- * under the engine lock in one step with it. Ending: waits until no host wait on an event of the
- * context is under way, and holds new ones back. Ended: lets them go; with `gone` (the context was
- * destroyed), its fences' events went with it and their work is over: they count as done from now
- * on and never reach the driver again (the engine may still hold them). */
-void gm_backend_cuda_context_ending(CUcontext context);
+ * under the engine lock in one step with it. Ending: no host wait queries an event from here on
+ * (one under way is waited for). Ended: they query again; with `gone` (the context was destroyed),
+ * its fences' events went with it and their work is over: they count as done from now on and
+ * never reach the driver again (the engine may still hold them). */
+void gm_backend_cuda_context_ending(void);
 void gm_backend_cuda_context_ended(CUcontext context, bool gone);
 
 #endif

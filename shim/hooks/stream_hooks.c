@@ -190,7 +190,7 @@ static bool end_context(void *arg) {
     if (end->primary)
         end->context = primary_of((CUdevice)(uintptr_t)end->handle, &end->released_id);
     if (end->context)
-        gm_backend_cuda_context_ending(end->context);
+        gm_backend_cuda_context_ending();
     end->result = end->call(end->handle);
     end->gone =
         end->result == CUDA_SUCCESS && end->context != NULL &&
