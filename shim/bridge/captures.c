@@ -5,7 +5,7 @@
 _Atomic long gm_captures_in_flight;
 
 bool gm_stream_capturing(CUstream stream, bool ptsz) {
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0)
+    if (gm_no_capture_anywhere())
         return false;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult r = GM_REAL_PT(cuStreamIsCapturing, ptsz)(stream, &status);
@@ -16,8 +16,7 @@ bool gm_stream_capturing(CUstream stream, bool ptsz) {
 gm_relaxed_t gm_relaxed_begin(void) {
     gm_relaxed_t relaxed = {CU_STREAM_CAPTURE_MODE_RELAXED, false};
     /* Outside any capture the exchange is pure overhead: skip it. */
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0 ||
-        gm_drv.cuThreadExchangeStreamCaptureMode == NULL)
+    if (gm_no_capture_anywhere() || gm_drv.cuThreadExchangeStreamCaptureMode == NULL)
         return relaxed;
     relaxed.active = gm_drv.cuThreadExchangeStreamCaptureMode(&relaxed.saved) == CUDA_SUCCESS;
     return relaxed;

@@ -9,6 +9,10 @@
  * (hooks/capture_hooks.c): the hot path asks the driver whether a stream is capturing only while
  * this is non-zero. */
 extern _Atomic long gm_captures_in_flight;
+/* The hot paths' one question of it, on one relaxed load: no capture anywhere in the process. */
+static inline bool gm_no_capture_anywhere(void) {
+    return atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0;
+}
 /* Whether `stream` is capturing (or a capture on it was invalidated, or the driver cannot say);
  * false at the cost of one load while no capture is in flight. */
 bool gm_stream_capturing(CUstream stream, bool ptsz);

@@ -19,7 +19,7 @@ typedef struct capture_point {
 
 /* Whether `stream` is capturing now, and where the next captured node goes. */
 static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0)
+    if (gm_no_capture_anywhere())
         return false;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
@@ -155,27 +155,23 @@ static CUresult forward_alloc_from_pool(const alloc_call_t *c) {
     return GM_REAL_PT(cuMemAllocFromPoolAsync, c->ptsz)(c->dptr, c->size, c->pool, c->stream);
 }
 
-/* No capture anywhere in the process: nothing to serve, straight to the driver (what
- * alloc_async would decide, after building its call). Most allocations take this path. */
-static inline bool no_capture_anywhere(void) {
-    return atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0;
-}
-
+/* No capture anywhere in the process: nothing to serve, straight to the driver (what alloc_async
+ * would decide, after building its call). Most allocations take this path. */
 CUresult gm_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-    if (no_capture_anywhere())
+    if (gm_no_capture_anywhere())
         return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
     return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, false, forward_alloc});
 }
 
 CUresult gm_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-    if (no_capture_anywhere())
+    if (gm_no_capture_anywhere())
         return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
     return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, true, forward_alloc});
 }
 
 CUresult gm_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                          CUstream hStream) {
-    if (pool == NULL || no_capture_anywhere()) /* the driver's error for a NULL pool */
+    if (pool == NULL || gm_no_capture_anywhere()) /* the driver's error for a NULL pool */
         return gm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
     return alloc_async(
         &(alloc_call_t){dptr, bytesize, pool, hStream, false, forward_alloc_from_pool});
@@ -183,7 +179,7 @@ CUresult gm_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUm
 
 CUresult gm_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream) {
-    if (pool == NULL || no_capture_anywhere())
+    if (pool == NULL || gm_no_capture_anywhere())
         return gm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
     return alloc_async(
         &(alloc_call_t){dptr, bytesize, pool, hStream, true, forward_alloc_from_pool});

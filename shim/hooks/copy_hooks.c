@@ -60,8 +60,7 @@ GM_COVERED(cuGraphExecMemcpyNodeSetParams, true, false, NULL,
 /* Only a capture needs the cover: outside one, an unmapped graph address is the caller's error
  * and the driver must see it unmapped (a scratch page would let the work run into it). */
 static bool capturing(CUstream stream, bool ptsz) {
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0 ||
-        gm_glue_engine_if_started() == NULL)
+    if (gm_no_capture_anywhere() || gm_glue_engine_if_started() == NULL)
         return false;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult r = GM_REAL_PT(cuStreamIsCapturing, ptsz)(stream, &status);

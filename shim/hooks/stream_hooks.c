@@ -31,7 +31,7 @@ static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || gm_stream_is_default(stream))
         return real(stream);
-    if (atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed))
+    if (!gm_no_capture_anywhere())
         gm_joins_stream_destroyed(stream);
     stream_destroy_args_t args = {real, stream};
     gm_app_call_t call;
