@@ -57,8 +57,11 @@ gm_status_t gm_map_reserve(gm_map_t *map, uint32_t n) {
     uint64_t need = (uint64_t)map->used + n;
     if (need * 4 < (uint64_t)map->cap * 3)
         return GM_OK;
+    /* A rebuilt table is at most half full, so a quarter of it is inserted before the next
+     * rebuild: a map whose keys come and go (a graph's nodes, made at capture and gone with the
+     * graph) would otherwise rebuild every few inserts once its keys filled 3/4 of a table. */
     uint64_t cap = 16;
-    while (cap * 3 <= ((uint64_t)map->count + n) * 4 + 4)
+    while (cap < ((uint64_t)map->count + n) * 2 + 2)
         cap *= 2;
     if (cap > UINT32_MAX / 2)
         return GM_ERR_OUT_OF_MEMORY;
