@@ -7,8 +7,6 @@
 
 #include "log.h"
 
-_Atomic uint64_t gm_stat_values[GM_STAT_COUNT];
-
 static const char *const stat_names[GM_STAT_COUNT] = {
 #define GM_PROCESS_STAT(name, doc) #name,
 #include "stats.def"
@@ -16,14 +14,12 @@ static const char *const stat_names[GM_STAT_COUNT] = {
 };
 
 static const char *const *call_names;
-static _Atomic uint64_t *call_counts;
 static size_t call_count;
 static gm_exec_report_source exec_source;
 
-void gm_stats_register_calls(const char *const *names, _Atomic uint64_t *counts, size_t count) {
+void gm_stats_register_calls(const char *const *names, size_t count) {
     call_names = names;
-    call_counts = counts;
-    call_count = count;
+    call_count = count <= GM_TALLY_SLOTS - GM_STAT_COUNT ? count : GM_TALLY_SLOTS - GM_STAT_COUNT;
 }
 
 void gm_stats_register_execs(gm_exec_report_source source) {
@@ -31,14 +27,19 @@ void gm_stats_register_execs(gm_exec_report_source source) {
 }
 
 void gm_stats_reset(void) {
-    for (int i = 0; i < GM_STAT_COUNT; i++)
-        atomic_store(&gm_stat_values[i], 0);
-    for (size_t i = 0; i < call_count; i++)
-        atomic_store(&call_counts[i], 0);
+    gm_tally_reset_after_fork();
 }
 
-static uint64_t load(_Atomic uint64_t *value) {
-    return atomic_load_explicit(value, memory_order_relaxed);
+void gm_stats_fini(void) {
+    gm_tally_fini();
+}
+
+static uint64_t stat_value(int i) {
+    return gm_tally_sum((size_t)i);
+}
+
+static uint64_t call_value(size_t i) {
+    return gm_tally_sum(GM_STAT_COUNT + i);
 }
 
 static void print_exec_row(const gm_exec_report_t *r, void *arg) {
@@ -57,11 +58,10 @@ static void print_exec_row(const gm_exec_report_t *r, void *arg) {
 void gm_stats_print_table(void) {
     gm_log_plain("graphmem: statistics of process %d\n", (int)getpid());
     for (int i = 0; i < GM_STAT_COUNT; i++)
-        gm_log_plain("graphmem:   %-28s %llu\n", stat_names[i],
-                     (unsigned long long)load(&gm_stat_values[i]));
+        gm_log_plain("graphmem:   %-28s %llu\n", stat_names[i], (unsigned long long)stat_value(i));
     gm_log_plain("graphmem: driver calls seen (non-zero):\n");
     for (size_t i = 0; i < call_count; i++) {
-        uint64_t n = load(&call_counts[i]);
+        uint64_t n = call_value(i);
         if (n)
             gm_log_plain("graphmem:   %-40s %llu\n", call_names[i], (unsigned long long)n);
     }
@@ -116,11 +116,11 @@ int gm_stats_write_json(const char *path) {
             GM_STATS_VERSION, (int)getpid());
     for (int i = 0; i < GM_STAT_COUNT; i++)
         fprintf(out, "%s\"%s\": %llu", i ? ", " : "", stat_names[i],
-                (unsigned long long)load(&gm_stat_values[i]));
+                (unsigned long long)stat_value(i));
     fputs("},\n  \"calls\": {", out);
     for (size_t i = 0; i < call_count; i++)
         fprintf(out, "%s\"%s\": %llu", i ? ", " : "", call_names[i],
-                (unsigned long long)load(&call_counts[i]));
+                (unsigned long long)call_value(i));
     fputs("},\n  \"execs\": [", out);
     json_list_t list = {out, 0};
     if (exec_source)

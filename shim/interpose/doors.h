@@ -24,7 +24,6 @@ static inline void gm_shim_init(void) {
 
 /* ---- hooks.c: the tables generated from hooks.def -------------------------------------------- */
 
-extern _Atomic uint64_t gm_hook_calls[GM_HOOK_COUNT];
 extern const char *const gm_hook_names[GM_HOOK_COUNT];
 /* Index of an exact hooked name, or -1. */
 int gm_hook_find(const char *name);

@@ -3,17 +3,17 @@
  * starts graphmem, counts the call and forwards it or runs its hook, and nothing in graphmem calls
  * back into it (the doors hand out its addresses from the table in hooks.c). */
 #include "doors.h"
+#include "stats.h"
 
-static inline void count_call(gm_hook_id_t id) {
-    atomic_fetch_add_explicit(&gm_hook_calls[id], 1, memory_order_relaxed);
-}
+_Static_assert(GM_STAT_COUNT + GM_HOOK_COUNT <= GM_TALLY_SLOTS,
+               "the per-thread counters (core/common/tally.h) need a slot for every hook");
 
 /* A driver without the entry (older than the name) gets what a missing symbol would give the
  * caller of that driver: the call cannot be made. */
 #define GM_ENTRY(name, params, call)                                                               \
     GM_EXPORT CUresult CUDAAPI name params {                                                       \
         gm_shim_init();                                                                            \
-        count_call(GM_HOOK_ID_##name);                                                             \
+        gm_stat_call(GM_HOOK_ID_##name);                                                           \
         if (gm_real.name == NULL)                                                                  \
             return CUDA_ERROR_NOT_FOUND;                                                           \
         return call;                                                                               \

@@ -1,4 +1,4 @@
-/* The tables generated from hooks.def: names, counters, the real-pointer table, the exported
+/* The tables generated from hooks.def: names, the real-pointer table, the exported
  * functions' addresses, and the two lookups the doors use (by name, by driver pointer). The
  * exported functions themselves are in exports.c. Below everything but the real dlsym: start-up
  * fills these tables, the doors and hooks read them. */
@@ -9,7 +9,6 @@
 #include "doors.h"
 
 gm_real_table_t gm_real;
-_Atomic uint64_t gm_hook_calls[GM_HOOK_COUNT];
 
 const char *const gm_hook_names[GM_HOOK_COUNT] = {
 #define GM_FORWARD(name, params, args) [GM_HOOK_ID_##name] = #name,

@@ -46,6 +46,7 @@ __attribute__((destructor)) static void at_unload(void) {
     const char *path = gm_option_text(GM_OPT_STATS_FILE);
     if (path[0] != '\0' && (!forked_child || strstr(path, "%p") != NULL))
         gm_stats_write_json(path);
+    gm_stats_fini();
 }
 
 /* After fork the child counts only its own calls. (The engine, whose device memory and events
@@ -78,7 +79,7 @@ static void init_once_body(void) {
     /* Resolved now, before any hook can need them (the engine checks later that none is missing).
      */
     gm_driver_resolve(driver);
-    gm_stats_register_calls(gm_hook_names, gm_hook_calls, GM_HOOK_COUNT);
+    gm_stats_register_calls(gm_hook_names, GM_HOOK_COUNT);
 
     if (gm_option_bool(GM_OPT_DISABLE)) {
         atomic_store(&gm_shim_mode_now, GM_MODE_PASSTHROUGH);
