@@ -1,6 +1,6 @@
 // Helpers of the driver-API scenarios (contexts made, reset and released by the program): device
-// 0 without the runtime, the name of a CUresult, and sixteen graphs with memory launched on the
-// default stream.
+// 0 without the runtime, the name of a CUresult, an allocation node's parameters, and sixteen
+// graphs with memory launched on the default stream.
 #pragma once
 
 #include <cuda.h>
@@ -26,6 +26,16 @@ static inline const char *cu_name(CUresult r) {
     return name;
 }
 
+// The parameters of an allocation node of `bytes` on device `dev` (pinned device memory).
+static inline CUDA_MEM_ALLOC_NODE_PARAMS device_alloc_params(CUdevice dev, size_t bytes) {
+    CUDA_MEM_ALLOC_NODE_PARAMS p = {};
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = dev;
+    p.bytesize = bytes;
+    return p;
+}
+
 // Sixteen graphs (alloc 2 MiB on `dev`, free) made, instantiated and launched on the default
 // stream of the current context: the calls that failed. Graphs and execs are left to the context.
 static inline int sixteen_graphs(CUdevice dev) {
@@ -33,11 +43,7 @@ static inline int sixteen_graphs(CUdevice dev) {
     for (int i = 0; i < 16; i++) {
         CUgraph g = nullptr;
         CUgraphNode a, f;
-        CUDA_MEM_ALLOC_NODE_PARAMS p = {};
-        p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        p.poolProps.location.id = dev;
-        p.bytesize = 2u << 20;
+        CUDA_MEM_ALLOC_NODE_PARAMS p = device_alloc_params(dev, 2u << 20);
         CUgraphExec e = nullptr;
         failed += cuGraphCreate(&g, 0) != CUDA_SUCCESS;
         failed += cuGraphAddMemAllocNode(&a, g, nullptr, 0, &p) != CUDA_SUCCESS;

@@ -78,11 +78,7 @@ int main() {
     CUgraph g = nullptr;
     cuGraphCreate(&g, 0);
     CUgraphNode a, f;
-    CUDA_MEM_ALLOC_NODE_PARAMS p = {};
-    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.poolProps.location.id = dev;
-    p.bytesize = 32u << 20;
+    CUDA_MEM_ALLOC_NODE_PARAMS p = device_alloc_params(dev, 32u << 20);
     obs("alloc_node", cu_name(cuGraphAddMemAllocNode(&a, g, nullptr, 0, &p)));
     obs("free_node", cu_name(cuGraphAddMemFreeNode(&f, g, &a, 1, p.dptr)));
     for (int round = 0; round < 4; round++)
