@@ -67,15 +67,18 @@ uint64_t gm_tally_sum(size_t slot) {
 }
 
 void gm_tally_reset_after_fork(void) {
-    /* Another thread of the parent may have held the lock at the fork. */
+    /* Another thread of the parent may have held the lock at the fork, halfway through linking
+     * or unlinking a block: the `next` links lead through every block fully linked (one half
+     * linked is left behind, leaked), and the list is made anew from this thread's block. */
     pthread_mutex_init(&list_lock, NULL);
     for (gm_tally_t *t = blocks, *next; t; t = next) {
         next = t->next;
-        if (t != gm_tally_mine) {
-            GM_LIST_UNLINK(blocks, t, prev, next);
+        if (t != gm_tally_mine)
             free(t); /* its thread does not exist here */
-        }
     }
+    blocks = gm_tally_mine;
+    if (blocks)
+        blocks->prev = blocks->next = NULL;
     for (size_t i = 0; i < GM_TALLY_SLOTS; i++) {
         atomic_store_explicit(&ended[i], 0, memory_order_relaxed);
         if (gm_tally_mine)

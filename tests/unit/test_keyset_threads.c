@@ -148,8 +148,31 @@ static void test_memo_sees_every_change(void) {
     gm_keyset_fini(&t.set);
 }
 
+/* A memo's question to a set that never changed (stamp 0) while a key goes in: the thread read the
+ * stamp before the insert and found the key after it (what gm_keyset_contains_memo does, in two
+ * steps here). Another set that never changed, asked next with the same memo, must not take that
+ * answer for its own. */
+static void test_memo_of_unchanged_sets(void) {
+    gm_keyset_t a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    gm_keyset_memo_t memo = {0};
+    const uint64_t key = 0x4440;
+    const unsigned way = (unsigned)(key >> 4 ^ key >> 10) % GM_KEYSET_MEMO_WAYS;
+    uint64_t stamp_read = atomic_load(&a.stamp);
+    CHECK_EQ_U64(stamp_read, 0);
+    REQUIRE(gm_keyset_insert(&a, key) == GM_OK);
+    CHECK(gm_keyset_contains_remember(&a, key, &memo, way, stamp_read));
+    CHECK(!gm_keyset_contains_memo(&b, key, &memo));
+    CHECK(gm_keyset_contains_memo(&a, key, &memo));
+    CHECK(!gm_keyset_contains_memo(&b, key, &memo));
+    gm_keyset_fini(&a);
+    gm_keyset_fini(&b);
+}
+
 int main(void) {
     RUN_TEST(test_readers_during_rebuilds);
     RUN_TEST(test_memo_sees_every_change);
+    RUN_TEST(test_memo_of_unchanged_sets);
     return gm_check_summary();
 }

@@ -1,10 +1,13 @@
 /* The per-thread counters (core/common/tally.h) behind the statistics and the hooks' call counts:
  * threads count at once, half of them end before the sums are read and half after, some count
- * again from another key's destructor as they end, and every sum is exact. Also run under
- * ThreadSanitizer (a reader sums blocks their owners are writing). */
+ * again from another key's destructor as they end, and every sum is exact; a forked child counts
+ * from zero while the parent's threads come and go. Also run under ThreadSanitizer (a reader sums
+ * blocks their owners are writing). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "tally.h"
@@ -79,6 +82,50 @@ static void test_sums_are_exact(void) {
     pthread_key_delete(late_key);
 }
 
+/* Forks while other threads start and end (their blocks linked and unlinked): in each child, one
+ * thread now, the reset leaves a list this thread can count on and read exactly. */
+static atomic_bool churning;
+
+static void *count_once(void *unused) {
+    (void)unused;
+    gm_tally_add(SLOT_A, 1);
+    return NULL;
+}
+
+static void *churn(void *unused) {
+    (void)unused;
+    while (atomic_load(&churning)) {
+        pthread_t id;
+        if (pthread_create(&id, NULL, count_once, NULL) == 0)
+            pthread_join(id, NULL);
+    }
+    return NULL;
+}
+
+static void test_fork_while_threads_come_and_go(void) {
+    atomic_store(&churning, true);
+    pthread_t ids[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&ids[i], NULL, churn, NULL);
+    int bad = 0;
+    for (int round = 0; round < 100; round++) {
+        pid_t child = fork();
+        if (child == 0) {
+            gm_tally_reset_after_fork();
+            for (int i = 0; i < 1000; i++)
+                gm_tally_add(SLOT_A, 1);
+            _exit(gm_tally_sum(SLOT_A) == 1000 && gm_tally_sum(SLOT_B) == 0 ? 0 : 1);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    atomic_store(&churning, false);
+    for (int i = 0; i < 2; i++)
+        pthread_join(ids[i], NULL);
+    CHECK_EQ_INT(bad, 0);
+}
+
 /* This thread's counts, after a fork's reset in what is now a one-thread process, start from zero.
  */
 static void test_reset(void) {
@@ -93,6 +140,7 @@ static void test_reset(void) {
 
 int main(void) {
     RUN_TEST(test_sums_are_exact);
+    RUN_TEST(test_fork_while_threads_come_and_go);
     RUN_TEST(test_reset);
     gm_tally_fini();
     return gm_check_summary();
