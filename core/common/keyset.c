@@ -53,8 +53,8 @@ bool gm_keyset_contains(gm_keyset_t *set, uint64_t key) {
 bool gm_keyset_contains_remember(gm_keyset_t *set, uint64_t key, gm_keyset_memo_t *memo,
                                  unsigned way, uint64_t stamp) {
     bool found = gm_keyset_contains(set, key);
-    /* Stamp 0 is every set's that never changed: a key inserted since it was read would be
-     * remembered for all of them (a memo serves one set at a time, not one set). */
+    /* Every set that never changed has stamp 0: an answer found under it (a key inserted since
+     * the stamp was read) would be taken for any of them. */
     if (stamp == 0)
         return found;
     memo->ways[way].key = key;

@@ -44,12 +44,13 @@ void gm_keyset_fini(gm_keyset_t *set);
 /* Any thread, any time: a few loads and two uncontended atomic increments. */
 bool gm_keyset_contains(gm_keyset_t *set, uint64_t key);
 
-/* A thread's memo of recent answers for one set at a time: a repeated question (a launch of the
- * same exec) is answered by two loads while the set has not changed since, without the reader
- * counting of gm_keyset_contains. The caller keeps one per thread (thread-local, zeroed). An
- * answer is reused only while the set's stamp is the one read before the answer was found, so it
- * is the answer gm_keyset_contains would give: a change that completed before the question
- * changed the stamp. */
+/* A thread's memo of recent answers: a repeated question (a launch of the same exec) is answered by
+ * two loads while the set has not changed since, without the reader counting of
+ * gm_keyset_contains. The caller keeps one per thread (thread-local, zeroed); it is not tied to a
+ * set, since stamps are unique across sets (but 0, under which nothing is remembered). An answer
+ * is reused only while the set's stamp is the one read before the answer was found, so it is the
+ * answer gm_keyset_contains would give: a change that completed before the question changed the
+ * stamp. */
 #define GM_KEYSET_MEMO_WAYS 4
 typedef struct gm_keyset_memo {
     struct {
@@ -58,13 +59,18 @@ typedef struct gm_keyset_memo {
     } ways[GM_KEYSET_MEMO_WAYS];
 } gm_keyset_memo_t;
 
+/* Where the memo keeps the answer for `key`. */
+static inline unsigned gm_keyset_memo_way(uint64_t key) {
+    return (unsigned)(key >> 4 ^ key >> 10) % GM_KEYSET_MEMO_WAYS;
+}
+
 /* The memo's miss: asks the set and remembers the answer in `way` under `stamp`. */
 bool gm_keyset_contains_remember(gm_keyset_t *set, uint64_t key, gm_keyset_memo_t *memo,
                                  unsigned way, uint64_t stamp);
 
 static inline bool gm_keyset_contains_memo(gm_keyset_t *set, uint64_t key, gm_keyset_memo_t *memo) {
     uint64_t stamp = atomic_load_explicit(&set->stamp, memory_order_acquire);
-    unsigned way = (unsigned)(key >> 4 ^ key >> 10) % GM_KEYSET_MEMO_WAYS;
+    unsigned way = gm_keyset_memo_way(key);
     if (memo->ways[way].key == key && memo->ways[way].stamp_found >> 1 == stamp)
         return memo->ways[way].stamp_found & 1;
     return gm_keyset_contains_remember(set, key, memo, way, stamp);

@@ -10,8 +10,8 @@ _Thread_local gm_tally_t *gm_tally_mine;
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static gm_tally_t *blocks; /* of living threads (under list_lock) */
-static _Atomic uint64_t
-    ended[GM_TALLY_SLOTS]; /* ended threads' counts, and counts without a block */
+/* Ended threads' counts, and counts made without a block. */
+static _Atomic uint64_t ended[GM_TALLY_SLOTS];
 static pthread_key_t end_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static atomic_bool key_made; /* cleared at unload */

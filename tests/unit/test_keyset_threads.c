@@ -158,7 +158,7 @@ static void test_memo_of_unchanged_sets(void) {
     memset(&b, 0, sizeof b);
     gm_keyset_memo_t memo = {0};
     const uint64_t key = 0x4440;
-    const unsigned way = (unsigned)(key >> 4 ^ key >> 10) % GM_KEYSET_MEMO_WAYS;
+    const unsigned way = gm_keyset_memo_way(key);
     uint64_t stamp_read = atomic_load(&a.stamp);
     CHECK_EQ_U64(stamp_read, 0);
     REQUIRE(gm_keyset_insert(&a, key) == GM_OK);
