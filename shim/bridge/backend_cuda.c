@@ -389,7 +389,7 @@ static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fe
     return status_of(on_stream(stream_key, wait_event, event_of(fence)), "cuStreamWaitEvent");
 }
 
-/* Spins a little, then sleeps from 50 µs, doubling up to 1 ms: a wait for a run that ends soon
+/* Yields 64 times, then sleeps from 50 µs, doubling up to 1 ms: a wait for a run that ends soon
  * returns soon, one for a long run costs little. */
 static void back_off(unsigned round) {
     if (round < 64) {
