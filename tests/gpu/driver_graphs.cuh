@@ -1,7 +1,9 @@
 // Helpers of the driver-API scenarios (contexts made, reset and released by the program): device
-// 0 without the runtime, the name of a CUresult, an allocation node's parameters, and sixteen
-// graphs with memory launched on the default stream.
+// 0 without the runtime, the name of a CUresult and its observation in a numbered round, an
+// allocation node's parameters, and sixteen graphs with memory launched on the default stream.
 #pragma once
+
+#include "common.cuh"
 
 #include <cuda.h>
 #include <cstdio>
@@ -24,6 +26,13 @@ static inline const char *cu_name(CUresult r) {
     const char *name = "unknown";
     cuGetErrorName(r, &name);
     return name;
+}
+
+// OBS r<round>_<step> <the result's name>.
+static inline void obs_round_step(int round, const char *step, CUresult r) {
+    char key[96];
+    snprintf(key, sizeof key, "r%d_%s", round, step);
+    obs(key, cu_name(r));
 }
 
 // The parameters of an allocation node of `bytes` on device `dev` (pinned device memory).

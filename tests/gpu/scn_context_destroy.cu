@@ -81,18 +81,8 @@ static int default_stream_graphs(void) {
     return failed;
 }
 
-static void obs_step(int round, const char *step, CUresult r) {
-    char name[96];
-    snprintf(name, sizeof name, "r%d_%s", round, step);
-    obs(name, cu_name(r));
-}
-
 static void one_round(int round, CUdevice dev) {
-    auto rc = [&](const char *step, CUresult r) {
-        char name[96];
-        snprintf(name, sizeof name, "r%d_%s", round, step);
-        obs(name, cu_name(r));
-    };
+    auto rc = [&](const char *step, CUresult r) { obs_round_step(round, step, r); };
     CUcontext ctx = nullptr;
     rc("ctx_create", cuCtxCreate(&ctx, nullptr, 0, dev));
     CUstream s = nullptr;
@@ -122,7 +112,7 @@ static void one_round(int round, CUdevice dev) {
     rc("ctx_sync", cuCtxSynchronize());
     std::vector<unsigned> words(kG / 4, 0);
     rc("read_g", cuMemcpyDtoH(words.data(), pg, kG));
-    carried_round(round, s, obs_step);
+    carried_round(round, s, obs_round_step);
     size_t wrong = 0;
     for (unsigned w : words)
         wrong += w != value;

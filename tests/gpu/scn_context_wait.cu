@@ -20,22 +20,16 @@ static void sleep_300ms(void *) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
 }
 
-static void obs_round(int round, const char *step, CUresult r) {
-    char key[64];
-    snprintf(key, sizeof key, "r%d_%s", round, step);
-    obs(key, cu_name(r));
-}
-
 static void one_round(int round, CUdevice dev, CUcontext primary, CUgraph g) {
     CUcontext c2 = nullptr;
-    obs_round(round, "ctx_create", cuCtxCreate(&c2, nullptr, 0, dev));
+    obs_round_step(round, "ctx_create", cuCtxCreate(&c2, nullptr, 0, dev));
     CUstream s2 = nullptr;
-    obs_round(round, "stream_c2", cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    obs_round_step(round, "stream_c2", cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
     CUgraphExec x2 = nullptr;
-    obs_round(round, "instantiate_c2", cuGraphInstantiate(&x2, g, 0));
-    obs_round(round, "host_sleep_c2", cuLaunchHostFunc(s2, sleep_300ms, nullptr));
-    obs_round(round, "launch_c2", cuGraphLaunch(x2, s2));
-    obs_round(round, "exec_destroy_c2", cuGraphExecDestroy(x2));
+    obs_round_step(round, "instantiate_c2", cuGraphInstantiate(&x2, g, 0));
+    obs_round_step(round, "host_sleep_c2", cuLaunchHostFunc(s2, sleep_300ms, nullptr));
+    obs_round_step(round, "launch_c2", cuGraphLaunch(x2, s2));
+    obs_round_step(round, "exec_destroy_c2", cuGraphExecDestroy(x2));
     cuCtxSetCurrent(nullptr);
 
     CUresult launch = CUDA_ERROR_UNKNOWN, sync = CUDA_ERROR_UNKNOWN, destroy = CUDA_ERROR_UNKNOWN;
@@ -62,9 +56,9 @@ static void one_round(int round, CUdevice dev, CUcontext primary, CUgraph g) {
     });
     a.join();
     b.join();
-    obs_round(round, "launch_primary", launch);
-    obs_round(round, "sync_primary", sync);
-    obs_round(round, "ctx_destroy", destroy);
+    obs_round_step(round, "launch_primary", launch);
+    obs_round_step(round, "sync_primary", sync);
+    obs_round_step(round, "ctx_destroy", destroy);
     char key[64];
     snprintf(key, sizeof key, "r%d_launch_primary_ms", round);
     info(key, "%.1f", launch_ms); /* graphmem's launch waited for the run in C2: about 300 */
