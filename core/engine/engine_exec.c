@@ -103,6 +103,7 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
         x->report.allocations += p->record_count;
         x->report.lower_bound += p->plan.lower_bound;
         x->report.planned_bytes += (p->plan.shared.pages + p->plan.escape.pages) * e->page;
+        x->report.escape_bytes += p->plan.escape.pages * e->page;
         x->report.mappings += p->plan.mappings;
         x->report.plan_ns += p->plan_ns;
     }

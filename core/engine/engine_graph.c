@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine_record.h"
+#include "log.h"
 
 gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
     gm_graph_t *g = gm_map_get(&e->graphs, key);
@@ -71,6 +72,12 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     marker_known(e, node);
     *va_out = r->va;
     *node_out = node;
+    if (GM_LOG_ENABLED(GM_LOG_TRACE))
+        gm_log(GM_LOG_TRACE, "capture: graph %#llx: %llu B at %#llx (%s %#llx + %llu)",
+               (unsigned long long)graph, (unsigned long long)params->size,
+               (unsigned long long)r->va, r->chunk ? "chunk" : "window",
+               (unsigned long long)(r->chunk ? r->chunk->va : r->va),
+               (unsigned long long)(r->chunk ? r->chunk_offset : 0));
 out:
     gm_engine_unlock(e);
     return st;
@@ -140,6 +147,9 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     g->frees[g->free_count++] = m;
     *node_out = node;
     st = GM_OK;
+    if (GM_LOG_ENABLED(GM_LOG_TRACE))
+        gm_log(GM_LOG_TRACE, "capture: graph %#llx: free of %#llx%s", (unsigned long long)graph,
+               (unsigned long long)va, r->owner == g ? "" : " (made by another graph)");
 out:
     gm_engine_unlock(e);
     return st;

@@ -20,6 +20,7 @@
 #include "engine_order.h"
 #include "engine_group.h"
 #include "engine_record.h"
+#include "log.h"
 
 /* ---- build and end ------------------------------------------------------------------------- */
 
@@ -45,6 +46,27 @@ static void part_free(gm_engine_t *e, gm_part_t *p) {
     free(p->shared_maps.maps);
     free(p->escape_maps.maps);
     free(p);
+}
+
+/* At trace level, each item of a new plan: where its pages went, and why (what escapes). */
+static void trace_plan(const gm_part_t *p, const gm_plan_alloc_t *allocs) {
+    for (uint32_t k = 0; k < p->item_count; k++) {
+        uint32_t held = 0, escaping = 0;
+        for (uint32_t i = 0; i < p->record_count; i++)
+            if (allocs[i].item == k) {
+                held++;
+                escaping += allocs[i].free_node == GM_NO_NODE;
+            }
+        const gm_item_t *it = &p->items[k];
+        gm_log(GM_LOG_TRACE,
+               "plan: item %u at %#llx: %llu pages, %u allocations (%u escaping), %s arena page "
+               "%llu",
+               k, (unsigned long long)it->va, (unsigned long long)it->pages, held, escaping,
+               it->escaping ? "escape" : "shared", (unsigned long long)it->arena_page);
+    }
+    gm_log(GM_LOG_TRACE, "plan: %u items, escape arena %llu pages, shared %llu, lower bound %llu B",
+           p->item_count, (unsigned long long)p->plan.escape.pages,
+           (unsigned long long)p->plan.shared.pages, (unsigned long long)p->plan.lower_bound);
 }
 
 /* Items in the order records come, one per large record and one per chunk used. */
@@ -121,6 +143,8 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *
         p->items[k].arena_page = pi->arena_page;
         p->items[k].escaping = pi->escaping;
     }
+    if (GM_LOG_ENABLED(GM_LOG_TRACE))
+        trace_plan(p, allocs);
     for (uint32_t k = 0; k < p->plan.escape.handle_count; k++)
         if ((st = gm_arena_append(&p->escape, p->plan.escape.handle_pages[k])) != GM_OK)
             goto fail;

@@ -129,6 +129,10 @@ static void test_fork_join(void) {
     CHECK(sim_fini(&s));
 }
 
+static void copy_report(const gm_exec_report_t *rep, void *arg) {
+    *(gm_exec_report_t *)arg = *rep;
+}
+
 /* An allocation escapes, is used by a later graph and freed outside (§A8.1, §A8.2, §A6.1). */
 static void test_escape_and_relaunch_rules(void) {
     sim_t s;
@@ -139,6 +143,10 @@ static void test_escape_and_relaunch_rules(void) {
     uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
     uint64_t va = g.va[a];
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    gm_exec_report_t report = {0};
+    gm_engine_report(s.engine, copy_report, &report);
+    CHECK_EQ_U64(report.planned_bytes, 1 * MiB);
+    CHECK_EQ_U64(report.escape_bytes, 1 * MiB); /* all of it in the exec's private arena */
     /* Not launched yet: not live, an outside free is refused (§A8.6). */
     CHECK_EQ_INT(gm_engine_free_outside(s.engine, va, S1), GM_ERR_INVALID_VALUE);
     REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);

@@ -244,6 +244,7 @@ static void test_trim_respects_running_launch(void) {
     CHECK_EQ_U64(r.allocations, 1);
     CHECK_EQ_U64(r.lower_bound, 2 * MiB);
     CHECK_EQ_U64(r.planned_bytes, 2 * MiB);
+    CHECK_EQ_U64(r.escape_bytes, 0); /* freed in the graph: all of it shareable */
     CHECK_EQ_U64(r.mapped_bytes, 2 * MiB);
     CHECK(sim_fini(&s));
 }
