@@ -54,11 +54,18 @@ static void find_ancestors(gm_engine_t *engine, const gm_marker_site_t *site, an
             set->markers[found++] = (uint64_t)(uintptr_t)node;
             continue;
         }
+        /* Edge data is asked for, else an edge carrying some (a kernel launched with
+         * programmatic dependent launch, as cuBLAS does on Hopper) makes the query lossy and
+         * stops the search there. Any edge orders the start of its head after the start of its
+         * tail, and edges out of markers (empty nodes) are full ones, so a path from a free
+         * marker still proves the free done before the allocation begins; the planner reads
+         * the same edges as orderings at instantiation. */
         CUgraphNode parents[8];
+        CUgraphEdgeData parent_edges[8];
         size_t parent_count = 8;
-        if (gm_drv.cuGraphNodeGetDependencies_v2(node, parents, NULL, &parent_count) !=
+        if (gm_drv.cuGraphNodeGetDependencies_v2(node, parents, parent_edges, &parent_count) !=
             CUDA_SUCCESS)
-            continue; /* lossy edge data or too many parents: stop this branch, stay safe */
+            continue; /* the driver could not say: stop this branch, stay safe */
         for (size_t i = 0; i < parent_count && i < 8 && tail < SEARCH_BUDGET; i++) {
             bool seen = false;
             for (size_t j = 0; j < tail && !seen; j++)

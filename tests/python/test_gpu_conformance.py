@@ -69,6 +69,28 @@ def test_primary_release_marks_gone():
         f"{under.describe()}")
 
 
+def test_reuse_across_programmatic_edges(tmp_path):
+    """Each free of tests/gpu/scn_programmatic_edges.cu reaches the next allocation only through a
+    programmatic edge (edge data). graphmem proves the order at capture by walking the graph back
+    from the allocation and must walk through such an edge: then every allocation of the chain
+    reuses its predecessor's bytes, and the exec's plan is its lower bound rounded up to a page
+    (it was four times that when the walk stopped at the edge)."""
+    gh.require_gpu()
+    prog = gh.program("scn_programmatic_edges")
+    stats_file = tmp_path / "stats.json"
+    under = gh.run_graphmem([prog], {"GRAPHMEM_STATS_FILE": str(stats_file)})
+    assert under.returncode == 0, under.describe()
+    observed = dict(under.obs)
+    assert observed.get("holds_programmatic_edges") == "yes", under.describe()
+    assert observed.get("result") == "ok", under.describe()
+    execs = json.loads(stats_file.read_text())["execs"]
+    assert len(execs) == 1, execs
+    page = 2 << 20  # the allocation granularity of the GPUs this suite runs on
+    bound = execs[0]["lower_bound"]
+    assert bound == 1 << 20, execs  # one 1 MiB allocation live at a time
+    assert execs[0]["planned_bytes"] == -(-bound // page) * page, execs
+
+
 def _stress_ok(r):
     obs = dict(r.obs)
     assert obs.get("corruption") == "0", f"corrupted words\n{r.describe()}"
