@@ -9,7 +9,6 @@
 #include "cut.h"
 #include "dag.h"
 #include "lowerbound.h"
-#include "place.h"
 #include "plan_work.h"
 #include "util.h"
 
@@ -165,84 +164,6 @@ static gm_status_t cut(const gm_plan_input_t *in, gm_plan_t *plan, gm_plan_arena
     return GM_OK;
 }
 
-/* Item extents, escape flags, and offsets in both arenas. Escaping items (live past the end of the
- * graph) sit back to back at the bottom of one joint arena; every other item is placed around
- * them, and those that land below them share the escape arena (pages an escaping allocation only
- * takes later); a barrier keeps any item from straddling the two arenas. */
-static gm_status_t place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
-                               uint64_t *escape_len) {
-    const gm_plan_input_t *in = w->in;
-    for (uint32_t i = 0; i < in->alloc_count; i++) {
-        const gm_plan_alloc_t *a = &in->allocs[i];
-        gm_plan_item_t *item = &plan->items[a->item];
-        if (a->free_node == GM_NO_NODE)
-            item->escaping = true;
-        if (a->size > 0 && pages_of(a->item_offset + a->size, in->page) > item->pages)
-            item->pages = pages_of(a->item_offset + a->size, in->page);
-    }
-    for (uint32_t it = 0; it < plan->item_count; it++) {
-        gm_plan_item_t *item = &plan->items[it];
-        gm_plan_arena_t *arena = item->escaping ? &plan->escape : &plan->shared;
-        /* no_alias wants nothing shared: everything back to back. */
-        if (item->escaping || in->no_alias) {
-            item->arena_page = arena->pages;
-            arena->pages += item->pages;
-        }
-    }
-    gm_status_t st = GM_OK;
-    if (!in->no_alias && w->m > 0) {
-        uint64_t *pages = malloc((size_t)w->m * sizeof *pages);
-        uint64_t *start = malloc((size_t)w->m * sizeof *start);
-        uint64_t *offset = malloc((size_t)w->m * sizeof *offset);
-        uint64_t *fixed = malloc((size_t)w->m * sizeof *fixed);
-        st = GM_ERR_OUT_OF_MEMORY;
-        if (pages && start && offset && fixed) {
-            uint64_t barrier = plan->escape.pages;
-            for (uint32_t g = 0; g < w->m; g++) {
-                const gm_plan_item_t *item = &plan->items[w->group_item[g]];
-                pages[g] = item->pages;
-                fixed[g] = item->escaping ? item->arena_page : GM_PLACE_FREE;
-                start[g] = UINT64_MAX;
-                for (uint32_t k = w->first[g]; k < w->first[g + 1]; k++)
-                    if (w->dag.rank[w->alloc_node[k]] < start[g])
-                        start[g] = w->dag.rank[w->alloc_node[k]];
-            }
-            /* Every placement holds the allocations live together: the lower bound in pages. */
-            gm_place_input_t pin = {.count = w->m,
-                                    .pages = pages,
-                                    .unit_first = w->unit_first,
-                                    .unit_at = w->unit_at,
-                                    .unit_pages = w->unit_pages,
-                                    .conflict = w->unit_conflict,
-                                    .words = gm_bits_words(w->units),
-                                    .start = start,
-                                    .fixed = fixed,
-                                    .barrier = barrier,
-                                    .enough = pages_of(plan->lower_bound, in->page)};
-            uint64_t total = 0;
-            st = gm_place(&pin, offset, &total);
-            for (uint32_t g = 0; g < w->m && st == GM_OK; g++) {
-                gm_plan_item_t *item = &plan->items[w->group_item[g]];
-                if (pages[g] == 0 || fixed[g] != GM_PLACE_FREE)
-                    continue;
-                item->escaping = offset[g] < barrier;
-                item->arena_page = item->escaping ? offset[g] : offset[g] - barrier;
-            }
-            plan->shared.pages = total > barrier ? total - barrier : 0;
-        }
-        free(pages);
-        free(start);
-        free(offset);
-        free(fixed);
-    }
-    for (uint32_t it = 0; it < plan->item_count; it++) {
-        const gm_plan_item_t *item = &plan->items[it];
-        escape_len[it] = item->escaping ? item->pages : 0;
-        shared_len[it] = item->escaping ? 0 : item->pages;
-    }
-    return st;
-}
-
 gm_status_t gm_plan_build(const gm_plan_input_t *in, gm_plan_t *plan) {
     memset(plan, 0, sizeof *plan);
     gm_status_t st = validate(in);
@@ -266,7 +187,7 @@ gm_status_t gm_plan_build(const gm_plan_input_t *in, gm_plan_t *plan) {
     escape_len = calloc((size_t)in->item_count + 1, sizeof *escape_len);
     if (!plan->items || !shared_len || !escape_len)
         goto out;
-    if ((st = place_items(&w, plan, shared_len, escape_len)) != GM_OK)
+    if ((st = gm_plan_place_items(&w, plan, shared_len, escape_len)) != GM_OK)
         goto out;
     if ((st = cut(in, plan, &plan->shared, shared_len)) != GM_OK)
         goto out;

@@ -11,6 +11,7 @@
 #include "status.h"
 
 struct gm_plan_input;
+struct gm_plan;
 
 /* Working state. Allocations of size 0 occupy no byte, so they conflict with nothing and are
  * left out; the others are renumbered group by group ("groups" = items holding at least one of
@@ -46,5 +47,11 @@ static inline uint64_t pages_of(uint64_t bytes, uint64_t page) {
  * each with the allocations on it; fills unit_first, range_first, extra_first, extra, unit_at,
  * unit_pages and units. GM_ERR_OUT_OF_MEMORY when host memory runs out. */
 gm_status_t gm_plan_split_units(work_t *w);
+
+/* arenas.c: each item's arena (shared or escape) and offset in it, both arenas' sizes, and per
+ * item its pages in each arena (`shared_len`, `escape_len`; 0 where not there). Needs the units,
+ * their conflicts and the lower bound. GM_ERR_OUT_OF_MEMORY when host memory runs out. */
+gm_status_t gm_plan_place_items(work_t *w, struct gm_plan *plan, uint64_t *shared_len,
+                                uint64_t *escape_len);
 
 #endif

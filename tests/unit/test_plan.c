@@ -94,6 +94,33 @@ static void test_escape_zero_and_chunk(void) {
     gm_plan_free(&plan);
 }
 
+/* Two chunks that escape (one allocation of each outlives the graph) while their temporaries
+ * never meet: the second chunk takes the first one's temporary pages, so the escape arena is 4
+ * pages where back to back takes 6. X = [x1 escapes][x2 x2], Y = [y2 y2][y1 escapes]; x2 is freed
+ * before y2 is made. */
+static void test_escaping_chunks_share_pages(void) {
+    uint32_t from[5], to[5];
+    gm_plan_input_t in = chain_input(6, from, to);
+    gm_plan_alloc_t a[] = {
+        {2 * MIB, 0, GM_NO_NODE, 0, 0},       /* x1 */
+        {4 * MIB, 1, 2, 0, 2 * MIB},          /* x2 */
+        {4 * MIB, 3, 4, 1, 0},                /* y2 */
+        {2 * MIB, 5, GM_NO_NODE, 1, 4 * MIB}, /* y1 */
+    };
+    in.alloc_count = 4;
+    in.allocs = a;
+    in.item_count = 2;
+    gm_plan_t plan;
+    REQUIRE(gm_plan_build(&in, &plan) == GM_OK);
+    CHECK_EQ_U64(plan.lower_bound, 6 * MIB);
+    CHECK(plan.items[0].escaping && plan.items[1].escaping);
+    CHECK_EQ_U64(plan.escape.pages, 4);
+    CHECK_EQ_U64(plan.shared.pages, 0);
+    CHECK_EQ_U64(plan.items[0].arena_page, 0);
+    CHECK_EQ_U64(plan.items[1].arena_page, 1); /* y2 on x2's pages, y1 past x1 */
+    gm_plan_free(&plan);
+}
+
 static void test_no_alias(void) {
     uint32_t from[3], to[3];
     gm_plan_input_t in = chain_input(4, from, to);
@@ -256,6 +283,7 @@ int main(void) {
     RUN_TEST(test_sequential_reuse);
     RUN_TEST(test_parallel_branches);
     RUN_TEST(test_escape_zero_and_chunk);
+    RUN_TEST(test_escaping_chunks_share_pages);
     RUN_TEST(test_no_alias);
     RUN_TEST(test_cuts_follow_items);
     RUN_TEST(test_cuts_weigh_mapping_cost);

@@ -1,0 +1,200 @@
+/* Which arena each item goes to, and where in it (plan.h: the shared arena, and the exec's private
+ * escape arena).
+ *
+ * Escaping items (an allocation of theirs outlives the graph) make the escape arena at the bottom
+ * of one joint arena; every other item is placed around them, and those that land below them
+ * share the escape arena (pages an escaping allocation only takes later); a barrier keeps any
+ * item from straddling the two arenas.
+ *
+ * Two layouts of the escaping items are tried. Back to back is the simple one. Placed by their
+ * units, they may also share pages with each other: a chunk of packed allocations escapes as a
+ * whole when one of its allocations does, while the others end inside the graph (PyTorch's
+ * graphs keep each step's output in a chunk with the step's temporaries), so two such chunks can
+ * overlap where their temporaries never meet. The layout with the smaller footprint is kept, the
+ * smaller escape arena on a tie: the escape arena is private, the shared one is shared with the
+ * other graphs of a group. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bitset.h"
+#include "place.h"
+#include "plan.h"
+#include "plan_work.h"
+
+/* Per group, what both layouts place. */
+typedef struct joint {
+    const work_t *w;
+    const gm_plan_t *plan;
+    uint64_t *pages, *start, *fixed, *offset;
+} joint_t;
+
+/* Places `pages` (per group; 0 = left out) around the groups `fixed` holds (NULL: none), no item
+ * straddling `barrier`; `enough` is a size no placement can beat (0: unknown). */
+static gm_status_t place(const joint_t *j, const uint64_t *pages, const uint64_t *fixed,
+                         uint64_t barrier, uint64_t enough, uint64_t *total) {
+    const work_t *w = j->w;
+    gm_place_input_t pin = {.count = w->m,
+                            .pages = pages,
+                            .unit_first = w->unit_first,
+                            .unit_at = w->unit_at,
+                            .unit_pages = w->unit_pages,
+                            .conflict = w->unit_conflict,
+                            .words = gm_bits_words(w->units),
+                            .start = j->start,
+                            .fixed = fixed,
+                            .barrier = barrier,
+                            .enough = enough};
+    return gm_place(&pin, j->offset, total);
+}
+
+/* The joint arena of one layout of the escaping items: `escape_at` per group (only escaping
+ * groups read), `escape_pages` their extent. Writes j->offset for every group. */
+static gm_status_t place_around(joint_t *j, const uint64_t *escape_at, uint64_t escape_pages,
+                                uint64_t *total) {
+    const work_t *w = j->w;
+    for (uint32_t g = 0; g < w->m; g++)
+        j->fixed[g] = j->plan->items[w->group_item[g]].escaping ? escape_at[g] : GM_PLACE_FREE;
+    /* Every placement holds the allocations live together: the lower bound in pages. */
+    uint64_t enough = pages_of(j->plan->lower_bound, w->in->page);
+    return place(j, j->pages, j->fixed, escape_pages, enough, total);
+}
+
+/* The escaping groups placed among themselves by their units, into `escape_at`; their extent in
+ * `escape_pages`. */
+static gm_status_t place_escaping(joint_t *j, uint64_t *escape_at, uint64_t *escape_pages) {
+    const work_t *w = j->w;
+    uint64_t *pages = malloc(((size_t)w->m + 1) * sizeof *pages);
+    if (!pages)
+        return GM_ERR_OUT_OF_MEMORY;
+    for (uint32_t g = 0; g < w->m; g++)
+        pages[g] = j->plan->items[w->group_item[g]].escaping ? j->pages[g] : 0;
+    gm_status_t st = place(j, pages, NULL, 0, 0, escape_pages);
+    for (uint32_t g = 0; g < w->m && st == GM_OK; g++)
+        escape_at[g] = j->offset[g];
+    free(pages);
+    return st;
+}
+
+typedef struct layout {
+    uint64_t *escape_at; /* per group: offset of an escaping group */
+    uint64_t *offset;    /* per group: offset in the joint arena */
+    uint64_t escape_pages, total;
+} layout_t;
+
+static void layout_free(layout_t *l) {
+    free(l->escape_at);
+    free(l->offset);
+}
+
+static gm_status_t layout_alloc(layout_t *l, uint32_t m) {
+    l->escape_at = malloc(((size_t)m + 1) * sizeof *l->escape_at);
+    l->offset = malloc(((size_t)m + 1) * sizeof *l->offset);
+    return l->escape_at && l->offset ? GM_OK : GM_ERR_OUT_OF_MEMORY;
+}
+
+/* Both layouts (the second only where it makes the escape arena smaller); `best` is the one
+ * kept. */
+static gm_status_t choose_layout(joint_t *j, layout_t *layouts, layout_t **best) {
+    const work_t *w = j->w;
+    const gm_plan_t *plan = j->plan;
+    layout_t *a = &layouts[0], *b = &layouts[1];
+    gm_status_t st;
+    if ((st = layout_alloc(a, w->m)) != GM_OK || (st = layout_alloc(b, w->m)) != GM_OK)
+        return st;
+    uint32_t escaping = 0;
+    for (uint32_t g = 0; g < w->m; g++) {
+        const gm_plan_item_t *item = &plan->items[w->group_item[g]];
+        a->escape_at[g] = item->arena_page; /* back to back (gm_plan_place_items) */
+        escaping += item->escaping;
+    }
+    a->escape_pages = plan->escape.pages;
+    *best = a;
+    if ((st = place_around(j, a->escape_at, a->escape_pages, &a->total)) != GM_OK)
+        return st;
+    memcpy(a->offset, j->offset, (size_t)w->m * sizeof *a->offset);
+    if (escaping < 2)
+        return GM_OK;
+    if ((st = place_escaping(j, b->escape_at, &b->escape_pages)) != GM_OK)
+        return st;
+    if (b->escape_pages >= a->escape_pages)
+        return GM_OK; /* no page shared: the same footprint as back to back */
+    if ((st = place_around(j, b->escape_at, b->escape_pages, &b->total)) != GM_OK)
+        return st;
+    memcpy(b->offset, j->offset, (size_t)w->m * sizeof *b->offset);
+    if (b->total < a->total || (b->total == a->total && b->escape_pages < a->escape_pages))
+        *best = b;
+    return GM_OK;
+}
+
+/* The chosen layout into the items and the two arenas' sizes. */
+static void apply_layout(const work_t *w, gm_plan_t *plan, const layout_t *l) {
+    for (uint32_t g = 0; g < w->m; g++) {
+        gm_plan_item_t *item = &plan->items[w->group_item[g]];
+        if (item->pages == 0)
+            continue;
+        if (item->escaping) {
+            item->arena_page = l->escape_at[g];
+            continue;
+        }
+        item->escaping = l->offset[g] < l->escape_pages;
+        item->arena_page = item->escaping ? l->offset[g] : l->offset[g] - l->escape_pages;
+    }
+    plan->escape.pages = l->escape_pages;
+    plan->shared.pages = l->total > l->escape_pages ? l->total - l->escape_pages : 0;
+}
+
+gm_status_t gm_plan_place_items(work_t *w, gm_plan_t *plan, uint64_t *shared_len,
+                                uint64_t *escape_len) {
+    const gm_plan_input_t *in = w->in;
+    for (uint32_t i = 0; i < in->alloc_count; i++) {
+        const gm_plan_alloc_t *a = &in->allocs[i];
+        gm_plan_item_t *item = &plan->items[a->item];
+        if (a->free_node == GM_NO_NODE)
+            item->escaping = true;
+        if (a->size > 0 && pages_of(a->item_offset + a->size, in->page) > item->pages)
+            item->pages = pages_of(a->item_offset + a->size, in->page);
+    }
+    for (uint32_t it = 0; it < plan->item_count; it++) {
+        gm_plan_item_t *item = &plan->items[it];
+        gm_plan_arena_t *arena = item->escaping ? &plan->escape : &plan->shared;
+        /* Back to back: the escaping items' first layout; no_alias wants nothing shared. */
+        if (item->escaping || in->no_alias) {
+            item->arena_page = arena->pages;
+            arena->pages += item->pages;
+        }
+    }
+    gm_status_t st = GM_OK;
+    if (!in->no_alias && w->m > 0) {
+        joint_t j = {.w = w, .plan = plan};
+        layout_t layouts[2] = {{0}}, *best = NULL;
+        j.pages = malloc((size_t)w->m * sizeof *j.pages);
+        j.start = malloc((size_t)w->m * sizeof *j.start);
+        j.fixed = malloc((size_t)w->m * sizeof *j.fixed);
+        j.offset = malloc((size_t)w->m * sizeof *j.offset);
+        st = GM_ERR_OUT_OF_MEMORY;
+        if (j.pages && j.start && j.fixed && j.offset) {
+            for (uint32_t g = 0; g < w->m; g++) {
+                j.pages[g] = plan->items[w->group_item[g]].pages;
+                j.start[g] = UINT64_MAX;
+                for (uint32_t k = w->first[g]; k < w->first[g + 1]; k++)
+                    if (w->dag.rank[w->alloc_node[k]] < j.start[g])
+                        j.start[g] = w->dag.rank[w->alloc_node[k]];
+            }
+            st = choose_layout(&j, layouts, &best);
+            if (st == GM_OK)
+                apply_layout(w, plan, best);
+        }
+        layout_free(&layouts[0]);
+        layout_free(&layouts[1]);
+        free(j.pages);
+        free(j.start);
+        free(j.fixed);
+        free(j.offset);
+    }
+    for (uint32_t it = 0; it < plan->item_count; it++) {
+        const gm_plan_item_t *item = &plan->items[it];
+        escape_len[it] = item->escaping ? item->pages : 0;
+        shared_len[it] = item->escaping ? 0 : item->pages;
+    }
+    return st;
+}
