@@ -1,9 +1,10 @@
 /* Planner benchmark (prints, never fails): graphmem's plan against the exact lower bound and
  * against a driver-like online baseline, on synthetic graphs of four kinds, plus the time to plan
  * 10,000 allocations. Items are built as the engine builds them with its defaults: allocations
- * >= 2 MiB own an item, smaller ones are packed online into 32 MiB chunks in creation order, and
- * handles are at most 64 MiB (core/common/options.def, core/engine/engine_life.c). PACK_LIMIT=8M
- * in the environment packs below 8 MiB into 128 MiB chunks instead.
+ * >= 2 MiB own an item, smaller ones are packed online into chunks of one page (2 MiB) in
+ * creation order, and handles are at most 64 MiB (core/common/options.def,
+ * core/engine/engine_life.c). PACK_LIMIT=8M in the environment packs below 8 MiB into 128 MiB
+ * chunks instead (a limit above a page: sixteen of the largest packed allocations a chunk).
  *
  * Baseline: every allocation placed at creation, byte-granular (512 B aligned), at the lowest
  * address not occupied by an allocation whose free is not proven to precede it (the driver's
@@ -25,7 +26,7 @@
 #define PAGE (2 * MIB)
 #define MAX_HANDLE (64 * MIB)
 #define PACK_LIMIT (getenv("PACK_LIMIT") ? 8 * MIB : 2 * MIB)
-#define CHUNK (16 * PACK_LIMIT)
+#define CHUNK (PACK_LIMIT <= PAGE ? PAGE : 16 * PACK_LIMIT)
 
 static uint64_t rng_state;
 

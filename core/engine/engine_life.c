@@ -37,9 +37,16 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     uint64_t mh = config->max_handle < e->page ? e->page : config->max_handle;
     e->config.max_handle = (mh + e->page - 1) / e->page * e->page;
     e->pad = e->config.max_handle - e->page;
-    /* A chunk holds many small allocations, sixteen of the largest packed ones (a larger chunk
-     * makes each packing search more of it). */
-    uint64_t chunk = (16 * config->small_limit + e->page - 1) / e->page * e->page;
+    /* A chunk is one page while only allocations below a page are packed: a chunk holding an
+     * allocation that outlives its graph goes whole into the exec's private escape arena
+     * (plan/arenas.c), so a small chunk keeps the graph's other allocations shareable (PyTorch
+     * keeps each step's output beside its temporaries: the decode loop of bench/gpu_decode.py
+     * held 118 MiB of graph memory with 32 MiB chunks, 82 with one page). A larger small limit
+     * packs to save mappings (a chunk is one mapping), so there a chunk holds sixteen of the
+     * largest packed allocations (a larger chunk makes each packing search more of it). */
+    uint64_t chunk = config->small_limit <= e->page
+                         ? e->page
+                         : (16 * config->small_limit + e->page - 1) / e->page * e->page;
     if (chunk < e->page)
         chunk = e->page;
     e->chunk_bytes = chunk;

@@ -133,6 +133,36 @@ static void copy_report(const gm_exec_report_t *rep, void *arg) {
     *(gm_exec_report_t *)arg = *rep;
 }
 
+/* A chunk holding an allocation that escapes goes whole into the exec's private arena: chunks of
+ * one page (while the small limit is a page at most) keep the graph's other small allocations
+ * out of it, in the shared arena. e (an eighth of a page, never freed) and six allocations of
+ * three sixteenths, all live together: e and four of them fill the first page, the other two
+ * take a second chunk. With chunks of four pages all seven made one chunk of two pages, private
+ * as a whole. */
+static void test_escape_keeps_its_own_chunk(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    const uint64_t page = sim_page();
+    uint32_t last = sim_alloc(&s, &g, page / 8, NULL, 0);
+    uint32_t temps[6];
+    for (int i = 0; i < 6; i++)
+        last = temps[i] = sim_alloc(&s, &g, page * 3 / 16, &last, 1);
+    for (int i = 0; i < 6; i++)
+        last = sim_free(&s, &g, g.va[temps[i]], &last, 1, NULL);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, GM_EXEC_AUTO_FREE) == GM_OK);
+    gm_exec_report_t report = {0};
+    gm_engine_report(s.engine, copy_report, &report);
+    CHECK_EQ_U64(report.escape_bytes, page);      /* the first chunk */
+    CHECK_EQ_U64(report.planned_bytes, 2 * page); /* and the second, shared */
+    for (int i = 0; i < 3; i++) {
+        REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+        CHECK(sim_run_data(&s, &g, NULL));
+    }
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1));
+}
+
 /* An allocation escapes, is used by a later graph and freed outside (§A8.1, §A8.2, §A6.1). */
 static void test_escape_and_relaunch_rules(void) {
     sim_t s;
@@ -399,6 +429,7 @@ int main(void) {
     RUN_TEST(test_explicit_alloc_free);
     RUN_TEST(test_fork_join);
     RUN_TEST(test_escape_and_relaunch_rules);
+    RUN_TEST(test_escape_keeps_its_own_chunk);
     RUN_TEST(test_auto_free_loop);
     RUN_TEST(test_upload_then_launch);
     RUN_TEST(test_free_in_other_graph);
