@@ -1,5 +1,6 @@
 #include "markers.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_glue.h"
@@ -7,19 +8,41 @@
 #include "log.h"
 #include "options.h"
 
-/* An empty node after `deps` (keeping their edge data when there is any). */
+/* An edge an empty node can take for the frontier's `edge`: the same one, except that a
+ * programmatic edge (a kernel's programmatic port or type, as a wait on an event recorded by a
+ * launch with the programmatic-event attribute leaves on the frontier) becomes a full one. The
+ * driver refuses those into an empty node where it takes them into its own memory node (driver
+ * 580); a full edge orders the marker after the kernel's end, later than the driver's node would
+ * start, never earlier. */
+static CUgraphEdgeData marker_edge(CUgraphEdgeData edge) {
+    if (edge.type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT ||
+        edge.from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC)
+        memset(&edge, 0, sizeof edge);
+    return edge;
+}
+
+/* An empty node after `deps` (keeping their edge data when there is any, as marker_edge gives). */
 static CUresult marker_add(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
                            const CUgraphEdgeData *edge_data, size_t count) {
-    bool plain = true;
     static const CUgraphEdgeData default_edge;
-    for (size_t i = 0; edge_data != NULL && i < count && plain; i++)
-        plain = memcmp(&edge_data[i], &default_edge, sizeof default_edge) == 0;
-    if (plain)
+    size_t plain = 0;
+    for (size_t i = 0; edge_data != NULL && i < count; i++) {
+        CUgraphEdgeData edge = marker_edge(edge_data[i]);
+        plain += memcmp(&edge, &default_edge, sizeof edge) == 0;
+    }
+    if (edge_data == NULL || plain == count)
         return gm_drv.cuGraphAddEmptyNode(node_out, graph, deps, count);
+    CUgraphEdgeData *edges = malloc(count * sizeof *edges);
+    if (edges == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < count; i++)
+        edges[i] = marker_edge(edge_data[i]);
     CUgraphNodeParams params;
     memset(&params, 0, sizeof params);
     params.type = CU_GRAPH_NODE_TYPE_EMPTY;
-    return gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, &params);
+    CUresult r = gm_real.cuGraphAddNode_v2(node_out, graph, deps, edges, count, &params);
+    free(edges);
+    return r;
 }
 
 gm_marker_kind_t gm_marker_of(CUgraphNode node, gm_marker_info_t *info) {
@@ -54,12 +77,13 @@ static void find_ancestors(gm_engine_t *engine, const gm_marker_site_t *site, an
             set->markers[found++] = (uint64_t)(uintptr_t)node;
             continue;
         }
-        /* Edge data is asked for, else an edge carrying some (a kernel launched with
-         * programmatic dependent launch, as cuBLAS does on Hopper) makes the query lossy and
-         * stops the search there. Any edge orders the start of its head after the start of its
-         * tail, and edges out of markers (empty nodes) are full ones, so a path from a free
-         * marker still proves the free done before the allocation begins; the planner reads
-         * the same edges as orderings at instantiation. */
+        /* Edge data is asked for, else an edge carrying some (into a kernel launched with
+         * programmatic dependent launch: PyTorch's captured matmuls on the H200 had one) makes the
+         * query lossy and stops the search there. A path from a free marker still proves the free
+         * done before the allocation begins: edges out of markers (empty nodes) are full ones, and
+         * the port of any other edge fires only once its kernel was launched, after that
+         * kernel's own dependencies completed. The driver's memory nodes rely on the same, and
+         * the planner reads the same edges as orderings at instantiation. */
         CUgraphNode parents[8];
         CUgraphEdgeData parent_edges[8];
         size_t parent_count = 8;
