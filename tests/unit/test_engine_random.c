@@ -23,9 +23,11 @@ static uint64_t random_size(uint64_t *rng) {
     }
 }
 
-/* A random DAG: each new node depends on up to three earlier ones; frees depend on their alloc
- * (through a user) so the graph is well formed; about one allocation in six escapes. */
-static void random_graph(sim_t *s, sim_graph_t *g, uint64_t *rng) {
+/* A random DAG: each new node depends on up to three earlier ones (and on the last one too with
+ * `chain`, so that frees are proven before later allocations and packed bytes are reused); frees
+ * depend on their alloc (through a user) so the graph is well formed; about one allocation in six
+ * escapes. */
+static void random_graph(sim_t *s, sim_graph_t *g, uint64_t *rng, bool chain) {
     sim_graph_init(s, g);
     uint32_t open[64], open_count = 0;
     uint32_t n = (uint32_t)gm_rand_range(rng, 6, 40);
@@ -34,6 +36,8 @@ static void random_graph(sim_t *s, sim_graph_t *g, uint64_t *rng) {
         for (uint32_t k = 0; k < 3 && g->node_count; k++)
             if (gm_rand(rng) % 2)
                 deps[nd++] = (uint32_t)(gm_rand(rng) % g->node_count);
+        if (chain && g->node_count && nd < 3)
+            deps[nd++] = g->node_count - 1;
         /* No duplicate edges. */
         for (uint32_t i = 0; i < nd; i++)
             for (uint32_t j = i + 1; j < nd; j++)
@@ -80,17 +84,21 @@ static bool free_escaped(sim_t *s, const sim_graph_t *g, uint64_t stream) {
     return ok;
 }
 
-static void run_seed(uint64_t seed, gm_cross_stream_policy_t policy) {
+/* `packed`: a small limit of four pages, so allocations below it share chunks of many pages,
+ * chunks that escape as a whole and that the planner may lay over each other (plan/arenas.c). */
+static void run_seed(uint64_t seed, gm_cross_stream_policy_t policy, bool packed) {
     uint64_t rng = seed;
     gm_engine_config_t c = sim_default_config();
     c.cross_stream = policy;
+    if (packed)
+        c.small_limit = 4 * sim_page();
     c.release_threshold = gm_rand(&rng) % 2 ? 0 : UINT64_MAX;
     sim_t s;
     REQUIRE(sim_init(&s, &c));
     static sim_graph_t g[GRAPHS];
     bool auto_free[GRAPHS], ok = true;
     for (int i = 0; i < GRAPHS; i++) {
-        random_graph(&s, &g[i], &rng);
+        random_graph(&s, &g[i], &rng, packed);
         auto_free[i] = gm_rand(&rng) % 2;
         REQUIRE(sim_instantiate(&s, &g[i], 0xE0 + (uint64_t)i,
                                 auto_free[i] ? GM_EXEC_AUTO_FREE : 0) == GM_OK);
@@ -120,8 +128,8 @@ static void run_seed(uint64_t seed, gm_cross_stream_policy_t policy) {
             ok = sim_run_data(&s, &g[i], gm_rand(&rng) % 2 ? &rng : NULL) && ok;
     }
     if (!ok)
-        fprintf(stderr, "seed %llu policy %d: data clobbered\n", (unsigned long long)seed,
-                (int)policy);
+        fprintf(stderr, "seed %llu policy %d packed %d: data clobbered\n", (unsigned long long)seed,
+                (int)policy, (int)packed);
     CHECK(ok);
     CHECK(sim_fini(&s));
 }
@@ -129,12 +137,21 @@ static void run_seed(uint64_t seed, gm_cross_stream_policy_t policy) {
 static void test_random_graphs(void) {
     uint64_t base = gm_test_seed(1);
     for (uint64_t k = 0; k < 40; k++) {
-        run_seed(base + k, GM_CROSS_STREAM_SERIALIZE);
-        run_seed(base + k, GM_CROSS_STREAM_REMAP);
+        run_seed(base + k, GM_CROSS_STREAM_SERIALIZE, false);
+        run_seed(base + k, GM_CROSS_STREAM_REMAP, false);
+    }
+}
+
+static void test_random_packed_graphs(void) {
+    uint64_t base = gm_test_seed(1);
+    for (uint64_t k = 0; k < 40; k++) {
+        run_seed(base + k, GM_CROSS_STREAM_SERIALIZE, true);
+        run_seed(base + k, GM_CROSS_STREAM_REMAP, true);
     }
 }
 
 int main(void) {
     RUN_TEST(test_random_graphs);
+    RUN_TEST(test_random_packed_graphs);
     return gm_check_summary();
 }
