@@ -8,7 +8,8 @@
 #include <cuda_runtime.h>
 int main() {
     cudaFree(0);
-    cudaGraph_t g; cudaGraphCreate(&g, 0);
+    cudaGraph_t g;
+    cudaGraphCreate(&g, 0);
     cudaMemAllocNodeParams p = {};
     p.poolProps.allocType = cudaMemAllocationTypePinned;
     p.poolProps.location.type = cudaMemLocationTypeDevice;
@@ -20,25 +21,43 @@ int main() {
     printf("explicit alloc %s\n", cudaGetErrorName(r));
     r = cudaGraphAddMemFreeNode(&f, g, &root, 1, p.dptr);
     printf("explicit free not after alloc: %s\n", cudaGetErrorName(r));
-    cudaMemAllocNodeParams q = p; q.dptr = nullptr;
-    if (f) { r = cudaGraphAddMemAllocNode(&b, g, &f, 1, &q); printf("alloc after it: %s, same address %d\n", cudaGetErrorName(r), q.dptr == p.dptr); }
+    cudaMemAllocNodeParams q = p;
+    q.dptr = nullptr;
+    if (f) {
+        r = cudaGraphAddMemAllocNode(&b, g, &f, 1, &q);
+        printf("alloc after it: %s, same address %d\n", cudaGetErrorName(r), q.dptr == p.dptr);
+    }
     cudaGraphExec_t e = nullptr;
     r = cudaGraphInstantiate(&e, g, 0);
     printf("instantiate %s\n", cudaGetErrorName(r));
     (void)cudaGetLastError();
     // stream capture: alloc on s1, free on s2 forked before the alloc
-    cudaStream_t s1, s2; cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking); cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
-    cudaEvent_t fork, join; cudaEventCreateWithFlags(&fork, cudaEventDisableTiming); cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
+    cudaStream_t s1, s2;
+    cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
+    cudaEvent_t fork, join;
+    cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
     cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal);
-    cudaEventRecord(fork, s1); cudaStreamWaitEvent(s2, fork, 0);
+    cudaEventRecord(fork, s1);
+    cudaStreamWaitEvent(s2, fork, 0);
     void *x = nullptr;
-    r = cudaMallocAsync(&x, 1 << 20, s1); printf("capture alloc %s\n", cudaGetErrorName(r));
-    r = cudaFreeAsync(x, s2); printf("capture free on the forked stream: %s\n", cudaGetErrorName(r));
+    r = cudaMallocAsync(&x, 1 << 20, s1);
+    printf("capture alloc %s\n", cudaGetErrorName(r));
+    r = cudaFreeAsync(x, s2);
+    printf("capture free on the forked stream: %s\n", cudaGetErrorName(r));
     void *y = nullptr;
-    r = cudaMallocAsync(&y, 1 << 20, s2); printf("capture alloc after it: %s same %d\n", cudaGetErrorName(r), x == y);
+    r = cudaMallocAsync(&y, 1 << 20, s2);
+    printf("capture alloc after it: %s same %d\n", cudaGetErrorName(r), x == y);
     cudaFreeAsync(y, s2);
-    cudaEventRecord(join, s2); cudaStreamWaitEvent(s1, join, 0);
-    cudaGraph_t g2 = nullptr; r = cudaStreamEndCapture(s1, &g2); printf("end capture %s\n", cudaGetErrorName(r));
-    if (g2) { r = cudaGraphInstantiate(&e, g2, 0); printf("instantiate %s\n", cudaGetErrorName(r)); }
+    cudaEventRecord(join, s2);
+    cudaStreamWaitEvent(s1, join, 0);
+    cudaGraph_t g2 = nullptr;
+    r = cudaStreamEndCapture(s1, &g2);
+    printf("end capture %s\n", cudaGetErrorName(r));
+    if (g2) {
+        r = cudaGraphInstantiate(&e, g2, 0);
+        printf("instantiate %s\n", cudaGetErrorName(r));
+    }
     return 0;
 }
