@@ -175,6 +175,18 @@ static inline cudaError_t fill_words(cudaStream_t s, void *p, size_t n, uint32_t
     return cudaGetLastError();
 }
 
+// kernel<<<1, 32, 0, s>>>(sink) launched with one launch attribute (cudaLaunchKernelEx).
+static inline cudaError_t launch_with_attribute(cudaStream_t s, cudaLaunchAttribute attr,
+                                                void (*kernel)(unsigned *), unsigned *sink) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(1);
+    config.blockDim = dim3(32);
+    config.stream = s;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, sink);
+}
+
 // ---- explicit graph construction ----
 
 static inline cudaMemAllocNodeParams alloc_params(size_t bytes) {

@@ -33,13 +33,7 @@ static cudaError_t launch_programmatic(cudaStream_t s, unsigned *sink) {
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(1);
-    config.blockDim = dim3(32);
-    config.stream = s;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, k_programmatic, sink);
+    return launch_with_attribute(s, attr, k_programmatic, sink);
 }
 
 // Edges of `g` whose data names a programmatic dependency.

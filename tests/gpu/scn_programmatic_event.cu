@@ -22,13 +22,7 @@ static cudaError_t launch_with_event(cudaStream_t s, cudaEvent_t event, unsigned
     attr.val.programmaticEvent.event = event;
     attr.val.programmaticEvent.flags = 0;
     attr.val.programmaticEvent.triggerAtBlockStart = 0;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(1);
-    config.blockDim = dim3(32);
-    config.stream = s;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, k_spin, sink);
+    return launch_with_attribute(s, attr, k_spin, sink);
 }
 
 int main() {
