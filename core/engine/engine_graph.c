@@ -52,7 +52,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     gm_graph_t *g = gm_graph_get(e, graph, true);
-    gm_idset_t before;
+    gm_proof_t before;
     gm_record_t *r;
     uint64_t node = 0;
     if (!g ||
@@ -128,7 +128,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         goto out;
     }
     if (!add.fn(add.arg, &node)) {
-        gm_idset_release(&m->before);
+        gm_proof_release(&m->before);
         free(m);
         st = GM_ERR_DRIVER;
         goto out;
@@ -137,7 +137,9 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     if (r->owner == g) {
         r->free_marker = m;
         r->freed_in_owner = true;
-        if (r->packer)
+        /* Only a free that follows its alloc lets later allocations take the packed bytes
+         * (pack.h): one not ordered after it leaves them live to the end, as the planner does. */
+        if (r->packer && gm_proven_made(&m->before, r))
             gm_pack_mark_freed(r->packer->pack, r->pack_id);
     } else {
         r->foreign_free = m;
@@ -166,7 +168,7 @@ static void free_marker_release(gm_engine_t *e, gm_marker_t *m, bool unfree) {
     }
     if (r->foreign_free == m)
         r->foreign_free = NULL;
-    gm_idset_release(&m->before);
+    gm_proof_release(&m->before);
     free(m);
     gm_record_unref_check(e, r);
 }

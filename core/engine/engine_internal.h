@@ -53,12 +53,19 @@ typedef struct gm_idset {
     uint32_t count;
 } gm_idset_t;
 
+/* What the graph proves comes before a marker, found online from its ancestors: the records whose
+ * free does, and those whose alloc does. Packed bytes of a freed allocation are reused only when
+ * its alloc comes before its own free (core/plan/pack.h): `made` of the free marker says so. */
+typedef struct gm_proof {
+    gm_idset_t freed, made;
+} gm_proof_t;
+
 typedef struct gm_marker {
     gm_marker_kind_t kind;
     gm_record_t *record;
     gm_graph_t *graph;
     uint64_t node; /* 0 until attached */
-    gm_idset_t before;
+    gm_proof_t before;
     /* Its node's index in the topology an instantiation reads (gm_exec_build), valid while `seen`
      * is that instantiation's token: one lookup of each node, no map from nodes to indices. */
     uint64_t seen;
@@ -235,6 +242,9 @@ struct gm_engine {
     gm_backend_t backend;
     gm_engine_config_t config;
     uint64_t page, pad, chunk_bytes;
+    /* Allocations below this many bytes are packed into chunks: the small limit, a page at most
+     * under GRAPHMEM_LIFT_RESTRICTIONS (engine_record.c, assign_address). */
+    uint64_t packed_below;
     gm_vaspace_t *vas;
     gm_pool_t *pools[GM_MAX_DEVICES];
     gm_map_t graphs, nodes, execs, addresses; /* addresses: va -> first record of its chain */

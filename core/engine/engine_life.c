@@ -44,9 +44,12 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
      * held 118 MiB of graph memory with 32 MiB chunks, 82 with one page). A larger small limit
      * packs to save mappings (a chunk is one mapping), so there a chunk holds sixteen of the
      * largest packed allocations (a larger chunk makes each packing search more of it). */
-    uint64_t chunk = config->small_limit <= e->page
+    e->packed_below = config->small_limit;
+    if (config->lift_restrictions && e->packed_below > e->page)
+        e->packed_below = e->page;
+    uint64_t chunk = e->packed_below <= e->page
                          ? e->page
-                         : (16 * config->small_limit + e->page - 1) / e->page * e->page;
+                         : (16 * e->packed_below + e->page - 1) / e->page * e->page;
     if (chunk < e->page)
         chunk = e->page;
     e->chunk_bytes = chunk;

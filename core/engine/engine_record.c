@@ -18,10 +18,15 @@ static bool idset_contains(const gm_idset_t *s, uint64_t id) {
     return lo < s->count && s->buf->ids[lo] == id;
 }
 
-void gm_idset_release(gm_idset_t *set) {
+static void idset_release(gm_idset_t *set) {
     if (set->buf && --set->buf->refs == 0)
         free(set->buf);
     *set = (gm_idset_t){0};
+}
+
+void gm_proof_release(gm_proof_t *proof) {
+    idset_release(&proof->freed);
+    idset_release(&proof->made);
 }
 
 static gm_idbuf_t *idbuf_new(uint32_t cap) {
@@ -64,7 +69,7 @@ static gm_status_t idset_union(const gm_idset_t *a, const gm_idset_t *b, uint64_
             extra_done = true;
     }
     buf->used = n;
-    gm_idset_release(out);
+    idset_release(out);
     *out = (gm_idset_t){buf, n};
     return GM_OK;
 }
@@ -90,9 +95,20 @@ static gm_status_t idset_extend(const gm_idset_t *s, uint64_t extra, gm_idset_t 
     return idset_union(s, &none, extra, out);
 }
 
-gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
-                             gm_idset_t *out) {
+/* `out` (empty when `first`) grows by `s` and `extra` (0: none). */
+static gm_status_t idset_gather(gm_idset_t *out, const gm_idset_t *s, uint64_t extra, bool first) {
+    if (first)
+        return idset_extend(s, extra, out);
+    gm_idset_t acc = *out;
     *out = (gm_idset_t){0};
+    gm_status_t st = idset_union(&acc, s, extra, out);
+    idset_release(&acc);
+    return st;
+}
+
+gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
+                             gm_proof_t *out) {
+    *out = (gm_proof_t){{0}, {0}};
     if (e->config.lift_restrictions)
         return GM_OK; /* an edge or node on the path may be removed later: nothing is proven */
     bool first = true;
@@ -100,23 +116,20 @@ gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t
         gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
         if (!m || m->graph != g)
             continue;
-        uint64_t extra = m->kind == GM_MARKER_FREE ? m->record->id : 0;
-        gm_status_t st;
-        if (first) {
-            st = idset_extend(&m->before, extra, out);
-        } else {
-            gm_idset_t acc = *out;
-            *out = (gm_idset_t){0};
-            st = idset_union(&acc, &m->before, extra, out);
-            gm_idset_release(&acc);
-        }
-        if (st != GM_OK) {
-            gm_idset_release(out);
+        uint64_t freed = m->kind == GM_MARKER_FREE ? m->record->id : 0;
+        uint64_t made = m->kind == GM_MARKER_ALLOC ? m->record->id : 0;
+        if (idset_gather(&out->freed, &m->before.freed, freed, first) != GM_OK ||
+            idset_gather(&out->made, &m->before.made, made, first) != GM_OK) {
+            gm_proof_release(out);
             return GM_ERR_OUT_OF_MEMORY;
         }
         first = false;
     }
     return GM_OK;
+}
+
+bool gm_proven_made(const gm_proof_t *before, const gm_record_t *r) {
+    return idset_contains(&before->made, r->id);
 }
 
 static void chunk_unref(gm_engine_t *e, gm_chunk_t *c) {
@@ -184,7 +197,7 @@ static void record_destroy(gm_engine_t *e, gm_record_t *r) {
     } else {
         gm_vaspace_free(e->vas, r->win_base, r->win_bytes);
     }
-    gm_idset_release(&r->alloc.before);
+    gm_proof_release(&r->alloc.before);
     free(r);
 }
 
@@ -195,13 +208,13 @@ void gm_record_unref_check(gm_engine_t *e, gm_record_t *r) {
 
 typedef struct reuse_query {
     gm_packer_t *packer;
-    const gm_idset_t *before;
+    const gm_proof_t *before;
 } reuse_query_t;
 
 static bool reusable(uint32_t id, void *arg) {
     reuse_query_t *q = arg;
     gm_record_t *r = id < q->packer->id_count ? q->packer->ids[id] : NULL;
-    return r && idset_contains(q->before, r->id);
+    return r && idset_contains(&q->before->freed, r->id);
 }
 
 /* Gives `r` its address: a byte range of a packer chunk or a padded window of its own. Under
@@ -210,10 +223,7 @@ static bool reusable(uint32_t id, void *arg) {
  * each take new bytes of the chunk, where windows of their own share pages). */
 static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r) {
     uint64_t size = r->params.size;
-    uint64_t limit = e->config.small_limit;
-    if (e->config.lift_restrictions && limit > e->page)
-        limit = e->page;
-    if (size >= limit || e->config.no_alias) {
+    if (size >= e->packed_below || e->config.no_alias) {
         uint64_t pages = size / e->page + (size % e->page != 0);
         if (pages > (UINT64_MAX - 2 * e->pad) / e->page - 1)
             return GM_ERR_OUT_OF_MEMORY; /* no address range that large (§A1.6) */
@@ -263,10 +273,10 @@ static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r)
 }
 
 gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_params_t *params,
-                             gm_idset_t before, gm_record_t **out) {
+                             gm_proof_t before, gm_record_t **out) {
     gm_record_t *r = calloc(1, sizeof *r);
     if (!r) {
-        gm_idset_release(&before);
+        gm_proof_release(&before);
         return GM_ERR_OUT_OF_MEMORY;
     }
     r->id = ++e->next_record_id;
@@ -276,7 +286,7 @@ gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_param
     r->alloc = (gm_marker_t){.kind = GM_MARKER_ALLOC, .record = r, .graph = g, .before = before};
     gm_status_t st = assign_address(e, g, r);
     if (st != GM_OK) {
-        gm_idset_release(&r->alloc.before);
+        gm_proof_release(&r->alloc.before);
         free(r);
         return st;
     }

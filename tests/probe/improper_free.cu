@@ -3,7 +3,8 @@
 // before the allocation). Prints whether the driver takes the free, whether an allocation ordered
 // after that free gets the freed allocation's address, and whether the graph instantiates.
 // Measured on driver 580 (H200, 2026-11-27): every call succeeds and the later allocation gets the
-// same address in both forms; graphmem gives the same answers (its packer reuses the bytes too).
+// same address in both forms. graphmem takes the calls too but gives the later allocation another
+// address: a free that does not follow its alloc frees no bytes for reuse (SEMANTICS §A2.5).
 #include <cstdio>
 #include <cuda_runtime.h>
 int main() {

@@ -163,6 +163,88 @@ static void test_escape_keeps_its_own_chunk(void) {
     CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1));
 }
 
+/* The same graph under GRAPHMEM_LIFT_RESTRICTIONS with a small limit of four pages: only
+ * allocations below a page are packed there, so chunks are one page too. */
+static void test_lift_packs_in_one_page_chunks(void) {
+    gm_engine_config_t c = sim_default_config();
+    c.lift_restrictions = true;
+    c.small_limit = 4 * sim_page();
+    sim_t s;
+    REQUIRE(sim_init(&s, &c));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    const uint64_t page = sim_page();
+    uint32_t last = sim_alloc(&s, &g, page / 8, NULL, 0);
+    uint32_t temps[6];
+    for (int i = 0; i < 6; i++)
+        last = temps[i] = sim_alloc(&s, &g, page * 3 / 16, &last, 1);
+    for (int i = 0; i < 6; i++)
+        last = sim_free(&s, &g, g.va[temps[i]], &last, 1, NULL);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, GM_EXEC_AUTO_FREE) == GM_OK);
+    gm_exec_report_t report = {0};
+    gm_engine_report(s.engine, copy_report, &report);
+    CHECK_EQ_U64(report.escape_bytes, page);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1));
+}
+
+/* Around the small limit (0, 1, odd, a page and either side, beyond): every allocation below it
+ * fits a chunk, every other one gets a window, with and without GRAPHMEM_LIFT_RESTRICTIONS; the
+ * launch's data stays intact. */
+static void test_sizes_around_the_small_limit(void) {
+    const uint64_t page = sim_page();
+    const uint64_t limits[] = {0, 1, 257, page - 1, page, page + 1, 3 * page + 7};
+    for (int lift = 0; lift < 2; lift++)
+        for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+            gm_engine_config_t c = sim_default_config();
+            c.small_limit = limits[i];
+            c.lift_restrictions = lift;
+            sim_t s;
+            REQUIRE(sim_init(&s, &c));
+            sim_graph_t g;
+            sim_graph_init(&s, &g);
+            const uint64_t sizes[] = {0, 1, limits[i] ? limits[i] - 1 : 0, limits[i],
+                                      limits[i] + 1};
+            uint32_t last = UINT32_MAX;
+            for (size_t k = 0; k < 5; k++) {
+                uint32_t a = sim_alloc(&s, &g, sizes[k], last == UINT32_MAX ? NULL : &last,
+                                       last != UINT32_MAX);
+                CHECK(a != UINT32_MAX);
+                if (a != UINT32_MAX)
+                    last = a;
+            }
+            CHECK(sim_instantiate(&s, &g, 0xE1, GM_EXEC_AUTO_FREE) == GM_OK);
+            CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+            CHECK(sim_run_data(&s, &g, NULL));
+            CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1));
+        }
+}
+
+/* A free not ordered after its own alloc (§A2.5) must not let later allocations take packed
+ * bytes (pack.h): j takes k's bytes after k's proper free, j's free follows only alloc(k), and p
+ * follows that free but not k's, so k's user and p may run at once; p must not get k's bytes.
+ * graphmem once reported every free to the packer and gave p k's address. */
+static void test_improper_free_leaves_bytes_alone(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    const uint64_t size = 4096;
+    uint32_t k = sim_alloc(&s, &g, size, NULL, 0);
+    uint32_t user_k = sim_plain(&s, &g, &k, 1);
+    uint32_t free_k = sim_free(&s, &g, g.va[k], &user_k, 1, NULL);
+    uint32_t j = sim_alloc(&s, &g, size, &free_k, 1);
+    CHECK(g.va[j] == g.va[k]); /* a proper free: j reuses k's bytes */
+    gm_status_t st;
+    uint32_t free_j = sim_free(&s, &g, g.va[j], &k, 1, &st); /* after alloc(k) only */
+    CHECK_EQ_INT(st, GM_OK);
+    uint32_t p = sim_alloc(&s, &g, size, &free_j, 1);
+    uint32_t user_p = sim_plain(&s, &g, &p, 1);
+    sim_free(&s, &g, g.va[p], &user_p, 1, NULL);
+    CHECK(g.va[p] + size <= g.va[k] || g.va[k] + size <= g.va[p]);
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
 /* An allocation escapes, is used by a later graph and freed outside (§A8.1, §A8.2, §A6.1). */
 static void test_escape_and_relaunch_rules(void) {
     sim_t s;
@@ -430,6 +512,9 @@ int main(void) {
     RUN_TEST(test_fork_join);
     RUN_TEST(test_escape_and_relaunch_rules);
     RUN_TEST(test_escape_keeps_its_own_chunk);
+    RUN_TEST(test_lift_packs_in_one_page_chunks);
+    RUN_TEST(test_sizes_around_the_small_limit);
+    RUN_TEST(test_improper_free_leaves_bytes_alone);
     RUN_TEST(test_auto_free_loop);
     RUN_TEST(test_upload_then_launch);
     RUN_TEST(test_free_in_other_graph);
