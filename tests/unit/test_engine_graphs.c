@@ -139,9 +139,9 @@ static void copy_report(const gm_exec_report_t *rep, void *arg) {
  * three sixteenths, all live together: e and four of them fill the first page, the other two
  * take a second chunk. With chunks of four pages all seven made one chunk of two pages, private
  * as a whole. */
-static void test_escape_keeps_its_own_chunk(void) {
+static void escape_beside_temporaries(const gm_engine_config_t *config) {
     sim_t s;
-    REQUIRE(sim_init(&s, NULL));
+    REQUIRE(sim_init(&s, config));
     sim_graph_t g;
     sim_graph_init(&s, &g);
     const uint64_t page = sim_page();
@@ -163,28 +163,17 @@ static void test_escape_keeps_its_own_chunk(void) {
     CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1));
 }
 
+static void test_escape_keeps_its_own_chunk(void) {
+    escape_beside_temporaries(NULL);
+}
+
 /* The same graph under GRAPHMEM_LIFT_RESTRICTIONS with a small limit of four pages: only
  * allocations below a page are packed there, so chunks are one page too. */
 static void test_lift_packs_in_one_page_chunks(void) {
     gm_engine_config_t c = sim_default_config();
     c.lift_restrictions = true;
     c.small_limit = 4 * sim_page();
-    sim_t s;
-    REQUIRE(sim_init(&s, &c));
-    sim_graph_t g;
-    sim_graph_init(&s, &g);
-    const uint64_t page = sim_page();
-    uint32_t last = sim_alloc(&s, &g, page / 8, NULL, 0);
-    uint32_t temps[6];
-    for (int i = 0; i < 6; i++)
-        last = temps[i] = sim_alloc(&s, &g, page * 3 / 16, &last, 1);
-    for (int i = 0; i < 6; i++)
-        last = sim_free(&s, &g, g.va[temps[i]], &last, 1, NULL);
-    REQUIRE(sim_instantiate(&s, &g, 0xE1, GM_EXEC_AUTO_FREE) == GM_OK);
-    gm_exec_report_t report = {0};
-    gm_engine_report(s.engine, copy_report, &report);
-    CHECK_EQ_U64(report.escape_bytes, page);
-    CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1));
+    escape_beside_temporaries(&c);
 }
 
 /* Around the small limit (0, 1, odd, a page and either side, beyond): every allocation below it
