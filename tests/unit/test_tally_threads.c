@@ -4,6 +4,7 @@
  * from zero while the parent's threads come and go. Also run under ThreadSanitizer (a reader sums
  * blocks their owners are writing). */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/wait.h>
@@ -103,6 +104,15 @@ static void *churn(void *unused) {
 }
 
 static void test_fork_while_threads_come_and_go(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    /* AddressSanitizer's allocator (GCC's libsanitizer) keeps its region locks across a fork: a
+     * parent thread creating or ending a thread at the fork leaves the child's first calloc
+     * (its counter block) waiting forever (seen in CI: the child in
+     * SizeClassAllocator64::GetFromAllocator). glibc's malloc is fork-safe; the other builds and
+     * ThreadSanitizer run this. */
+    printf("skipped under AddressSanitizer: its allocator is not fork-safe\n");
+    return;
+#endif
     atomic_store(&churning, true);
     pthread_t ids[2];
     for (int i = 0; i < 2; i++)
