@@ -129,10 +129,6 @@ static void test_fork_join(void) {
     CHECK(sim_fini(&s));
 }
 
-static void copy_report(const gm_exec_report_t *rep, void *arg) {
-    *(gm_exec_report_t *)arg = *rep;
-}
-
 /* A chunk holding an allocation that escapes goes whole into the exec's private arena: chunks of
  * one page (while the small limit is a page at most) keep the graph's other small allocations
  * out of it, in the shared arena. e (an eighth of a page, never freed) and six allocations of
@@ -152,8 +148,7 @@ static void escape_beside_temporaries(const gm_engine_config_t *config) {
     for (int i = 0; i < 6; i++)
         last = sim_free(&s, &g, g.va[temps[i]], &last, 1, NULL);
     REQUIRE(sim_instantiate(&s, &g, 0xE1, GM_EXEC_AUTO_FREE) == GM_OK);
-    gm_exec_report_t report = {0};
-    gm_engine_report(s.engine, copy_report, &report);
+    gm_exec_report_t report = sim_report(&s);
     CHECK_EQ_U64(report.escape_bytes, page);      /* the first chunk */
     CHECK_EQ_U64(report.planned_bytes, 2 * page); /* and the second, shared */
     for (int i = 0; i < 3; i++) {
@@ -244,8 +239,7 @@ static void test_escape_and_relaunch_rules(void) {
     uint32_t a = sim_alloc(&s, &g, 1 * MiB, NULL, 0);
     uint64_t va = g.va[a];
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
-    gm_exec_report_t report = {0};
-    gm_engine_report(s.engine, copy_report, &report);
+    gm_exec_report_t report = sim_report(&s);
     CHECK_EQ_U64(report.planned_bytes, 1 * MiB);
     CHECK_EQ_U64(report.escape_bytes, 1 * MiB); /* all of it in the exec's private arena */
     /* Not launched yet: not live, an outside free is refused (§A8.6). */

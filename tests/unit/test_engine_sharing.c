@@ -216,10 +216,6 @@ static void test_attributes_double_memory(void) {
     CHECK(sim_fini(&s));
 }
 
-static void capture_report(const gm_exec_report_t *rep, void *arg) {
-    *(gm_exec_report_t *)arg = *rep;
-}
-
 /* A trim while a launch may still run keeps its memory; once finished it goes, and the next
  * launch maps again (§A11.1, §A11.2). */
 static void test_trim_respects_running_launch(void) {
@@ -237,8 +233,7 @@ static void test_trim_respects_running_launch(void) {
     REQUIRE(sim_launch(&s, 0xE1, 0x51) == GM_OK);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 2 * MiB);
     CHECK(sim_run_data(&s, &g, NULL));
-    gm_exec_report_t r = {0};
-    gm_engine_report(s.engine, capture_report, &r);
+    gm_exec_report_t r = sim_report(&s);
     CHECK_EQ_U64(r.launches, 2);
     CHECK_EQ_U64(r.remaps, 1);
     CHECK_EQ_U64(r.allocations, 1);

@@ -321,6 +321,16 @@ uint64_t sim_attr(sim_t *s, int attr) {
     return v;
 }
 
+static void copy_report(const gm_exec_report_t *report, void *arg) {
+    *(gm_exec_report_t *)arg = *report;
+}
+
+gm_exec_report_t sim_report(sim_t *s) {
+    gm_exec_report_t report = {0};
+    gm_engine_report(s->engine, copy_report, &report);
+    return report;
+}
+
 void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape) {
     sim_graph_init(s, g);
     uint32_t a = sim_alloc(s, g, size, NULL, 0);
