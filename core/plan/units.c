@@ -135,7 +135,8 @@ static void merge_units(work_t *w, uint32_t from, uint32_t extras_from) {
             uint32_t e0 = w->extra_first[first], e1 = w->extra_first[first + 1];
             uint64_t at = w->unit_at[first], end = w->unit_at[last] + w->unit_pages[last];
             w->range_first[out] = w->range_first[first];
-            memmove(&w->extra[cursor], &w->extra[e0], (size_t)(e1 - e0) * sizeof *w->extra);
+            if (e1 > e0) /* extra is NULL while no unit has any: memmove wants real pointers */
+                memmove(&w->extra[cursor], &w->extra[e0], (size_t)(e1 - e0) * sizeof *w->extra);
             cursor += e1 - e0;
             w->extra_first[out + 1] = cursor;
             w->unit_at[out] = at;

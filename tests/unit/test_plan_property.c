@@ -104,7 +104,9 @@ static void generate(graph_t *g, uint32_t target_allocs, uint32_t streams, uint6
     uint32_t *live_ids = malloc((target_allocs + 1) * sizeof *live_ids);
     for (uint32_t s = 0; s < streams; s++)
         last[s] = root;
-    gm_pack_t *pack = gm_pack_create(32 * MIB, 512);
+    /* Chunks of one page (the engine's default while the limit is a page at most) or 32 MiB. */
+    uint64_t chunk_bytes = pack_limit <= PAGE && gm_rand(&rng) % 2 ? PAGE : 32 * MIB;
+    gm_pack_t *pack = gm_pack_create(chunk_bytes, 512);
     uint32_t *pack_to_alloc = malloc((target_allocs + 1) * sizeof *pack_to_alloc);
     uint32_t *chunk_item = malloc((target_allocs + 1) * sizeof *chunk_item);
     uint32_t escape_pct = (uint32_t)gm_rand_range(&rng, 0, 20);
