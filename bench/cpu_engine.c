@@ -10,7 +10,8 @@
  * pairs of an item each), engine_destroy_1000x1MiB_us (the engine's part of destroying a graph of
  * 1,000 packed pairs, which all share one address), engine_launch_ns (a relaunch of an exec of one
  * 1 MiB pair on its stream, as the launch hook makes it: the served check, then the engine's launch
- * around a driver call that does nothing). */
+ * around a driver call that does nothing), engine_capture_fork_round_20000_us (one round of a
+ * capture of 20,000 rounds whose markers fork and join, capture_forks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -67,6 +68,29 @@ static double capture_chain(gm_engine_t *e, uint64_t graph, uint64_t size, chain
         c->to[c->edges++] = 2 * i + 1;
     }
     return (now_us() - t0) / PAIRS;
+}
+
+/* A long capture whose markers fork and join: each round allocates a after the last round's two
+ * frees, then frees a and allocates b, both right after a's alloc, then frees b. What is proven
+ * before each marker grows with the graph, so a marker that copied its ancestor's proof made the
+ * capture quadratic. µs per round, or negative. */
+static double capture_forks(gm_engine_t *e, uint64_t graph, uint32_t rounds) {
+    uint64_t joins[2] = {0, 0};
+    double t0 = now_us();
+    for (uint32_t i = 0; i < rounds; i++) {
+        gm_alloc_params_t params = {.device = 0, .size = 4096};
+        uint64_t va_a = 0, va_b = 0, a = 0, b = 0;
+        gm_ancestors_t after_joins = {joins, i ? 2 : 0}, after_a = {&a, 1}, after_b = {&b, 1};
+        gm_node_call_t add = {add_node, NULL};
+        if (gm_engine_alloc_marker(e, graph, &params, &after_joins, add, &va_a, &a) != GM_OK ||
+            gm_engine_free_marker(e, graph, va_a, &after_a, add, &joins[0]) != GM_OK ||
+            gm_engine_alloc_marker(e, graph, &params, &after_a, add, &va_b, &b) != GM_OK ||
+            gm_engine_free_marker(e, graph, va_b, &after_b, add, &joins[1]) != GM_OK)
+            return -1;
+    }
+    double t = (now_us() - t0) / rounds;
+    gm_engine_graphs_destroy(e, &graph, 1, GM_NO_CALL);
+    return t;
 }
 
 /* Best time of REPS instantiations of `graph` (each exec destroyed after), or negative. */
@@ -160,6 +184,7 @@ int main(void) {
         printf("engine_instantiate_1000x64MiB_us %.1f\n", instantiate_best(e, 0x80, large));
     printf("engine_destroy_1000x1MiB_us %.1f\n", destroy_best(e, small));
     printf("engine_launch_ns %.1f\n", launch_best(e, 0xA0, small));
+    printf("engine_capture_fork_round_20000_us %.4f\n", capture_forks(e, 0xB0, 20000));
     free(small);
     free(large);
     return 0;

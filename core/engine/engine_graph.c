@@ -37,6 +37,34 @@ bool gm_engine_is_marker(gm_engine_t *e, uint64_t node) {
     return gm_keyset_contains(&e->marker_nodes, node);
 }
 
+/* Between two markers on one stream there are usually a few kernels, so the budget finds the
+ * previous marker while keeping the capture path cheap. */
+size_t gm_engine_find_ancestors(gm_engine_t *e, const uint64_t *deps, size_t count,
+                                gm_parents_fn parents, void *arg,
+                                uint64_t markers_out[GM_ANCESTOR_MAX]) {
+    uint64_t queue[GM_SEARCH_BUDGET];
+    size_t head = 0, tail = 0, found = 0;
+    for (size_t i = 0; i < count && tail < GM_SEARCH_BUDGET; i++)
+        queue[tail++] = deps[i];
+    while (head < tail && found < GM_ANCESTOR_MAX) {
+        uint64_t node = queue[head++];
+        if (gm_engine_is_marker(e, node)) {
+            markers_out[found++] = node;
+            continue;
+        }
+        uint64_t up[GM_SEARCH_PARENTS];
+        size_t n = parents(arg, node, up, GM_SEARCH_PARENTS);
+        for (size_t i = 0; i < n && i < GM_SEARCH_PARENTS && tail < GM_SEARCH_BUDGET; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < tail && !seen; j++)
+                seen = queue[j] == up[i];
+            if (!seen)
+                queue[tail++] = up[i];
+        }
+    }
+    return found;
+}
+
 /* ---- alloc markers ------------------------------------------------------------------------- */
 
 gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_alloc_params_t *params,

@@ -84,6 +84,13 @@ static gm_status_t idset_extend(const gm_idset_t *s, uint64_t extra, gm_idset_t 
         *out = idset_share(s);
         return GM_OK;
     }
+    /* A buffer's ids never change below `used`: a set is a prefix of one, so the set plus the id
+     * that follows that prefix there is a longer prefix (markers forking from one marker share). */
+    if (buf && newest && buf->used > s->count && buf->ids[s->count] == extra) {
+        buf->refs++;
+        *out = (gm_idset_t){buf, s->count + 1};
+        return GM_OK;
+    }
     if (buf && buf->used == s->count && buf->used < buf->cap && newest) {
         buf->ids[buf->used++] = extra;
         buf->refs++;
@@ -95,10 +102,19 @@ static gm_status_t idset_extend(const gm_idset_t *s, uint64_t extra, gm_idset_t 
     return idset_union(s, &none, extra, out);
 }
 
-/* `out` (empty when `first`) grows by `s` and `extra` (0: none). */
+/* `out` (empty when `first`) grows by `s` and `extra` (0: none). Two prefixes of one buffer
+ * (branches that met again without a new id on one of them) join as the longer one. */
 static gm_status_t idset_gather(gm_idset_t *out, const gm_idset_t *s, uint64_t extra, bool first) {
     if (first)
         return idset_extend(s, extra, out);
+    if (out->buf && out->buf == s->buf) {
+        gm_idset_t longer = out->count >= s->count ? *out : *s;
+        gm_idset_t acc = idset_share(&longer);
+        idset_release(out);
+        gm_status_t st = idset_extend(&acc, extra, out);
+        idset_release(&acc);
+        return st;
+    }
     gm_idset_t acc = *out;
     *out = (gm_idset_t){0};
     gm_status_t st = idset_union(&acc, s, extra, out);
@@ -116,8 +132,11 @@ gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t
         gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
         if (!m || m->graph != g)
             continue;
-        uint64_t freed = m->kind == GM_MARKER_FREE ? m->record->id : 0;
-        uint64_t made = m->kind == GM_MARKER_ALLOC ? m->record->id : 0;
+        /* Only packed records are ever asked about (reusable, gm_proven_made): the others' ids
+         * would only make the sets longer. */
+        uint64_t packed = m->record->packer ? m->record->id : 0;
+        uint64_t freed = m->kind == GM_MARKER_FREE ? packed : 0;
+        uint64_t made = m->kind == GM_MARKER_ALLOC ? packed : 0;
         if (idset_gather(&out->freed, &m->before.freed, freed, first) != GM_OK ||
             idset_gather(&out->made, &m->before.made, made, first) != GM_OK) {
             gm_proof_release(out);

@@ -6,7 +6,6 @@
 #include "engine_glue.h"
 #include "interpose/driver.h"
 #include "log.h"
-#include "options.h"
 
 /* An edge an empty node can take for the frontier's `edge`: the same one, except that a
  * programmatic edge (a kernel's programmatic port or type, as a wait on an event recorded by a
@@ -52,60 +51,44 @@ gm_marker_kind_t gm_marker_of(CUgraphNode node, gm_marker_info_t *info) {
     return gm_engine_marker(engine, (uint64_t)(uintptr_t)node, info);
 }
 
-/* Markers among the ancestors of `deps`, found by a bounded backward search that stops at
- * markers. Proves, online, that earlier frees come before a new allocation (engine.h). Each
- * visited node is looked up without the engine lock (gm_engine_is_marker). */
-#define ANCESTOR_MAX 32
+/* Markers among the ancestors of the new node's dependencies (gm_engine_find_ancestors): they
+ * prove, online, that earlier frees and allocations come before it (engine.h). Searched for every
+ * marker, whatever its size: a marker's proof passes on what its ancestors proved to the markers
+ * after it, so one without a search would cut the chain for every free behind it. */
 typedef struct ancestor_set {
-    uint64_t markers[ANCESTOR_MAX];
+    uint64_t markers[GM_ANCESTOR_MAX];
     gm_ancestors_t view;
 } ancestor_set_t;
 
-/* Breadth-first from the dependencies, at most this many driver nodes visited: between two
- * markers on one stream there are usually a few kernels, so the budget finds the previous marker
- * while keeping the capture path cheap. Finding nothing is always safe (no reuse is proven). */
-#define SEARCH_BUDGET 64
-
-static void find_ancestors(gm_engine_t *engine, const gm_marker_site_t *site, ancestor_set_t *set) {
-    CUgraphNode queue[SEARCH_BUDGET];
-    size_t head = 0, tail = 0, found = 0;
-    for (size_t i = 0; i < site->count && tail < SEARCH_BUDGET; i++)
-        queue[tail++] = site->deps[i];
-    while (head < tail && found < ANCESTOR_MAX) {
-        CUgraphNode node = queue[head++];
-        if (gm_engine_is_marker(engine, (uint64_t)(uintptr_t)node)) {
-            set->markers[found++] = (uint64_t)(uintptr_t)node;
-            continue;
-        }
-        /* Edge data is asked for, else an edge carrying some (into a kernel launched with
-         * programmatic dependent launch: PyTorch's captured matmuls on the H200 had one) makes the
-         * query lossy and stops the search there. A path from a free marker still proves the free
-         * done before the allocation begins: edges out of markers (empty nodes) are full ones, and
-         * the port of any other edge fires only once its kernel was launched, after that
-         * kernel's own dependencies completed. The driver's memory nodes rely on the same, and
-         * the planner reads the same edges as orderings at instantiation. */
-        CUgraphNode parents[8];
-        CUgraphEdgeData parent_edges[8];
-        size_t parent_count = 8;
-        if (gm_drv.cuGraphNodeGetDependencies_v2(node, parents, parent_edges, &parent_count) !=
-            CUDA_SUCCESS)
-            continue; /* the driver could not say: stop this branch, stay safe */
-        for (size_t i = 0; i < parent_count && i < 8 && tail < SEARCH_BUDGET; i++) {
-            bool seen = false;
-            for (size_t j = 0; j < tail && !seen; j++)
-                seen = queue[j] == parents[i];
-            if (!seen)
-                queue[tail++] = parents[i];
-        }
-    }
-    set->view.markers = set->markers;
-    set->view.count = found;
+/* Edge data is asked for, else an edge carrying some (into a kernel launched with programmatic
+ * dependent launch: PyTorch's captured matmuls on the H200 had one) makes the query lossy and
+ * stops the search there. A path from a free marker still proves the free done before the
+ * allocation begins: edges out of markers (empty nodes) are full ones, and the port of any other
+ * edge fires only once its kernel was launched, after that kernel's own dependencies completed.
+ * The driver's memory nodes rely on the same, and the planner reads the same edges as orderings
+ * at instantiation. */
+static size_t node_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap) {
+    (void)arg;
+    CUgraphNode nodes[GM_SEARCH_PARENTS];
+    CUgraphEdgeData edges[GM_SEARCH_PARENTS];
+    size_t count = cap < GM_SEARCH_PARENTS ? cap : GM_SEARCH_PARENTS;
+    if (gm_drv.cuGraphNodeGetDependencies_v2((CUgraphNode)(uintptr_t)node, nodes, edges, &count) !=
+        CUDA_SUCCESS)
+        return 0;                      /* the driver could not say: stop this branch, stay safe */
+    count = count < cap ? count : cap; /* more parents than asked for: the first ones */
+    for (size_t i = 0; i < count; i++)
+        parents[i] = (uint64_t)(uintptr_t)nodes[i];
+    return count;
 }
 
-/* Whether an allocation of `size` bytes is byte-packed with others (engine.h, small_limit): only
- * then may it reuse the bytes of earlier frees, and only then is the proof worth a search. */
-static bool packed(uint64_t size) {
-    return size < gm_option_u64(GM_OPT_SMALL_LIMIT);
+static void find_ancestors(gm_engine_t *engine, const gm_marker_site_t *site, ancestor_set_t *set) {
+    uint64_t deps[GM_SEARCH_BUDGET];
+    size_t count = site->count < GM_SEARCH_BUDGET ? site->count : GM_SEARCH_BUDGET;
+    for (size_t i = 0; i < count; i++)
+        deps[i] = (uint64_t)(uintptr_t)site->deps[i];
+    set->view.count =
+        gm_engine_find_ancestors(engine, deps, count, node_parents, NULL, set->markers);
+    set->view.markers = set->markers;
 }
 
 /* The marker node's driver call, made inside the engine's critical section (gm_node_call_t). */
@@ -132,8 +115,7 @@ CUresult gm_marker_alloc(gm_engine_t *engine, const gm_marker_site_t *site,
                          const gm_alloc_params_t *params, CUdeviceptr *va_out,
                          CUgraphNode *node_out) {
     ancestor_set_t ancestors = {.view = {NULL, 0}};
-    if (packed(params->size))
-        find_ancestors(engine, site, &ancestors);
+    find_ancestors(engine, site, &ancestors);
     uint64_t graph = (uint64_t)(uintptr_t)site->graph, va = 0, node = 0;
     node_add_t add = {site, CUDA_SUCCESS};
     gm_status_t status =

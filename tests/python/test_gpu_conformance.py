@@ -91,6 +91,19 @@ def test_reuse_across_programmatic_edges(tmp_path):
     assert execs[0]["planned_bytes"] == -(-bound // page) * page, execs
 
 
+def test_reuse_past_large_allocations():
+    """Each small free of tests/gpu/scn_reuse_past_large.cu follows its own allocation only
+    through a large allocation's marker. graphmem must pass the proof through that marker: then
+    every link's small allocation reuses the one before it (one address for all eight), where
+    searching ancestors for small allocations only gave each link new bytes."""
+    gh.require_gpu()
+    under = gh.run_graphmem([gh.program("scn_reuse_past_large")])
+    assert under.returncode == 0, under.describe()
+    observed = dict(under.obs)
+    assert observed.get("results") == "ok", under.describe()
+    assert dict(under.info).get("small_addresses") == "1", under.describe()
+
+
 def _stress_ok(r):
     obs = dict(r.obs)
     assert obs.get("corruption") == "0", f"corrupted words\n{r.describe()}"

@@ -75,30 +75,26 @@ static uint32_t add_node(sim_t *s, sim_graph_t *g, sim_kind_t kind, const uint32
     return i;
 }
 
-/* Markers among the ancestors of a would-be node with these deps, searching backwards and
- * stopping at markers, as the shim does: each node asked of the engine without its lock. */
-static uint32_t find_ancestors(sim_t *s, const sim_graph_t *g, const uint32_t *deps, uint32_t n,
+/* A node's parents in the order their edges were added (the driver's order), for the engine's
+ * ancestor search, the one the shim runs. */
+static size_t sim_node_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap) {
+    const sim_graph_t *g = arg;
+    uint32_t v = 0;
+    while (v < g->node_count && g->nodes[v] != node)
+        v++;
+    size_t n = 0;
+    for (uint32_t e = 0; e < g->edge_count && n < cap; e++)
+        if (g->edge_to[e] == v)
+            parents[n++] = g->nodes[g->edge_from[e]];
+    return n;
+}
+
+static uint32_t find_ancestors(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n,
                                uint64_t *out) {
-    bool seen[SIM_MAX_NODES] = {false};
-    uint32_t stack[SIM_MAX_NODES], top = 0, count = 0;
+    uint64_t keys[SIM_MAX_NODES];
     for (uint32_t k = 0; k < n; k++)
-        if (!seen[deps[k]]) {
-            seen[deps[k]] = true;
-            stack[top++] = deps[k];
-        }
-    while (top) {
-        uint32_t v = stack[--top];
-        if (gm_engine_is_marker(s->engine, g->nodes[v])) {
-            out[count++] = g->nodes[v];
-            continue;
-        }
-        for (uint32_t e = 0; e < g->edge_count; e++)
-            if (g->edge_to[e] == v && !seen[g->edge_from[e]]) {
-                seen[g->edge_from[e]] = true;
-                stack[top++] = g->edge_from[e];
-            }
-    }
-    return count;
+        keys[k] = g->nodes[deps[k]];
+    return (uint32_t)gm_engine_find_ancestors(s->engine, keys, n, sim_node_parents, g, out);
 }
 
 uint32_t sim_plain(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n) {
