@@ -332,7 +332,8 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
  * that must map waits, trim waits, the use-after-free poll skips), so the driver's check sees the
  * pages as the cover found them and no launch ever maps over a scratch page. While a launch or
  * trim waits, no new cover starts (covers back to back would hold it off for good). A cover is held
- * by one thread around driver calls only: it must not launch, trim or cover again meanwhile. */
+ * by one thread around driver calls only: it must not launch, trim or cover again meanwhile. A
+ * scratch mapping outlives its covers, idle, until a launch or trim must map (engine_cover.c). */
 typedef struct gm_cover {
     gm_engine_t *engine; /* NULL: nothing to cover (no engine, or the shim ignores the call) */
     int device;          /* whose scratch page; -1: none */

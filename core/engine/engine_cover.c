@@ -25,8 +25,14 @@ static bool mapped_by_part(const gm_engine_t *e, uint64_t page) {
     return false;
 }
 
-/* A scratch mapping: which device's scratch page, and how many covers hold it. None holds an
- * orphan: its unmap failed, and it is unmapped again before anything else maps there. */
+/* A scratch mapping: which device's scratch page, and how many covers hold it. One that no cover
+ * holds is idle: it stays mapped for the next cover of its page (a capture covers the same few
+ * pages memset after memset, and instantiation covers them again; a map and its access cost tens
+ * of microseconds), or it stays because its unmap failed. Idle mappings are unmapped before
+ * anything else maps (gm_cover_drop_idle: every launch off the fast path, trims) and before their
+ * addresses go back (gm_cover_forget). Under GRAPHMEM_UAF_CHECK none is kept: a stale pointer
+ * must fault, not land on a scratch page. */
+#define SCRATCH_IDLE_MAX 4096u
 typedef struct scratch_entry {
     int device;
     uint32_t holders;
@@ -44,28 +50,55 @@ static void scratch_put(gm_engine_t *e, uint64_t page, scratch_entry_t entry) {
     gm_map_put(&e->scratch_maps, page, (void *)v);
 }
 
-/* Unmaps a scratch mapping nobody holds; one the backend refuses to unmap stays as an orphan. */
+/* Unmaps a scratch mapping that was held and is held no more; one the backend refuses to unmap
+ * stays idle. */
 static void scratch_drop(gm_engine_t *e, uint64_t page, int device) {
     if (e->backend.unmap(e->backend.ctx, page, e->page) == GM_OK) {
         gm_map_remove(&e->scratch_maps, page);
         return;
     }
     scratch_put(e, page, (scratch_entry_t){device, 0});
-    e->scratch_orphans++;
+    e->scratch_idle++;
 }
 
-void gm_cover_retry_orphans(gm_engine_t *e) {
+/* Unmaps the idle mapping at `page` (entry read by the caller); false when it stays. */
+static bool idle_drop(gm_engine_t *e, uint64_t page) {
+    if (e->backend.unmap(e->backend.ctx, page, e->page) != GM_OK)
+        return false;
+    gm_map_remove(&e->scratch_maps, page);
+    e->scratch_idle--;
+    return true;
+}
+
+void gm_cover_drop_idle(gm_engine_t *e) {
     uint32_t pos = 0;
     uint64_t page;
     void *v;
-    while (e->scratch_orphans && gm_map_next(&e->scratch_maps, &pos, &page, &v)) {
+    while (e->scratch_idle && gm_map_next(&e->scratch_maps, &pos, &page, &v)) {
         scratch_entry_t entry;
-        if (scratch_get(e, page, &entry) && entry.holders == 0 &&
-            e->backend.unmap(e->backend.ctx, page, e->page) == GM_OK) {
-            gm_map_remove(&e->scratch_maps, page);
-            e->scratch_orphans--;
-        }
+        if (scratch_get(e, page, &entry) && entry.holders == 0)
+            (void)idle_drop(e, page);
     }
+}
+
+void gm_cover_forget(gm_engine_t *e, uint64_t va, uint64_t bytes) {
+    if (!e->scratch_idle)
+        return;
+    uint64_t first = va - va % e->page, pages = (va + bytes - first + e->page - 1) / e->page;
+    scratch_entry_t entry;
+    if (pages <= 64) { /* a window or chunk of a few pages: look each one up */
+        for (uint64_t i = 0; i < pages && e->scratch_idle; i++)
+            if (scratch_get(e, first + i * e->page, &entry) && entry.holders == 0)
+                (void)idle_drop(e, first + i * e->page);
+        return;
+    }
+    uint32_t pos = 0;
+    uint64_t page;
+    void *v;
+    while (e->scratch_idle && gm_map_next(&e->scratch_maps, &pos, &page, &v))
+        if (page >= first && page - first < pages * e->page && scratch_get(e, page, &entry) &&
+            entry.holders == 0)
+            (void)idle_drop(e, page);
 }
 
 /* Maps the device's scratch page at `page` (made on first use); false when the backend refuses. */
@@ -136,19 +169,21 @@ static bool freed_address(const gm_engine_t *e, uint64_t va) {
     return seen;
 }
 
-/* Holds the page for cover `c`: another cover's scratch mapping of the same device (or an orphan
- * of it) is shared; a page no part maps gets the device's scratch page; anything else is left
- * (a part's mapping stays as it is while covers are held; another device's scratch page gives
- * this device no access, so the driver answers). */
+/* Holds the page for cover `c`: a scratch mapping of the same device there (another cover's, or
+ * an idle one) is shared; a page no part maps gets the device's scratch page; anything else is
+ * left (a part's mapping stays as it is while covers are held; another device's scratch page held
+ * by a cover gives this device no access, so the driver answers). */
 static void hold_page(gm_engine_t *e, gm_cover_t *c, uint64_t page) {
     if (holds(c, page) ||
         gm_grow((void **)&c->pages, &c->cap, c->count + 1, sizeof *c->pages) != GM_OK)
         return;
     scratch_entry_t entry;
-    if (scratch_get(e, page, &entry)) {
-        if (entry.device != c->device)
-            return;
-        e->scratch_orphans -= entry.holders == 0;
+    bool mapped = scratch_get(e, page, &entry);
+    /* Another device's idle mapping goes (held by a cover, it stays: the driver answers). */
+    if (mapped && entry.device != c->device && (entry.holders || !idle_drop(e, page)))
+        return;
+    if (mapped && entry.device == c->device) {
+        e->scratch_idle -= entry.holders == 0;
         entry.holders++;
         scratch_put(e, page, entry);
     } else if (mapped_by_part(e, page) || !map_scratch(e, c->device, page)) {
@@ -193,10 +228,14 @@ void gm_engine_cover_end(gm_cover_t *c) {
         if (!scratch_get(e, c->pages[i], &entry) || entry.holders == 0)
             continue;
         entry.holders--;
-        if (entry.holders)
+        if (entry.holders) {
             scratch_put(e, c->pages[i], entry);
-        else
+        } else if (!e->config.uaf_check && e->scratch_idle < SCRATCH_IDLE_MAX) {
+            scratch_put(e, c->pages[i], entry); /* idle, for the next cover of the page */
+            e->scratch_idle++;
+        } else {
             scratch_drop(e, c->pages[i], entry.device);
+        }
     }
     free(c->pages);
     c->pages = NULL;
@@ -211,7 +250,7 @@ void gm_cover_wait(gm_engine_t *e) {
     e->cover_waiters++;
     while (e->covers)
         pthread_cond_wait(&e->uncovered, &e->lock);
-    gm_cover_retry_orphans(e);
+    gm_cover_drop_idle(e);
     /* The caller maps or trims before it lets the lock go: new covers start after that. */
     if (--e->cover_waiters == 0)
         pthread_cond_broadcast(&e->uncovered);

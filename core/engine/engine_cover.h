@@ -7,8 +7,10 @@
 /* Waits, the engine lock held and released meanwhile, until no cover is held; no new cover starts
  * while anyone waits here. */
 void gm_cover_wait(gm_engine_t *e);
-/* Unmaps again the scratch mappings whose unmap failed, before anything else maps. */
-void gm_cover_retry_orphans(gm_engine_t *e);
+/* Unmaps the idle scratch mappings (engine_cover.c), before anything else maps. */
+void gm_cover_drop_idle(gm_engine_t *e);
+/* Unmaps the idle scratch mappings in [va, va + bytes), before those addresses go back. */
+void gm_cover_forget(gm_engine_t *e, uint64_t va, uint64_t bytes);
 /* At engine teardown: the scratch pages' mappings and handles go back. */
 void gm_covers_destroy(gm_engine_t *e);
 

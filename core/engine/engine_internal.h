@@ -264,7 +264,7 @@ struct gm_engine {
     uint32_t covers, cover_waiters;
     pthread_cond_t uncovered;
     gm_map_t scratch_maps; /* page -> its scratch mapping's device and holders (engine_cover.c) */
-    uint32_t scratch_orphans; /* scratch mappings whose unmap failed, to be retried */
+    uint32_t scratch_idle; /* scratch mappings no cover holds, unmapped before any map */
     uint64_t scratch_handle[GM_MAX_DEVICES]; /* backend handles of one page; 0: none made yet */
     /* Deferred fences (engine_fence.c), at most one per stream. defer_lock (taken after `lock`
      * when both are) guards the list and is held across the driver's call of a launch that

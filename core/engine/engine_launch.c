@@ -305,12 +305,11 @@ static bool launch_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, gm_driver
 /* After a launch: whether the next one on the same stream may take the fast path. Not after an
  * upload (the driver orders launches after launches only), nor with an immediate fence, nor when a
  * relaunch has checks to make or frees to record (unfreed allocations without AutoFree, frees of
- * other graphs' allocations), nor while scratch mappings wait to be retried. */
+ * other graphs' allocations), nor while idle scratch mappings wait to be unmapped. */
 static void arm_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload,
                      gm_fence_t *fence) {
     x->steady_stream = GM_NO_STREAM;
-    if (upload || !fence || !gm_fence_still_deferred(fence) || x->foreign_count ||
-        e->scratch_orphans)
+    if (upload || !fence || !gm_fence_still_deferred(fence) || x->foreign_count || e->scratch_idle)
         return;
     for (uint32_t i = 0; i < x->part_count; i++)
         if (x->parts[i]->escaping_count && !(x->flags & GM_EXEC_AUTO_FREE))
@@ -333,8 +332,8 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
         return st;
     if (e->covers && changes_mappings(e, x, stream))
         return GM_ERR_NOT_READY;
-    if (e->scratch_orphans)
-        gm_cover_retry_orphans(e);
+    if (e->scratch_idle)
+        gm_cover_drop_idle(e);
     if (e->config.uaf_check)
         gm_uaf_poll(e);
     /* Groups, and windows taken back from stale parts, before anything is mapped. */

@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "engine_cover.h"
+
 /* ---- sets of record ids -------------------------------------------------------------------- */
 
 static bool idset_contains(const gm_idset_t *s, uint64_t id) {
@@ -153,6 +155,7 @@ bool gm_proven_made(const gm_proof_t *before, const gm_record_t *r) {
 
 static void chunk_unref(gm_engine_t *e, gm_chunk_t *c) {
     if (--c->refs == 0) {
+        gm_cover_forget(e, c->base, c->bytes);
         gm_vaspace_free(e->vas, c->base, c->bytes);
         free(c);
     }
@@ -214,6 +217,7 @@ static void record_destroy(gm_engine_t *e, gm_record_t *r) {
             r->packer->ids[r->pack_id] = NULL;
         chunk_unref(e, r->chunk);
     } else {
+        gm_cover_forget(e, r->win_base, r->win_bytes);
         gm_vaspace_free(e->vas, r->win_base, r->win_bytes);
     }
     gm_proof_release(&r->alloc.before);

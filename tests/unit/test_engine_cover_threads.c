@@ -117,8 +117,9 @@ static void test_covers_hold_against_launch_and_trim(void) {
 }
 
 /* A cover of a page no part maps gets the scratch page, one that a part maps keeps the part's
- * handle, and the end of the cover leaves nothing behind; a range outside the reservation is left
- * alone. Single-threaded: what each case does to the mappings. */
+ * handle, and a range outside the reservation is left alone. The scratch mapping outlives the
+ * cover, idle: the next cover of the page takes it without a new mapping, and the launch that maps
+ * the page unmaps it first. Single-threaded: what each case does to the mappings. */
 static void test_cover_maps_only_unmapped_pages(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -141,18 +142,61 @@ static void test_cover_maps_only_unmapped_pages(void) {
     gm_engine_cover_range(&c, va_b, 128 * KiB);
     uint64_t outside = 0x1000;
     gm_engine_cover_range(&c, outside, 4096);
+    uint64_t scratch = host_backend_handle_at(s.hb, va_b, NULL);
     CHECK_EQ_U64(host_backend_handle_at(s.hb, va_a, NULL), handle_a);
-    CHECK(host_backend_handle_at(s.hb, va_b, NULL) != 0);
+    CHECK(scratch != 0);
     CHECK(host_backend_access(s.hb, va_b) & 1);
     CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings + c.count);
     CHECK(c.count >= 2);
+    uint64_t covered = c.count;
     uint64_t reserved = sim_attr(&s, GM_ATTR_RESERVED_CURRENT);
     gm_engine_cover_end(&c);
-    CHECK_EQ_U64(host_backend_handle_at(s.hb, va_b, NULL), 0);
-    CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings);
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va_b, NULL), scratch); /* idle */
+    CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings + covered);
     CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), reserved); /* never graph memory */
+
+    /* The next cover of the page maps nothing new. */
+    gm_engine_cover_begin(s.engine, &c, 0);
+    gm_engine_cover_range(&c, va_b, 128 * KiB);
+    CHECK_EQ_U64(c.count, covered);
+    CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings + covered);
+    gm_engine_cover_end(&c);
+
+    /* b's first launch maps its memory where the scratch page was, and the data is b's. */
+    CHECK_EQ_INT(sim_launch(&s, 0xB, STREAM(1)), GM_OK);
+    uint64_t handle_b = host_backend_handle_at(s.hb, va_b, NULL);
+    CHECK(handle_b != 0 && handle_b != scratch);
+    CHECK(sim_run_data(&s, &b, NULL));
+    CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
     host_backend_complete_all(s.hb);
     CHECK(sim_fini(&s));
+}
+
+/* Under GRAPHMEM_UAF_CHECK a cover leaves nothing behind (a stale pointer must fault, not land
+ * on a scratch page); otherwise an idle scratch mapping goes when its graph's addresses go back. */
+static void test_idle_scratch_ends(void) {
+    for (int uaf = 0; uaf < 2; uaf++) {
+        gm_engine_config_t config = sim_default_config();
+        config.uaf_check = uaf;
+        sim_t s;
+        REQUIRE(sim_init(&s, &config));
+        sim_graph_t g;
+        sim_one_alloc_graph(&s, &g, 128 * KiB, false);
+        uint64_t va = 0, size = 0;
+        alloc_of(&g, &va, &size);
+        uint64_t mappings = host_backend_counts(s.hb).mappings;
+        gm_cover_t c;
+        gm_engine_cover_begin(s.engine, &c, 0);
+        gm_engine_cover_range(&c, va, 4096);
+        CHECK_EQ_U64(c.count, 1);
+        gm_engine_cover_end(&c);
+        CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings + !uaf);
+        sim_graph_destroy(s.engine, g.key);
+        CHECK_EQ_U64(host_backend_handle_at(s.hb, va, NULL), 0);
+        CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings);
+        CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
+        CHECK(sim_fini(&s));
+    }
 }
 
 /* A launch waiting for covers goes before covers that start after it: thread A holds a cover, B
@@ -268,9 +312,10 @@ static void test_leaving_launch_waits_for_cover(void) {
     free(w);
 }
 
-/* A cover of more pages than any fixed table would hold (1,100 here) covers them all; a scratch
- * mapping whose unmap fails stays as an orphan that the next launch unmaps before it maps; a page
- * that holds one device's scratch page is not shared with a cover for another device. */
+/* A cover of more pages than any fixed table would hold (1,100 here) covers them all, and they
+ * stay idle; a trim unmaps idle scratch mappings, and one whose unmap fails stays until the next
+ * launch unmaps it before it maps; one device's scratch page held by a cover is not shared with a
+ * cover for another device, but an idle one makes way for it. */
 static void test_cover_edges(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -290,20 +335,23 @@ static void test_cover_edges(void) {
     CHECK_EQ_U64(c.count, 1100);
     CHECK(host_backend_handle_at(s.hb, va_big + 1099 * page, NULL) != 0);
     gm_engine_cover_end(&c);
+    CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings + 1100);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
     CHECK_EQ_U64(host_backend_counts(s.hb).mappings, mappings);
 
-    /* The unmap at the end of the cover fails: the launch that maps the page still succeeds. */
+    /* The trim's unmap fails: the launch that maps the page unmaps it and succeeds. */
     gm_engine_cover_begin(s.engine, &c, 0);
     gm_engine_cover_range(&c, va_small, 4096);
     REQUIRE(c.count == 1);
-    host_backend_fail_nth(s.hb, HOST_OP_UNMAP, 1, GM_ERR_BACKEND);
     gm_engine_cover_end(&c);
-    CHECK(host_backend_handle_at(s.hb, va_small, NULL) != 0); /* the orphan */
+    host_backend_fail_nth(s.hb, HOST_OP_UNMAP, 1, GM_ERR_BACKEND);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK(host_backend_handle_at(s.hb, va_small, NULL) != 0); /* still idle */
     CHECK_EQ_INT(sim_launch(&s, 0x5A, STREAM(0)), GM_OK);
     CHECK(sim_run_data(&s, &small, NULL));
     host_backend_complete_all(s.hb);
 
-    /* Device 0's scratch page is not shared with a cover for device 1. */
+    /* Device 0's scratch page is not shared with a cover for device 1 while held... */
     gm_cover_t d0, d1;
     gm_engine_cover_begin(s.engine, &d0, 0);
     gm_engine_cover_begin(s.engine, &d1, 1);
@@ -314,6 +362,13 @@ static void test_cover_edges(void) {
     CHECK_EQ_U64(host_backend_access(s.hb, va_big), 1); /* device 0 only */
     gm_engine_cover_end(&d1);
     gm_engine_cover_end(&d0);
+    /* ... and once idle it makes way for device 1's. */
+    gm_engine_cover_begin(s.engine, &d1, 1);
+    gm_engine_cover_range(&d1, va_big, 4096);
+    CHECK_EQ_U64(d1.count, 1);
+    CHECK_EQ_U64(host_backend_access(s.hb, va_big), 2); /* device 1 only */
+    gm_engine_cover_end(&d1);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 1), GM_OK);
     CHECK_EQ_U64(host_backend_handle_at(s.hb, va_big, NULL), 0);
     CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
     CHECK(sim_fini(&s));
@@ -348,6 +403,7 @@ static void test_cover_flags_freed_addresses(void) {
 
 int main(void) {
     RUN_TEST(test_cover_maps_only_unmapped_pages);
+    RUN_TEST(test_idle_scratch_ends);
     RUN_TEST(test_cover_flags_freed_addresses);
     RUN_TEST(test_cover_edges);
     RUN_TEST(test_covers_hold_against_launch_and_trim);
