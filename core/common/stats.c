@@ -44,10 +44,9 @@ static uint64_t call_value(size_t i) {
 
 static void print_exec_row(const gm_exec_report_t *r, void *arg) {
     (void)arg;
-    gm_log_plain("graphmem: exec %#llx dev %llu: %llu allocations, lower bound %llu B, planned "
-                 "%llu B (escape %llu B), mapped %llu B, %llu mappings, %llu launches, %llu "
-                 "uploads, %llu remaps, "
-                 "%llu waits\n",
+    gm_log_plain("graphmem: exec %#llx dev %llu: %llu allocations, lower bound %llu B, "
+                 "planned %llu B (escape %llu B), mapped %llu B, %llu mappings, "
+                 "%llu launches, %llu uploads, %llu remaps, %llu waits\n",
                  (unsigned long long)r->exec, (unsigned long long)r->device,
                  (unsigned long long)r->allocations, (unsigned long long)r->lower_bound,
                  (unsigned long long)r->planned_bytes, (unsigned long long)r->escape_bytes,

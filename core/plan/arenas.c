@@ -99,7 +99,7 @@ static gm_status_t choose_layout(joint_t *j, layout_t *layouts, layout_t **best)
     const gm_plan_t *plan = j->plan;
     layout_t *a = &layouts[0], *b = &layouts[1];
     gm_status_t st;
-    if ((st = layout_alloc(a, w->m)) != GM_OK || (st = layout_alloc(b, w->m)) != GM_OK)
+    if ((st = layout_alloc(a, w->m)) != GM_OK)
         return st;
     uint32_t escaping = 0;
     for (uint32_t g = 0; g < w->m; g++) {
@@ -114,7 +114,8 @@ static gm_status_t choose_layout(joint_t *j, layout_t *layouts, layout_t **best)
     memcpy(a->offset, j->offset, (size_t)w->m * sizeof *a->offset);
     if (escaping < 2)
         return GM_OK;
-    if ((st = place_escaping(j, b->escape_at, &b->escape_pages)) != GM_OK)
+    if ((st = layout_alloc(b, w->m)) != GM_OK ||
+        (st = place_escaping(j, b->escape_at, &b->escape_pages)) != GM_OK)
         return st;
     if (b->escape_pages >= a->escape_pages)
         return GM_OK; /* no page shared: the same footprint as back to back */
