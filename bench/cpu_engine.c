@@ -71,19 +71,22 @@ static double capture_chain(gm_engine_t *e, uint64_t graph, uint64_t size, chain
 }
 
 /* A long capture whose markers fork and join: each round allocates a after the last round's two
- * frees, then frees a and allocates b, both right after a's alloc, then frees b. What is proven
- * before each marker grows with the graph, so a marker that copied its ancestor's proof made the
- * capture quadratic. µs per round, or negative. */
+ * branches; one branch frees a, allocates c and frees it, the other allocates b (right after a's
+ * alloc) and frees it. What is proven before each marker covers the whole capture, so a proof
+ * copied where branches join made the capture quadratic. µs per round, or negative. */
 static double capture_forks(gm_engine_t *e, uint64_t graph, uint32_t rounds) {
     uint64_t joins[2] = {0, 0};
     double t0 = now_us();
     for (uint32_t i = 0; i < rounds; i++) {
         gm_alloc_params_t params = {.device = 0, .size = 4096};
-        uint64_t va_a = 0, va_b = 0, a = 0, b = 0;
-        gm_ancestors_t after_joins = {joins, i ? 2 : 0}, after_a = {&a, 1}, after_b = {&b, 1};
+        uint64_t va_a = 0, va_b = 0, va_c = 0, a = 0, b = 0, c = 0, free_a = 0;
+        gm_ancestors_t after_joins = {joins, i ? 2 : 0}, after_a = {&a, 1}, after_b = {&b, 1},
+                       after_c = {&c, 1}, after_free_a = {&free_a, 1};
         gm_node_call_t add = {add_node, NULL};
         if (gm_engine_alloc_marker(e, graph, &params, &after_joins, add, &va_a, &a) != GM_OK ||
-            gm_engine_free_marker(e, graph, va_a, &after_a, add, &joins[0]) != GM_OK ||
+            gm_engine_free_marker(e, graph, va_a, &after_a, add, &free_a) != GM_OK ||
+            gm_engine_alloc_marker(e, graph, &params, &after_free_a, add, &va_c, &c) != GM_OK ||
+            gm_engine_free_marker(e, graph, va_c, &after_c, add, &joins[0]) != GM_OK ||
             gm_engine_alloc_marker(e, graph, &params, &after_a, add, &va_b, &b) != GM_OK ||
             gm_engine_free_marker(e, graph, va_b, &after_b, add, &joins[1]) != GM_OK)
             return -1;

@@ -93,17 +93,20 @@ typedef struct gm_ancestors {
     size_t count;
 } gm_ancestors_t;
 
-/* The search the shim (and the tests' simulation of it) runs for `gm_ancestors_t`: breadth-first
- * back from `deps`, stopping at markers, at most GM_SEARCH_BUDGET nodes visited, the first
- * GM_SEARCH_PARENTS parents of each asked through `parents` (which writes up to `cap` of them and
- * returns how many it wrote; 0 when the driver could not say: that branch stops). Runs without the
- * engine lock (gm_engine_is_marker). Finding less is always safe: less reuse is proven. */
+/* The search the shim (and the tests' simulation of it) runs for `gm_ancestors_t` of a new marker
+ * in `graph`: breadth-first back from `deps`, stopping at markers, at most GM_SEARCH_BUDGET nodes
+ * visited, the first GM_SEARCH_PARENTS parents of each asked through `parents` (which writes up to
+ * `cap` of them and returns how many it wrote; 0 when the driver could not say: that branch
+ * stops). Runs without the engine lock (gm_engine_is_marker). None is made while the graph holds
+ * no packed allocation, or under GRAPHMEM_LIFT_RESTRICTIONS: proofs name packed allocations only,
+ * so there would be nothing to find (a packed one made meanwhile by another thread only goes
+ * unproven). Finding less is always safe: less reuse is proven. */
 #define GM_ANCESTOR_MAX 32
 #define GM_SEARCH_BUDGET 64
 #define GM_SEARCH_PARENTS 8
 typedef size_t (*gm_parents_fn)(void *arg, uint64_t node, uint64_t *parents, size_t cap);
-size_t gm_engine_find_ancestors(gm_engine_t *engine, const uint64_t *deps, size_t count,
-                                gm_parents_fn parents, void *arg,
+size_t gm_engine_find_ancestors(gm_engine_t *engine, uint64_t graph, const uint64_t *deps,
+                                size_t count, gm_parents_fn parents, void *arg,
                                 uint64_t markers_out[GM_ANCESTOR_MAX]);
 
 /* The driver call that adds a marker node (an empty node at the capture's frontier, or where the

@@ -37,11 +37,25 @@ bool gm_engine_is_marker(gm_engine_t *e, uint64_t node) {
     return gm_keyset_contains(&e->marker_nodes, node);
 }
 
+/* Whether a search for a marker of `graph` can find anything to prove (gm_engine_find_ancestors).
+ * A graph of large allocations only (a DAG of kernels between them) then pays no driver call. */
+static bool graph_packs(gm_engine_t *e, uint64_t graph) {
+    if (e->config.lift_restrictions)
+        return false;
+    pthread_mutex_lock(&e->lock);
+    const gm_graph_t *g = gm_graph_get(e, graph, false);
+    bool packs = g && g->packers;
+    gm_engine_unlock_unchanged(e);
+    return packs;
+}
+
 /* Between two markers on one stream there are usually a few kernels, so the budget finds the
  * previous marker while keeping the capture path cheap. */
-size_t gm_engine_find_ancestors(gm_engine_t *e, const uint64_t *deps, size_t count,
+size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *deps, size_t count,
                                 gm_parents_fn parents, void *arg,
                                 uint64_t markers_out[GM_ANCESTOR_MAX]) {
+    if (!graph_packs(e, graph))
+        return 0;
     uint64_t queue[GM_SEARCH_BUDGET];
     size_t head = 0, tail = 0, found = 0;
     for (size_t i = 0; i < count && tail < GM_SEARCH_BUDGET; i++)
@@ -80,7 +94,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     gm_graph_t *g = gm_graph_get(e, graph, true);
-    gm_proof_t before;
+    gm_clock_t before;
     gm_record_t *r;
     uint64_t node = 0;
     if (!g ||
@@ -96,6 +110,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     }
     g->records[g->record_count++] = r;
     r->alloc.node = node;
+    gm_marker_place(e, g, &r->alloc);
     gm_map_put(&e->nodes, node, &r->alloc); /* reserved above */
     marker_known(e, node);
     *va_out = r->va;
@@ -156,12 +171,13 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         goto out;
     }
     if (!add.fn(add.arg, &node)) {
-        gm_proof_release(&m->before);
+        gm_clock_release(&m->before);
         free(m);
         st = GM_ERR_DRIVER;
         goto out;
     }
     m->node = node;
+    gm_marker_place(e, g, m);
     if (r->owner == g) {
         r->free_marker = m;
         r->freed_in_owner = true;
@@ -196,7 +212,7 @@ static void free_marker_release(gm_engine_t *e, gm_marker_t *m, bool unfree) {
     }
     if (r->foreign_free == m)
         r->foreign_free = NULL;
-    gm_proof_release(&m->before);
+    gm_clock_release(&m->before);
     free(m);
     gm_record_unref_check(e, r);
 }
@@ -285,6 +301,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     }
     free(g->records);
     free(g->frees);
+    free(g->chain_tips);
     free(g);
 }
 

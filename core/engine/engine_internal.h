@@ -39,33 +39,25 @@ typedef struct gm_part gm_part_t;
 typedef struct gm_group gm_group_t;
 typedef struct gm_exec gm_exec_t;
 
-/* Frees proven to come before a marker: sorted record ids, the first `count` of a buffer that
- * several markers share. Along a chain each marker's set is its ancestor's plus one newer id, so
- * the new set appends to the shared buffer in place (its older owners keep their shorter view)
- * instead of copying it: linear, not quadratic, in the length of a capture. */
-typedef struct gm_idbuf {
-    uint32_t refs, used, cap;
-    uint64_t ids[];
-} gm_idbuf_t;
-
-typedef struct gm_idset {
-    gm_idbuf_t *buf;
-    uint32_t count;
-} gm_idset_t;
-
-/* What the graph proves comes before a marker, found online from its ancestors: the records whose
- * free does, and those whose alloc does. Packed bytes of a freed allocation are reused only when
- * its alloc comes before its own free (core/plan/pack.h): `made` of the free marker says so. */
-typedef struct gm_proof {
-    gm_idset_t freed, made;
-} gm_proof_t;
+/* What the graph proves comes before a marker, found online from its ancestors (core/README.md,
+ * "Proofs"): a vector clock over the graph's chains. The marker of each packed allocation and of
+ * each free of one (the only markers ever asked about) takes the next position on a chain of its
+ * graph: a chain is a sequence of markers each proven to come before the next, so a marker at
+ * position p of chain c comes before every marker whose clock holds p or more for c. A clock is as
+ * wide as the capture ran chains side by side, where a set of record ids grew with the whole
+ * capture and was copied wherever branches joined (quadratic in a long capture of forks). */
+typedef struct gm_clock {
+    uint32_t *at; /* at[c]: the last position of chain c proven before; 0: none (owned) */
+    uint32_t width;
+} gm_clock_t;
 
 typedef struct gm_marker {
     gm_marker_kind_t kind;
     gm_record_t *record;
     gm_graph_t *graph;
     uint64_t node; /* 0 until attached */
-    gm_proof_t before;
+    gm_clock_t before;
+    uint32_t chain, position; /* its place on a chain of its graph; position 0: none */
     /* Its node's index in the topology an instantiation reads (gm_exec_build), valid while `seen`
      * is that instantiation's token: one lookup of each node, no map from nodes to indices. */
     uint64_t seen;
@@ -119,6 +111,8 @@ struct gm_graph {
     gm_marker_t **frees;
     uint32_t free_count, free_cap;
     gm_packer_t *packers;
+    uint32_t *chain_tips; /* the last position taken on each chain (gm_marker_place) */
+    uint32_t chain_count, chain_cap;
     /* Its execs not destroyed, linked by graph_next: one at most, as for the driver (§A3.7),
      * unless GRAPHMEM_LIFT_RESTRICTIONS lets it be instantiated again (they share its windows). */
     gm_exec_t *execs;

@@ -6,151 +6,78 @@
 
 #include "engine_cover.h"
 
-/* ---- sets of record ids -------------------------------------------------------------------- */
+/* ---- proofs: vector clocks over a graph's chains (engine_internal.h) ----------------------- */
 
-static bool idset_contains(const gm_idset_t *s, uint64_t id) {
-    uint32_t lo = 0, hi = s->count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s->buf->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->count && s->buf->ids[lo] == id;
+/* A graph runs this many chains side by side at most: a marker that would start one more gets no
+ * place, and nothing is proven to follow it (clocks stay this wide at most). */
+#define CHAIN_MAX 1024u
+
+void gm_clock_release(gm_clock_t *clock) {
+    free(clock->at);
+    *clock = (gm_clock_t){0};
 }
 
-static void idset_release(gm_idset_t *set) {
-    if (set->buf && --set->buf->refs == 0)
-        free(set->buf);
-    *set = (gm_idset_t){0};
+/* The position of chain `c` that `clock` proves, 0 for none. */
+static uint32_t clock_at(const gm_clock_t *clock, uint32_t c) {
+    return c < clock->width ? clock->at[c] : 0;
 }
 
-void gm_proof_release(gm_proof_t *proof) {
-    idset_release(&proof->freed);
-    idset_release(&proof->made);
-}
-
-static gm_idbuf_t *idbuf_new(uint32_t cap) {
-    gm_idbuf_t *buf = malloc(sizeof *buf + (size_t)cap * sizeof buf->ids[0]);
-    if (buf)
-        *buf = (gm_idbuf_t){.refs = 1, .used = 0, .cap = cap};
-    return buf;
-}
-
-static gm_idset_t idset_share(const gm_idset_t *s) {
-    if (s->buf)
-        s->buf->refs++;
-    return *s;
-}
-
-/* out = a ∪ b ∪ {extra} (extra = 0: none), in a new buffer with room to grow. */
-static gm_status_t idset_union(const gm_idset_t *a, const gm_idset_t *b, uint64_t extra,
-                               gm_idset_t *out) {
-    uint32_t room = a->count + b->count + 1;
-    gm_idbuf_t *buf = idbuf_new(room * 2);
-    if (!buf)
-        return GM_ERR_OUT_OF_MEMORY;
-    const uint64_t *x = a->buf ? a->buf->ids : NULL, *y = b->buf ? b->buf->ids : NULL;
-    uint32_t i = 0, j = 0, n = 0;
-    bool extra_done = extra == 0;
-    while (i < a->count || j < b->count || !extra_done) {
-        uint64_t next = UINT64_MAX;
-        if (i < a->count && x[i] < next)
-            next = x[i];
-        if (j < b->count && y[j] < next)
-            next = y[j];
-        if (!extra_done && extra < next)
-            next = extra;
-        buf->ids[n++] = next;
-        if (i < a->count && x[i] == next)
-            i++;
-        if (j < b->count && y[j] == next)
-            j++;
-        if (!extra_done && extra == next)
-            extra_done = true;
-    }
-    buf->used = n;
-    idset_release(out);
-    *out = (gm_idset_t){buf, n};
-    return GM_OK;
-}
-
-/* `s` plus `extra`, sharing s's buffer when s is its tail and extra is newer than all of s. */
-static gm_status_t idset_extend(const gm_idset_t *s, uint64_t extra, gm_idset_t *out) {
-    gm_idbuf_t *buf = s->buf;
-    /* Ids grow with creation: an extra newer than s's last id is not in s, and the search (cold
-     * lines of a set that can hold every earlier free of the graph) is needed only otherwise. */
-    bool newest = s->count == 0 || buf->ids[s->count - 1] < extra;
-    if (extra == 0 || (!newest && idset_contains(s, extra))) {
-        *out = idset_share(s);
-        return GM_OK;
-    }
-    /* A buffer's ids never change below `used`: a set is a prefix of one, so the set plus the id
-     * that follows that prefix there is a longer prefix (markers forking from one marker share). */
-    if (buf && newest && buf->used > s->count && buf->ids[s->count] == extra) {
-        buf->refs++;
-        *out = (gm_idset_t){buf, s->count + 1};
-        return GM_OK;
-    }
-    if (buf && buf->used == s->count && buf->used < buf->cap && newest) {
-        buf->ids[buf->used++] = extra;
-        buf->refs++;
-        *out = (gm_idset_t){buf, s->count + 1};
-        return GM_OK;
-    }
-    gm_idset_t none = {0};
-    *out = (gm_idset_t){0};
-    return idset_union(s, &none, extra, out);
-}
-
-/* `out` (empty when `first`) grows by `s` and `extra` (0: none). Two prefixes of one buffer
- * (branches that met again without a new id on one of them) join as the longer one. */
-static gm_status_t idset_gather(gm_idset_t *out, const gm_idset_t *s, uint64_t extra, bool first) {
-    if (first)
-        return idset_extend(s, extra, out);
-    if (out->buf && out->buf == s->buf) {
-        gm_idset_t longer = out->count >= s->count ? *out : *s;
-        gm_idset_t acc = idset_share(&longer);
-        idset_release(out);
-        gm_status_t st = idset_extend(&acc, extra, out);
-        idset_release(&acc);
-        return st;
-    }
-    gm_idset_t acc = *out;
-    *out = (gm_idset_t){0};
-    gm_status_t st = idset_union(&acc, s, extra, out);
-    idset_release(&acc);
-    return st;
+static bool clock_covers(const gm_clock_t *clock, const gm_marker_t *m) {
+    return m && m->position && clock_at(clock, m->chain) >= m->position;
 }
 
 gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
-                             gm_proof_t *out) {
-    *out = (gm_proof_t){{0}, {0}};
+                             gm_clock_t *out) {
+    *out = (gm_clock_t){0};
     if (e->config.lift_restrictions)
         return GM_OK; /* an edge or node on the path may be removed later: nothing is proven */
-    bool first = true;
+    uint32_t width = 0;
     for (size_t i = 0; anc && i < anc->count; i++) {
-        gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
+        const gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
         if (!m || m->graph != g)
             continue;
-        /* Only packed records are ever asked about (reusable, gm_proven_made): the others' ids
-         * would only make the sets longer. */
-        uint64_t packed = m->record->packer ? m->record->id : 0;
-        uint64_t freed = m->kind == GM_MARKER_FREE ? packed : 0;
-        uint64_t made = m->kind == GM_MARKER_ALLOC ? packed : 0;
-        if (idset_gather(&out->freed, &m->before.freed, freed, first) != GM_OK ||
-            idset_gather(&out->made, &m->before.made, made, first) != GM_OK) {
-            gm_proof_release(out);
-            return GM_ERR_OUT_OF_MEMORY;
-        }
-        first = false;
+        uint32_t w = m->position && m->chain + 1 > m->before.width ? m->chain + 1 : m->before.width;
+        width = w > width ? w : width;
+    }
+    if (width == 0)
+        return GM_OK;
+    out->at = calloc(width, sizeof *out->at);
+    if (!out->at)
+        return GM_ERR_OUT_OF_MEMORY;
+    out->width = width;
+    /* Each ancestor marker, what it was proven to follow, and itself. */
+    for (size_t i = 0; i < anc->count; i++) {
+        const gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
+        if (!m || m->graph != g)
+            continue;
+        for (uint32_t c = 0; c < m->before.width; c++)
+            out->at[c] = m->before.at[c] > out->at[c] ? m->before.at[c] : out->at[c];
+        if (m->position && m->position > out->at[m->chain])
+            out->at[m->chain] = m->position;
     }
     return GM_OK;
 }
 
-bool gm_proven_made(const gm_proof_t *before, const gm_record_t *r) {
-    return idset_contains(&before->made, r->id);
+/* A chain whose last marker the clock proves comes next, or a new chain. Along a capture's stream
+ * the previous marker is that last one, so a graph has about as many chains as streams. */
+void gm_marker_place(gm_engine_t *e, gm_graph_t *g, gm_marker_t *m) {
+    if (e->config.lift_restrictions || !m->record->packer)
+        return;
+    uint32_t c = 0;
+    while (c < g->chain_count && !(g->chain_tips[c] && clock_at(&m->before, c) == g->chain_tips[c]))
+        c++;
+    if (c == g->chain_count) {
+        if (c >= CHAIN_MAX ||
+            gm_grow((void **)&g->chain_tips, &g->chain_cap, c + 1, sizeof *g->chain_tips))
+            return;
+        g->chain_tips[g->chain_count++] = 0;
+    }
+    m->chain = c;
+    m->position = ++g->chain_tips[c];
+}
+
+bool gm_proven_made(const gm_clock_t *before, const gm_record_t *r) {
+    return clock_covers(before, &r->alloc);
 }
 
 static void chunk_unref(gm_engine_t *e, gm_chunk_t *c) {
@@ -220,7 +147,7 @@ static void record_destroy(gm_engine_t *e, gm_record_t *r) {
         gm_cover_forget(e, r->win_base, r->win_bytes);
         gm_vaspace_free(e->vas, r->win_base, r->win_bytes);
     }
-    gm_proof_release(&r->alloc.before);
+    gm_clock_release(&r->alloc.before);
     free(r);
 }
 
@@ -231,13 +158,14 @@ void gm_record_unref_check(gm_engine_t *e, gm_record_t *r) {
 
 typedef struct reuse_query {
     gm_packer_t *packer;
-    const gm_proof_t *before;
+    const gm_clock_t *before;
 } reuse_query_t;
 
+/* Whether the free of packed allocation `id` (in its own graph) is proven to come before. */
 static bool reusable(uint32_t id, void *arg) {
     reuse_query_t *q = arg;
     gm_record_t *r = id < q->packer->id_count ? q->packer->ids[id] : NULL;
-    return r && idset_contains(&q->before->freed, r->id);
+    return r && clock_covers(q->before, r->free_marker);
 }
 
 /* Gives `r` its address: a byte range of a packer chunk or a padded window of its own. Under
@@ -296,10 +224,10 @@ static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r)
 }
 
 gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_params_t *params,
-                             gm_proof_t before, gm_record_t **out) {
+                             gm_clock_t before, gm_record_t **out) {
     gm_record_t *r = calloc(1, sizeof *r);
     if (!r) {
-        gm_proof_release(&before);
+        gm_clock_release(&before);
         return GM_ERR_OUT_OF_MEMORY;
     }
     r->id = ++e->next_record_id;
@@ -309,7 +237,7 @@ gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_param
     r->alloc = (gm_marker_t){.kind = GM_MARKER_ALLOC, .record = r, .graph = g, .before = before};
     gm_status_t st = assign_address(e, g, r);
     if (st != GM_OK) {
-        gm_proof_release(&r->alloc.before);
+        gm_clock_release(&r->alloc.before);
         free(r);
         return st;
     }

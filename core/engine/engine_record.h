@@ -4,17 +4,21 @@
 
 #include "engine_internal.h"
 
-void gm_proof_release(gm_proof_t *proof);
-/* The frees and allocs proven to precede a new marker of `g` with these ancestors. */
+void gm_clock_release(gm_clock_t *clock);
+/* What is proven to precede a new marker of `g` with these ancestors. */
 gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
-                             gm_proof_t *out);
-/* Whether the alloc of `r` is proven to precede the marker whose proof is `before`. */
-bool gm_proven_made(const gm_proof_t *before, const gm_record_t *r);
+                             gm_clock_t *out);
+/* Gives `m` (attached now, its `before` set) its place on a chain of `g` when it is the marker of
+ * a packed allocation or of a free of one; nothing else is ever asked about. Without host memory
+ * it gets none: nothing after it is proven to follow it. */
+void gm_marker_place(gm_engine_t *e, gm_graph_t *g, gm_marker_t *m);
+/* Whether the alloc of `r` is proven to precede the marker whose clock is `before`. */
+bool gm_proven_made(const gm_clock_t *before, const gm_record_t *r);
 /* A new record of `g` with its alloc marker (not attached to a node yet) and its fixed address,
  * found by that address; `before` (what is proven to precede it) becomes its marker's. The
  * caller has reserved room in e->addresses. On error nothing is left and `before` is released. */
 gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_params_t *params,
-                             gm_proof_t before, gm_record_t **out);
+                             gm_clock_t before, gm_record_t **out);
 /* Its node was never made: its bytes go back as they were, and the record goes unless held. */
 void gm_record_abort(gm_engine_t *e, gm_record_t *r);
 void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when unreferenced */

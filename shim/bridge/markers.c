@@ -86,8 +86,8 @@ static void find_ancestors(gm_engine_t *engine, const gm_marker_site_t *site, an
     size_t count = site->count < GM_SEARCH_BUDGET ? site->count : GM_SEARCH_BUDGET;
     for (size_t i = 0; i < count; i++)
         deps[i] = (uint64_t)(uintptr_t)site->deps[i];
-    set->view.count =
-        gm_engine_find_ancestors(engine, deps, count, node_parents, NULL, set->markers);
+    set->view.count = gm_engine_find_ancestors(engine, (uint64_t)(uintptr_t)site->graph, deps,
+                                               count, node_parents, NULL, set->markers);
     set->view.markers = set->markers;
 }
 

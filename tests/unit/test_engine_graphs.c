@@ -229,6 +229,41 @@ static void test_improper_free_leaves_bytes_alone(void) {
     CHECK(sim_fini(&s));
 }
 
+/* Packed bytes are reused only where the free is proven to come first, across branches and
+ * through a large allocation's marker: y on branch 2 takes x2's bytes (freed before it on its
+ * branch), never x1's (freed on branch 1, unordered with y); z after the join, whose path to the
+ * frees runs through large allocations on both branches, takes bytes of one of them. */
+static void test_packed_reuse_across_branches(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    const uint64_t size = 4096, big = 4 * sim_page();
+    uint32_t root = sim_plain(&s, &g, NULL, 0);
+    uint32_t x1 = sim_alloc(&s, &g, size, &root, 1);
+    uint32_t f1 = sim_free(&s, &g, g.va[x1], &x1, 1, NULL);
+    uint32_t b1 = sim_alloc(&s, &g, big, &f1, 1);
+    uint32_t fb1 = sim_free(&s, &g, g.va[b1], &b1, 1, NULL);
+    uint32_t x2 = sim_alloc(&s, &g, size, &root, 1);
+    uint32_t f2 = sim_free(&s, &g, g.va[x2], &x2, 1, NULL);
+    uint32_t y = sim_alloc(&s, &g, size, &f2, 1);
+    CHECK_EQ_U64(g.va[y], g.va[x2]);
+    CHECK(g.va[y] != g.va[x1]);
+    uint32_t fy = sim_free(&s, &g, g.va[y], &y, 1, NULL);
+    uint32_t b2 = sim_alloc(&s, &g, big, &fy, 1);
+    uint32_t fb2 = sim_free(&s, &g, g.va[b2], &b2, 1, NULL);
+    uint32_t join[2] = {fb1, fb2};
+    uint32_t j = sim_plain(&s, &g, join, 2);
+    uint32_t z = sim_alloc(&s, &g, size, &j, 1);
+    CHECK(g.va[z] == g.va[x1] || g.va[z] == g.va[x2]);
+    uint32_t fz = sim_free(&s, &g, g.va[z], &z, 1, NULL);
+    CHECK(fz != UINT32_MAX);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){g.key}, 1));
+}
+
 /* An allocation escapes, is used by a later graph and freed outside (§A8.1, §A8.2, §A6.1). */
 static void test_escape_and_relaunch_rules(void) {
     sim_t s;
@@ -498,6 +533,7 @@ int main(void) {
     RUN_TEST(test_lift_packs_in_one_page_chunks);
     RUN_TEST(test_sizes_around_the_small_limit);
     RUN_TEST(test_improper_free_leaves_bytes_alone);
+    RUN_TEST(test_packed_reuse_across_branches);
     RUN_TEST(test_auto_free_loop);
     RUN_TEST(test_upload_then_launch);
     RUN_TEST(test_free_in_other_graph);

@@ -94,7 +94,7 @@ static uint32_t find_ancestors(sim_t *s, sim_graph_t *g, const uint32_t *deps, u
     uint64_t keys[SIM_MAX_NODES];
     for (uint32_t k = 0; k < n; k++)
         keys[k] = g->nodes[deps[k]];
-    return (uint32_t)gm_engine_find_ancestors(s->engine, keys, n, sim_node_parents, g, out);
+    return (uint32_t)gm_engine_find_ancestors(s->engine, g->key, keys, n, sim_node_parents, g, out);
 }
 
 uint32_t sim_plain(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n) {
