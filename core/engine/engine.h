@@ -330,13 +330,14 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
  * graph memory is mapped only at launch. For the duration of such a driver call the shim holds a
  * cover (engine_cover.c): every page of the reservation the node touches that no part maps gets
  * the device's scratch page (one physical page per device, made once, never counted as graph
- * memory, never written by any graph); a page a part maps already stays as it is. From the first
- * covered range until the cover ends, nothing in the reservation is mapped or unmapped (a launch
- * that must map waits, trim waits, the use-after-free poll skips), so the driver's check sees the
- * pages as the cover found them and no launch ever maps over a scratch page. While a launch or
- * trim waits, no new cover starts (covers back to back would hold it off for good). A cover is held
- * by one thread around driver calls only: it must not launch, trim or cover again meanwhile. A
- * scratch mapping outlives its covers, idle, until a launch or trim must map (engine_cover.c). */
+ * memory, never written by any graph, though work outside graphs that runs into an idle one
+ * writes it); a page a part maps already stays as it is. From the first covered range until the
+ * cover ends, nothing in the reservation is mapped or unmapped (a launch that must map waits, trim
+ * waits, the use-after-free poll skips), so the driver's check sees the pages as the cover found
+ * them and no launch ever maps over a scratch page. While a launch or trim waits, no new cover
+ * starts (covers back to back would hold it off for good). A cover is held by one thread around
+ * driver calls only: it must not launch, trim or cover again meanwhile. A scratch mapping outlives
+ * its covers, idle, until a launch or trim must map, or its addresses go back (engine_cover.c). */
 typedef struct gm_cover {
     gm_engine_t *engine; /* NULL: nothing to cover (no engine, or the shim ignores the call) */
     int device;          /* whose scratch page; -1: none */

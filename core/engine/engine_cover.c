@@ -30,7 +30,7 @@ static bool mapped_by_part(const gm_engine_t *e, uint64_t page) {
  * pages memset after memset, and instantiation covers them again; a map and its access cost tens
  * of microseconds), or it stays because its unmap failed. Idle mappings are unmapped before
  * anything else maps (gm_cover_drop_idle: every launch off the fast path, trims) and before their
- * addresses go back (gm_cover_forget). Under GRAPHMEM_UAF_CHECK none is kept: a stale pointer
+ * addresses go back (gm_cover_release_va). Under GRAPHMEM_UAF_CHECK none is kept: a stale pointer
  * must fault, not land on a scratch page. */
 #define SCRATCH_IDLE_MAX 4096u
 typedef struct scratch_entry {
@@ -70,6 +70,60 @@ static bool idle_drop(gm_engine_t *e, uint64_t page) {
     return true;
 }
 
+/* Unmaps the idle scratch mappings in [va, va + bytes); whether none is left there (a cover holds
+ * one, or its unmap failed). */
+static bool clear_range(gm_engine_t *e, uint64_t va, uint64_t bytes) {
+    if (e->scratch_maps.count == 0)
+        return true;
+    uint64_t first = va - va % e->page, pages = (va + bytes - first + e->page - 1) / e->page;
+    scratch_entry_t entry;
+    bool clear = true;
+    if (pages <= 64) { /* a window, chunk or handle of a few pages: look each one up */
+        for (uint64_t i = 0; i < pages; i++)
+            if (scratch_get(e, first + i * e->page, &entry))
+                clear &= entry.holders == 0 && idle_drop(e, first + i * e->page);
+        return clear;
+    }
+    uint32_t pos = 0;
+    uint64_t page;
+    void *v;
+    while (gm_map_next(&e->scratch_maps, &pos, &page, &v))
+        if (page >= first && page - first < pages * e->page && scratch_get(e, page, &entry))
+            clear &= entry.holders == 0 && idle_drop(e, page);
+    return clear;
+}
+
+bool gm_cover_clear(gm_engine_t *e, uint64_t va, uint64_t bytes) {
+    return clear_range(e, va, bytes);
+}
+
+/* Address ranges that go back once no scratch mapping is left in them: what a cover holds stays
+ * mapped until it ends, and the address space may hand the range back to the driver (a dedicated
+ * slab), which must not happen under a mapping. */
+void gm_cover_release_va(gm_engine_t *e, uint64_t va, uint64_t bytes) {
+    if (clear_range(e, va, bytes)) {
+        gm_vaspace_free(e->vas, va, bytes);
+        return;
+    }
+    /* Without host memory for the note the range is never reused: lost, never handed twice. */
+    if (gm_grow((void **)&e->held_va, &e->held_va_cap, e->held_va_count + 1, sizeof *e->held_va) ==
+        GM_OK)
+        e->held_va[e->held_va_count++] = (gm_va_range_t){va, bytes};
+}
+
+/* The ranges of gm_cover_release_va that are clear now go back. */
+static void release_held_va(gm_engine_t *e) {
+    for (uint32_t i = 0; i < e->held_va_count;) {
+        gm_va_range_t r = e->held_va[i];
+        if (!clear_range(e, r.va, r.bytes)) {
+            i++;
+            continue;
+        }
+        gm_vaspace_free(e->vas, r.va, r.bytes);
+        e->held_va[i] = e->held_va[--e->held_va_count];
+    }
+}
+
 void gm_cover_drop_idle(gm_engine_t *e) {
     uint32_t pos = 0;
     uint64_t page;
@@ -79,26 +133,7 @@ void gm_cover_drop_idle(gm_engine_t *e) {
         if (scratch_get(e, page, &entry) && entry.holders == 0)
             (void)idle_drop(e, page);
     }
-}
-
-void gm_cover_forget(gm_engine_t *e, uint64_t va, uint64_t bytes) {
-    if (!e->scratch_idle)
-        return;
-    uint64_t first = va - va % e->page, pages = (va + bytes - first + e->page - 1) / e->page;
-    scratch_entry_t entry;
-    if (pages <= 64) { /* a window or chunk of a few pages: look each one up */
-        for (uint64_t i = 0; i < pages && e->scratch_idle; i++)
-            if (scratch_get(e, first + i * e->page, &entry) && entry.holders == 0)
-                (void)idle_drop(e, first + i * e->page);
-        return;
-    }
-    uint32_t pos = 0;
-    uint64_t page;
-    void *v;
-    while (e->scratch_idle && gm_map_next(&e->scratch_maps, &pos, &page, &v))
-        if (page >= first && page - first < pages * e->page && scratch_get(e, page, &entry) &&
-            entry.holders == 0)
-            (void)idle_drop(e, page);
+    release_held_va(e);
 }
 
 /* Maps the device's scratch page at `page` (made on first use); false when the backend refuses. */
@@ -241,8 +276,10 @@ void gm_engine_cover_end(gm_cover_t *c) {
     c->pages = NULL;
     c->count = c->cap = 0;
     c->held = false;
-    if (--e->covers == 0)
+    if (--e->covers == 0) {
+        release_held_va(e);
         pthread_cond_broadcast(&e->uncovered);
+    }
     gm_engine_unlock(e);
 }
 
@@ -263,6 +300,7 @@ void gm_covers_destroy(gm_engine_t *e) {
     while (gm_map_next(&e->scratch_maps, &pos, &page, &holders))
         e->backend.unmap(e->backend.ctx, page, e->page);
     gm_map_fini(&e->scratch_maps);
+    free(e->held_va); /* their ranges go back with the address space */
     for (int d = 0; d < GM_MAX_DEVICES; d++)
         if (e->scratch_handle[d])
             e->backend.handle_release(e->backend.ctx, e->scratch_handle[d]);

@@ -9,8 +9,12 @@
 void gm_cover_wait(gm_engine_t *e);
 /* Unmaps the idle scratch mappings (engine_cover.c), before anything else maps. */
 void gm_cover_drop_idle(gm_engine_t *e);
-/* Unmaps the idle scratch mappings in [va, va + bytes), before those addresses go back. */
-void gm_cover_forget(gm_engine_t *e, uint64_t va, uint64_t bytes);
+/* Unmaps the idle scratch mappings in [va, va + bytes) before something is mapped there; false
+ * when one is left (its unmap failed, or a cover holds it): then nothing may be mapped there. */
+bool gm_cover_clear(gm_engine_t *e, uint64_t va, uint64_t bytes);
+/* [va, va + bytes) goes back to the address space once no scratch mapping is left in it: at once,
+ * or when the covers holding one ended (a dedicated slab goes back to the driver with it). */
+void gm_cover_release_va(gm_engine_t *e, uint64_t va, uint64_t bytes);
 /* At engine teardown: the scratch pages' mappings and handles go back. */
 void gm_covers_destroy(gm_engine_t *e);
 

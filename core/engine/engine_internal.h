@@ -46,6 +46,10 @@ typedef struct gm_exec gm_exec_t;
  * position p of chain c comes before every marker whose clock holds p or more for c. A clock is as
  * wide as the capture ran chains side by side, where a set of record ids grew with the whole
  * capture and was copied wherever branches joined (quadratic in a long capture of forks). */
+typedef struct gm_va_range {
+    uint64_t va, bytes;
+} gm_va_range_t;
+
 typedef struct gm_clock {
     uint32_t *at; /* at[c]: the last position of chain c proven before; 0: none (owned) */
     uint32_t width;
@@ -257,8 +261,10 @@ struct gm_engine {
      * end (meanwhile no new cover starts); signalled when either count falls to zero. */
     uint32_t covers, cover_waiters;
     pthread_cond_t uncovered;
-    gm_map_t scratch_maps; /* page -> its scratch mapping's device and holders (engine_cover.c) */
-    uint32_t scratch_idle; /* scratch mappings no cover holds, unmapped before any map */
+    gm_map_t scratch_maps;  /* page -> its scratch mapping's device and holders (engine_cover.c) */
+    uint32_t scratch_idle;  /* scratch mappings no cover holds, unmapped before any map */
+    gm_va_range_t *held_va; /* address ranges to release once no scratch mapping is left there */
+    uint32_t held_va_count, held_va_cap;
     uint64_t scratch_handle[GM_MAX_DEVICES]; /* backend handles of one page; 0: none made yet */
     /* Deferred fences (engine_fence.c), at most one per stream. defer_lock (taken after `lock`
      * when both are) guards the list and is held across the driver's call of a launch that

@@ -50,6 +50,8 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     uint64_t chunk = e->packed_below <= e->page
                          ? e->page
                          : (16 * e->packed_below + e->page - 1) / e->page * e->page;
+    if (chunk < e->page) /* 16 x a limit near 2^64 wraps (the options cap it at 1 GiB) */
+        chunk = e->page;
     e->chunk_bytes = chunk;
     uint64_t slab = GM_SLAB_PAGES * e->page;
     if (slab < GM_SLAB_WINDOWS * 2 * e->config.max_handle)

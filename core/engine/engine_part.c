@@ -16,6 +16,7 @@
 
 #include <stdlib.h>
 
+#include "engine_cover.h"
 #include "engine_fence.h"
 #include "engine_order.h"
 #include "engine_group.h"
@@ -385,6 +386,9 @@ static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, g
             log->slots[which][log->count[which]++] = k;
         }
         uint64_t va = it->va + arena->start[k] * e->page - it->arena_page * e->page;
+        /* A scratch page left there (its unmap failed) would make this a map over a mapping. */
+        if (e->scratch_idle && !gm_cover_clear(e, va, gm_handle_bytes(arena->handles[k])))
+            return GM_ERR_BACKEND;
         if ((st = gm_pool_map(e->pools[p->device], arena->handles[k], va, devs, n)) != GM_OK)
             return st;
         ml->maps[ml->count++] = (gm_mapping_t){arena->handles[k], va};

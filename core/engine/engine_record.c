@@ -82,8 +82,7 @@ bool gm_proven_made(const gm_clock_t *before, const gm_record_t *r) {
 
 static void chunk_unref(gm_engine_t *e, gm_chunk_t *c) {
     if (--c->refs == 0) {
-        gm_cover_forget(e, c->base, c->bytes);
-        gm_vaspace_free(e->vas, c->base, c->bytes);
+        gm_cover_release_va(e, c->base, c->bytes);
         free(c);
     }
 }
@@ -144,8 +143,7 @@ static void record_destroy(gm_engine_t *e, gm_record_t *r) {
             r->packer->ids[r->pack_id] = NULL;
         chunk_unref(e, r->chunk);
     } else {
-        gm_cover_forget(e, r->win_base, r->win_bytes);
-        gm_vaspace_free(e->vas, r->win_base, r->win_bytes);
+        gm_cover_release_va(e, r->win_base, r->win_bytes);
     }
     gm_clock_release(&r->alloc.before);
     free(r);

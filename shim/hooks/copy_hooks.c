@@ -58,7 +58,8 @@ GM_COVERED(cuGraphExecMemcpyNodeSetParams, true, false, NULL,
 /* ---- captured memsets and copies ------------------------------------------------------------ */
 
 /* Only a capture needs the cover: outside one, an unmapped graph address is the caller's error
- * and the driver must see it unmapped (a scratch page would let the work run into it). */
+ * and graphmem covers nothing (a page an earlier cover left idle may still hold the scratch page
+ * until the next launch or trim: tests/SEMANTICS.md §A4.13). */
 static bool capturing(CUstream stream, bool ptsz) {
     if (gm_no_capture_anywhere() || gm_glue_engine_if_started() == NULL)
         return false;

@@ -374,6 +374,52 @@ static void test_cover_edges(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A graph goes while a cover holds a scratch page in its window, one larger than an address slab
+ * (so the address space gives that range back to the driver): the range goes back only once the
+ * cover ended and its page is unmapped, never under a mapping. */
+static void test_window_goes_under_cover(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, 3ull << 30, NULL, 0); /* 3 GiB: beyond a slab */
+    REQUIRE(a != UINT32_MAX);
+    uint64_t va = g.va[a];
+    gm_cover_t c;
+    gm_engine_cover_begin(s.engine, &c, 0);
+    gm_engine_cover_range(&c, va, 4096); /* one thread: the driver's check of a memset node */
+    CHECK_EQ_U64(c.count, 1);
+    sim_graph_destroy(s.engine, g.key);                 /* another: the graph goes meanwhile */
+    CHECK(host_backend_handle_at(s.hb, va, NULL) != 0); /* still held */
+    gm_engine_cover_end(&c);
+    CHECK_EQ_U64(host_backend_handle_at(s.hb, va, NULL), 0);
+    CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
+    CHECK(sim_fini(&s));
+}
+
+/* The launch that must map a page holding an idle scratch mapping unmaps it first; when that unmap
+ * fails it tries again right before it maps there, and never maps over the scratch page. */
+static void test_launch_over_idle_scratch_whose_unmap_fails(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_one_alloc_graph(&s, &g, 128 * KiB, false);
+    REQUIRE(sim_instantiate(&s, &g, 0xA, 0) == GM_OK);
+    uint64_t va = 0, size = 0;
+    alloc_of(&g, &va, &size);
+    gm_cover_t c;
+    gm_engine_cover_begin(s.engine, &c, 0);
+    gm_engine_cover_range(&c, va, 4096);
+    REQUIRE(c.count == 1);
+    gm_engine_cover_end(&c); /* the scratch mapping stays, idle */
+    host_backend_fail_nth(s.hb, HOST_OP_UNMAP, 1, GM_ERR_BACKEND);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, STREAM(0)), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xA}, 1, (uint64_t[]){g.key}, 1));
+}
+
 /* The driver refuses a new memset or memcpy node on the address of an allocation that a free node
  * frees (SEMANTICS §A1.15): a cover asked to look says so for an address in such an allocation
  * (its start or inside), not for one in an allocation that escapes its graph. */
@@ -404,6 +450,8 @@ static void test_cover_flags_freed_addresses(void) {
 int main(void) {
     RUN_TEST(test_cover_maps_only_unmapped_pages);
     RUN_TEST(test_idle_scratch_ends);
+    RUN_TEST(test_window_goes_under_cover);
+    RUN_TEST(test_launch_over_idle_scratch_whose_unmap_fails);
     RUN_TEST(test_cover_flags_freed_addresses);
     RUN_TEST(test_cover_edges);
     RUN_TEST(test_covers_hold_against_launch_and_trim);
