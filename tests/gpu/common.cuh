@@ -170,6 +170,16 @@ static inline bool check_words(cudaStream_t s, const void *p, size_t n, uint32_t
     return bad == 0;
 }
 
+// Ends the capture on `s` into *g and observes "capture" (`rc`, the first error of the captured
+// calls) and "end_capture"; true when both succeeded and the graph can be used.
+static inline bool end_capture_observed(cudaStream_t s, cudaError_t rc, cudaGraph_t *g) {
+    *g = nullptr;
+    cudaError_t end = cudaStreamEndCapture(s, g);
+    obs_rc("capture", rc);
+    obs_rc("end_capture", end);
+    return rc == cudaSuccess && end == cudaSuccess;
+}
+
 static inline cudaError_t fill_words(cudaStream_t s, void *p, size_t n, uint32_t v) {
     k_fill<<<kGrid, kBlock, 0, s>>>((uint32_t *)p, n, v);
     return cudaGetLastError();

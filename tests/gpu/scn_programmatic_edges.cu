@@ -79,10 +79,7 @@ int main() {
         rc = launch_programmatic(s, sink);
     }
     cudaGraph_t g = nullptr;
-    cudaError_t end = cudaStreamEndCapture(s, &g);
-    obs_rc("capture", rc);
-    obs_rc("end_capture", end);
-    if (rc != cudaSuccess || end != cudaSuccess)
+    if (!end_capture_observed(s, rc, &g))
         return 0;
     int edges = programmatic_edges(g);
     obs_yes("holds_programmatic_edges", edges > 0);

@@ -38,10 +38,7 @@ int main() {
             rc = cudaFreeAsync(large, s);
     }
     cudaGraph_t g = nullptr;
-    cudaError_t end = cudaStreamEndCapture(s, &g);
-    obs_rc("capture", rc);
-    obs_rc("end_capture", end);
-    if (rc != cudaSuccess || end != cudaSuccess)
+    if (!end_capture_observed(s, rc, &g))
         return 0;
     int distinct = 0;
     for (int i = 0; i < kLinks; i++) {
