@@ -97,10 +97,11 @@ typedef struct gm_ancestors {
  * in `graph`: breadth-first back from `deps`, stopping at markers, at most GM_SEARCH_BUDGET nodes
  * visited, the first GM_SEARCH_PARENTS parents of each asked through `parents` (which writes up to
  * `cap` of them and returns how many it wrote; 0 when the driver could not say: that branch
- * stops). Runs without the engine lock (gm_engine_is_marker). None is made while the graph holds
- * no packed allocation, or under GRAPHMEM_LIFT_RESTRICTIONS: proofs name packed allocations only,
- * so there would be nothing to find (a packed one made meanwhile by another thread only goes
- * unproven). Finding less is always safe: less reuse is proven. */
+ * stops). Visits nodes without the engine lock (gm_engine_is_marker; one short hold first asks
+ * whether the graph packs). None is made while the graph holds no packed allocation, or under
+ * GRAPHMEM_LIFT_RESTRICTIONS: proofs name packed allocations only, so there would be nothing to
+ * find (a packed one made meanwhile by another thread only goes unproven). Finding less is always
+ * safe: less reuse is proven. */
 #define GM_ANCESTOR_MAX 32
 #define GM_SEARCH_BUDGET 64
 #define GM_SEARCH_PARENTS 8

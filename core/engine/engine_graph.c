@@ -548,6 +548,17 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
      * as those of any graph holding markers (reached through cuGraphChildGraphNodeGetGraph). */
     if (c->record_count || c->free_count)
         gm_map_put(&e->moved, child, (void *)1);
+    /* The child's places are numbered on the child's chains, which mean nothing among the
+     * parent's: its markers give theirs up, so nothing is proven about them (no marker of the
+     * parent is ever found to follow one: the search does not enter a child graph). */
+    for (uint32_t i = 0; i < c->record_count; i++) {
+        c->records[i]->alloc.position = 0;
+        gm_clock_release(&c->records[i]->alloc.before);
+    }
+    for (uint32_t i = 0; i < c->free_count; i++) {
+        c->frees[i]->position = 0;
+        gm_clock_release(&c->frees[i]->before);
+    }
     for (uint32_t i = 0; i < c->record_count; i++) {
         c->records[i]->owner = p;
         c->records[i]->alloc.graph = p;

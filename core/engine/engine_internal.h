@@ -39,20 +39,25 @@ typedef struct gm_part gm_part_t;
 typedef struct gm_group gm_group_t;
 typedef struct gm_exec gm_exec_t;
 
-/* What the graph proves comes before a marker, found online from its ancestors (core/README.md,
- * "Proofs"): a vector clock over the graph's chains. The marker of each packed allocation and of
- * each free of one (the only markers ever asked about) takes the next position on a chain of its
- * graph: a chain is a sequence of markers each proven to come before the next, so a marker at
- * position p of chain c comes before every marker whose clock holds p or more for c. A clock is as
- * wide as the capture ran chains side by side, where a set of record ids grew with the whole
- * capture and was copied wherever branches joined (quadratic in a long capture of forks). */
 typedef struct gm_va_range {
     uint64_t va, bytes;
 } gm_va_range_t;
 
+/* What the graph proves comes before a marker, found online from its ancestors (core/README.md,
+ * "The model"): a vector clock over the graph's chains. The marker of each packed allocation and
+ * of each free of one in its own graph (the only markers ever asked about) takes the next position
+ * on a chain of its graph: a chain is a sequence of markers each proven to come before the next,
+ * so a marker at position p of chain c comes before every marker whose clock holds p or more for
+ * c. A clock lists only the chains among the marker's ancestors, sorted: about as many as the
+ * capture ran streams side by side, where a set of record ids grew with the whole capture and was
+ * copied wherever branches joined (quadratic in a long capture of forks). */
+typedef struct gm_clock_entry {
+    uint32_t chain, position;
+} gm_clock_entry_t;
+
 typedef struct gm_clock {
-    uint32_t *at; /* at[c]: the last position of chain c proven before; 0: none (owned) */
-    uint32_t width;
+    gm_clock_entry_t *at; /* by chain; owned */
+    uint32_t count;
 } gm_clock_t;
 
 typedef struct gm_marker {

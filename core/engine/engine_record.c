@@ -8,10 +8,6 @@
 
 /* ---- proofs: vector clocks over a graph's chains (engine_internal.h) ----------------------- */
 
-/* A graph runs this many chains side by side at most: a marker that would start one more gets no
- * place, and nothing is proven to follow it (clocks stay this wide at most). */
-#define CHAIN_MAX 1024u
-
 void gm_clock_release(gm_clock_t *clock) {
     free(clock->at);
     *clock = (gm_clock_t){0};
@@ -19,11 +15,53 @@ void gm_clock_release(gm_clock_t *clock) {
 
 /* The position of chain `c` that `clock` proves, 0 for none. */
 static uint32_t clock_at(const gm_clock_t *clock, uint32_t c) {
-    return c < clock->width ? clock->at[c] : 0;
+    uint32_t lo = 0, hi = clock->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (clock->at[mid].chain < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < clock->count && clock->at[lo].chain == c ? clock->at[lo].position : 0;
 }
 
 static bool clock_covers(const gm_clock_t *clock, const gm_marker_t *m) {
     return m && m->position && clock_at(clock, m->chain) >= m->position;
+}
+
+/* out = the entrywise maximum of `acc` and `add` plus `own` (position 0: none), both sorted. */
+static gm_status_t clock_merge(const gm_clock_t *acc, const gm_clock_t *add, gm_clock_entry_t own,
+                               gm_clock_t *out) {
+    uint32_t room = acc->count + add->count + 1;
+    gm_clock_entry_t *at = malloc(room * sizeof *at);
+    if (!at)
+        return GM_ERR_OUT_OF_MEMORY;
+    uint32_t i = 0, j = 0, n = 0;
+    bool own_done = own.position == 0;
+    while (i < acc->count || j < add->count || !own_done) {
+        uint32_t c = UINT32_MAX;
+        if (i < acc->count && acc->at[i].chain < c)
+            c = acc->at[i].chain;
+        if (j < add->count && add->at[j].chain < c)
+            c = add->at[j].chain;
+        if (!own_done && own.chain < c)
+            c = own.chain;
+        uint32_t p = 0;
+        if (i < acc->count && acc->at[i].chain == c)
+            p = acc->at[i++].position;
+        if (j < add->count && add->at[j].chain == c && add->at[j].position > p)
+            p = add->at[j].position;
+        if (j < add->count && add->at[j].chain == c)
+            j++;
+        if (!own_done && own.chain == c) {
+            p = own.position > p ? own.position : p;
+            own_done = true;
+        }
+        at[n++] = (gm_clock_entry_t){c, p};
+    }
+    *out = (gm_clock_t){at, n};
+    return GM_OK;
 }
 
 gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
@@ -31,45 +69,39 @@ gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t
     *out = (gm_clock_t){0};
     if (e->config.lift_restrictions)
         return GM_OK; /* an edge or node on the path may be removed later: nothing is proven */
-    uint32_t width = 0;
+    /* Each ancestor marker of `g`: what it was proven to follow, and itself. */
     for (size_t i = 0; anc && i < anc->count; i++) {
         const gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
         if (!m || m->graph != g)
             continue;
-        uint32_t w = m->position && m->chain + 1 > m->before.width ? m->chain + 1 : m->before.width;
-        width = w > width ? w : width;
-    }
-    if (width == 0)
-        return GM_OK;
-    out->at = calloc(width, sizeof *out->at);
-    if (!out->at)
-        return GM_ERR_OUT_OF_MEMORY;
-    out->width = width;
-    /* Each ancestor marker, what it was proven to follow, and itself. */
-    for (size_t i = 0; i < anc->count; i++) {
-        const gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
-        if (!m || m->graph != g)
-            continue;
-        for (uint32_t c = 0; c < m->before.width; c++)
-            out->at[c] = m->before.at[c] > out->at[c] ? m->before.at[c] : out->at[c];
-        if (m->position && m->position > out->at[m->chain])
-            out->at[m->chain] = m->position;
+        gm_clock_t merged;
+        gm_status_t st =
+            clock_merge(out, &m->before, (gm_clock_entry_t){m->chain, m->position}, &merged);
+        gm_clock_release(out);
+        if (st != GM_OK)
+            return st;
+        *out = merged;
     }
     return GM_OK;
 }
 
 /* A chain whose last marker the clock proves comes next, or a new chain. Along a capture's stream
- * the previous marker is that last one, so a graph has about as many chains as streams. */
+ * the previous marker is that last one, so a graph has about as many chains as streams. A free of
+ * another graph's allocation is never asked about (reusable and gm_proven_made read its own
+ * graph's free), and gets no place. */
 void gm_marker_place(gm_engine_t *e, gm_graph_t *g, gm_marker_t *m) {
-    if (e->config.lift_restrictions || !m->record->packer)
+    if (e->config.lift_restrictions || !m->record->packer || m->record->owner != g)
         return;
-    uint32_t c = 0;
-    while (c < g->chain_count && !(g->chain_tips[c] && clock_at(&m->before, c) == g->chain_tips[c]))
-        c++;
+    uint32_t c = g->chain_count;
+    for (uint32_t k = 0; k < m->before.count && c == g->chain_count; k++) {
+        const gm_clock_entry_t *entry = &m->before.at[k];
+        if (entry->chain < g->chain_count && g->chain_tips[entry->chain] == entry->position)
+            c = entry->chain;
+    }
     if (c == g->chain_count) {
-        if (c >= CHAIN_MAX ||
+        if (c == UINT32_MAX ||
             gm_grow((void **)&g->chain_tips, &g->chain_cap, c + 1, sizeof *g->chain_tips))
-            return;
+            return; /* no host memory: nothing is proven to follow this marker */
         g->chain_tips[g->chain_count++] = 0;
     }
     m->chain = c;
