@@ -301,7 +301,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     }
     free(g->records);
     free(g->frees);
-    free(g->chain_tips);
+    free(g->chains);
     free(g);
 }
 

@@ -55,6 +55,12 @@ typedef struct gm_clock_entry {
     uint32_t chain, position;
 } gm_clock_entry_t;
 
+/* A chain of a graph: its last position taken, and when (the graph's placement count then). */
+typedef struct gm_chain {
+    uint32_t tip;
+    uint64_t placed;
+} gm_chain_t;
+
 typedef struct gm_clock {
     gm_clock_entry_t *at; /* by chain; owned */
     uint32_t count;
@@ -120,8 +126,9 @@ struct gm_graph {
     gm_marker_t **frees;
     uint32_t free_count, free_cap;
     gm_packer_t *packers;
-    uint32_t *chain_tips; /* the last position taken on each chain (gm_marker_place) */
+    gm_chain_t *chains; /* gm_marker_place */
     uint32_t chain_count, chain_cap;
+    uint64_t placements; /* markers placed on chains so far */
     /* Its execs not destroyed, linked by graph_next: one at most, as for the driver (§A3.7),
      * unless GRAPHMEM_LIFT_RESTRICTIONS lets it be instantiated again (they share its windows). */
     gm_exec_t *execs;

@@ -64,6 +64,45 @@ static gm_status_t clock_merge(const gm_clock_t *acc, const gm_clock_t *add, gm_
     return GM_OK;
 }
 
+/* A clock lists at most this many chains: a capture that keeps starting chains (markers whose
+ * search found nothing) and joining them into one stream would otherwise carry every one of them
+ * in every later clock, quadratic in the capture's length. */
+#define CLOCK_MAX 64u
+
+typedef struct ranked_entry {
+    gm_clock_entry_t entry;
+    uint64_t placed;
+} ranked_entry_t;
+
+static int by_placed_desc(const void *a, const void *b) {
+    uint64_t x = ((const ranked_entry_t *)a)->placed, y = ((const ranked_entry_t *)b)->placed;
+    return x > y ? -1 : x < y;
+}
+
+static int by_chain(const void *a, const void *b) {
+    uint32_t x = ((const gm_clock_entry_t *)a)->chain, y = ((const gm_clock_entry_t *)b)->chain;
+    return x < y ? -1 : x > y;
+}
+
+/* Keeps the CLOCK_MAX chains of `clock` last placed on (a stream's chain stays; chains joined in
+ * long ago go): dropping an entry only proves less. */
+static gm_status_t clock_trim(const gm_graph_t *g, gm_clock_t *clock) {
+    ranked_entry_t *ranked = malloc(clock->count * sizeof *ranked);
+    if (!ranked)
+        return GM_ERR_OUT_OF_MEMORY;
+    for (uint32_t k = 0; k < clock->count; k++) {
+        uint32_t c = clock->at[k].chain;
+        ranked[k] = (ranked_entry_t){clock->at[k], c < g->chain_count ? g->chains[c].placed : 0};
+    }
+    qsort(ranked, clock->count, sizeof *ranked, by_placed_desc);
+    for (uint32_t k = 0; k < CLOCK_MAX; k++)
+        clock->at[k] = ranked[k].entry;
+    clock->count = CLOCK_MAX;
+    qsort(clock->at, clock->count, sizeof *clock->at, by_chain);
+    free(ranked);
+    return GM_OK;
+}
+
 gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
                              gm_clock_t *out) {
     *out = (gm_clock_t){0};
@@ -82,6 +121,10 @@ gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t
             return st;
         *out = merged;
     }
+    if (out->count > CLOCK_MAX && clock_trim(g, out) != GM_OK) {
+        gm_clock_release(out);
+        return GM_ERR_OUT_OF_MEMORY;
+    }
     return GM_OK;
 }
 
@@ -95,17 +138,18 @@ void gm_marker_place(gm_engine_t *e, gm_graph_t *g, gm_marker_t *m) {
     uint32_t c = g->chain_count;
     for (uint32_t k = 0; k < m->before.count && c == g->chain_count; k++) {
         const gm_clock_entry_t *entry = &m->before.at[k];
-        if (entry->chain < g->chain_count && g->chain_tips[entry->chain] == entry->position)
+        if (entry->chain < g->chain_count && g->chains[entry->chain].tip == entry->position)
             c = entry->chain;
     }
     if (c == g->chain_count) {
         if (c == UINT32_MAX ||
-            gm_grow((void **)&g->chain_tips, &g->chain_cap, c + 1, sizeof *g->chain_tips))
+            gm_grow((void **)&g->chains, &g->chain_cap, c + 1, sizeof *g->chains))
             return; /* no host memory: nothing is proven to follow this marker */
-        g->chain_tips[g->chain_count++] = 0;
+        g->chains[g->chain_count++] = (gm_chain_t){0, 0};
     }
     m->chain = c;
-    m->position = ++g->chain_tips[c];
+    m->position = ++g->chains[c].tip;
+    g->chains[c].placed = ++g->placements;
 }
 
 bool gm_proven_made(const gm_clock_t *before, const gm_record_t *r) {

@@ -9,6 +9,8 @@
  *   reachability; at the end every two allocations sharing bytes must be ordered.
  * - test_layers_keep_reuse: many markers whose search finds nothing each start a chain, and reuse
  *   goes on after a thousand of them (a cap on chains once stopped it).
+ * - test_joined_chains_stay_bounded: such chains joined into one stream again and again leave a
+ *   clock of 64 chains at most, and reuse goes on.
  * - test_foreign_frees_take_no_chain: frees of another graph's allocations take no place.
  * - test_lifted_proves_nothing: under GRAPHMEM_LIFT_RESTRICTIONS no marker gets a place or clock.
  */
@@ -425,6 +427,43 @@ static void test_layers_keep_reuse(void) {
     CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
 }
 
+/* Each layer: a side allocation whose search finds nothing (a new chain) and its free, then a
+ * main allocation after that free and the last main free, and its free. However many layers, a
+ * clock lists at most 64 chains (it listed every side chain joined so far, quadratic in the
+ * capture), and every main allocation still takes bytes freed before it (the side allocations,
+ * proven after nothing, take new ones). */
+static void test_joined_chains_stay_bounded(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    const uint64_t graph = 0x78;
+    enum { LAYERS = 3000 };
+    static uint64_t earlier[2 * LAYERS];
+    uint64_t main_free = 0;
+    uint32_t widest = 0, reused = 0, count = 0;
+    for (uint32_t layer = 0; layer < LAYERS; layer++) {
+        uint64_t ns, nm;
+        uint64_t vs = alloc_marker(s.engine, graph, NULL, 0, &ns);
+        uint64_t fs = vs ? free_marker(s.engine, graph, vs, &ns, 1) : 0;
+        REQUIRE(fs);
+        earlier[count++] = vs;
+        uint64_t joins[2] = {fs, main_free};
+        uint64_t vm = alloc_marker(s.engine, graph, joins, layer ? 2 : 1, &nm);
+        REQUIRE(vm);
+        const gm_marker_t *m = gm_map_get(&s.engine->nodes, nm);
+        widest = m->before.count > widest ? m->before.count : widest;
+        bool again = false;
+        for (uint32_t k = count; k > 0 && !again; k--)
+            again = earlier[k - 1] == vm;
+        reused += again;
+        earlier[count++] = vm;
+        REQUIRE((main_free = free_marker(s.engine, graph, vm, &nm, 1)) != 0);
+    }
+    CHECK(widest <= 64);
+    CHECK_EQ_U64(reused, LAYERS);
+    uint64_t graphs[] = {graph};
+    CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
+}
+
 /* Graph B frees `foreign` packed allocations of graph A, then on one stream makes x, frees it and
  * makes y: y takes x's bytes, and B's chains are only its own markers'. */
 static void foreign_run(uint32_t foreign) {
@@ -459,6 +498,7 @@ int main(void) {
     RUN_TEST(test_random_differential);
     RUN_TEST(test_random_differential_moved);
     RUN_TEST(test_layers_keep_reuse);
+    RUN_TEST(test_joined_chains_stay_bounded);
     RUN_TEST(test_foreign_frees_take_no_chain);
     return gm_check_summary();
 }
