@@ -70,9 +70,7 @@ static bool idle_drop(gm_engine_t *e, uint64_t page) {
     return true;
 }
 
-/* Unmaps the idle scratch mappings in [va, va + bytes); whether none is left there (a cover holds
- * one, or its unmap failed). */
-static bool clear_range(gm_engine_t *e, uint64_t va, uint64_t bytes) {
+bool gm_cover_clear(gm_engine_t *e, uint64_t va, uint64_t bytes) {
     if (e->scratch_maps.count == 0)
         return true;
     uint64_t first = va - va % e->page, pages = (va + bytes - first + e->page - 1) / e->page;
@@ -93,15 +91,11 @@ static bool clear_range(gm_engine_t *e, uint64_t va, uint64_t bytes) {
     return clear;
 }
 
-bool gm_cover_clear(gm_engine_t *e, uint64_t va, uint64_t bytes) {
-    return clear_range(e, va, bytes);
-}
-
 /* Address ranges that go back once no scratch mapping is left in them: what a cover holds stays
  * mapped until it ends, and the address space may hand the range back to the driver (a dedicated
  * slab), which must not happen under a mapping. */
 void gm_cover_release_va(gm_engine_t *e, uint64_t va, uint64_t bytes) {
-    if (clear_range(e, va, bytes)) {
+    if (gm_cover_clear(e, va, bytes)) {
         gm_vaspace_free(e->vas, va, bytes);
         return;
     }
@@ -115,7 +109,7 @@ void gm_cover_release_va(gm_engine_t *e, uint64_t va, uint64_t bytes) {
 static void release_held_va(gm_engine_t *e) {
     for (uint32_t i = 0; i < e->held_va_count;) {
         gm_va_range_t r = e->held_va[i];
-        if (!clear_range(e, r.va, r.bytes)) {
+        if (!gm_cover_clear(e, r.va, r.bytes)) {
             i++;
             continue;
         }

@@ -554,17 +554,13 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     for (uint32_t i = 0; i < c->record_count; i++) {
         c->records[i]->alloc.position = 0;
         gm_clock_release(&c->records[i]->alloc.before);
-    }
-    for (uint32_t i = 0; i < c->free_count; i++) {
-        c->frees[i]->position = 0;
-        gm_clock_release(&c->frees[i]->before);
-    }
-    for (uint32_t i = 0; i < c->record_count; i++) {
         c->records[i]->owner = p;
         c->records[i]->alloc.graph = p;
         p->records[p->record_count++] = c->records[i];
     }
     for (uint32_t i = 0; i < c->free_count; i++) {
+        c->frees[i]->position = 0;
+        gm_clock_release(&c->frees[i]->before);
         c->frees[i]->graph = p;
         p->frees[p->free_count++] = c->frees[i];
     }
