@@ -179,6 +179,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     m->node = node;
     gm_marker_place(e, g, m);
     if (r->owner == g) {
+        gm_run_forget(g, r);
         r->free_marker = m;
         r->freed_in_owner = true;
         /* Only a free that follows its alloc lets later allocations take the packed bytes
@@ -282,6 +283,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
         forget_node(e, g->frees[i]->node);
         free_marker_release(e, g->frees[i], false);
     }
+    g->run = (gm_run_t){0};
     while (g->packers) {
         gm_packer_t *pk = g->packers;
         g->packers = pk->next;
@@ -336,6 +338,8 @@ static void alloc_marker_end(gm_engine_t *e, gm_marker_t *m) {
             break;
         }
     forget_node(e, m->node);
+    if (g)
+        gm_run_forget(g, r);
     r->owner = NULL;
     gm_record_unref_check(e, r);
 }

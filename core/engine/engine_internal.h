@@ -79,11 +79,22 @@ typedef struct gm_marker {
     uint32_t seen_index;
 } gm_marker_t;
 
-/* A padded window of small allocations of one packer. */
+/* A padded window shared by several allocations: small ones of one packer, or a run. */
 typedef struct gm_chunk {
     uint64_t base, bytes, va; /* va = base + pad: where the packer's offsets start */
-    uint32_t refs;            /* records packed in it, +1 while its packer lives */
+    uint32_t refs;            /* records in it, +1 while its packer lives */
 } gm_chunk_t;
+
+/* The graph's open run (engine_record.c, "runs"): allocations of one size (in pages), device
+ * and access with adjacent addresses in one chunk, none of them freed in the graph yet. The next
+ * such allocation takes the addresses right after it, so that a first launch maps the run's
+ * allocations together. */
+typedef struct gm_run {
+    gm_record_t *last;     /* NULL: no open run */
+    gm_chunk_t *chunk;     /* NULL while `last` is alone in its window */
+    uint64_t used;         /* bytes taken from the run's first address */
+    uint64_t member_bytes; /* each allocation's, in whole pages */
+} gm_run_t;
 
 typedef struct gm_packer {
     gm_pack_t *pack;
@@ -101,7 +112,7 @@ struct gm_record {
     gm_alloc_params_t params;
     gm_graph_t *owner; /* NULL once its graph is gone */
     gm_marker_t alloc;
-    gm_chunk_t *chunk; /* small: its chunk; NULL: own window [win_base, +win_bytes) */
+    gm_chunk_t *chunk; /* packed or in a run: its chunk; NULL: own window [win_base, +win_bytes) */
     uint64_t win_base, win_bytes;
     uint64_t chunk_offset;
     gm_packer_t *packer;
@@ -126,6 +137,7 @@ struct gm_graph {
     gm_marker_t **frees;
     uint32_t free_count, free_cap;
     gm_packer_t *packers;
+    gm_run_t run;
     gm_chain_t *chains; /* gm_marker_place */
     uint32_t chain_count, chain_cap;
     uint64_t placements; /* markers placed on chains so far */

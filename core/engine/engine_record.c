@@ -1,5 +1,6 @@
-/* Allocation records: their fixed addresses (a padded window of their own, or bytes of a
- * packer chunk) and the online proof of order that lets small allocations reuse bytes. */
+/* Allocation records: their fixed addresses (a padded window of their own, a place in a run, or
+ * bytes of a packer chunk) and the online proof of order that lets small allocations reuse bytes.
+ */
 #include "engine_record.h"
 
 #include <stdlib.h>
@@ -242,6 +243,59 @@ static bool reusable(uint32_t id, void *arg) {
     return r && clock_covers(q->before, r->free_marker);
 }
 
+/* ---- runs (engine_internal.h, gm_run_t) ---------------------------------------------------- */
+
+/* A run's bytes, in largest handles: its allocations are mapped together, a handle at a time. */
+#define GM_RUN_HANDLES 16u
+
+void gm_run_forget(gm_graph_t *g, const gm_record_t *r) {
+    gm_run_t *run = &g->run;
+    if (run->last && (r == run->last || (run->chunk && r->chunk == run->chunk)))
+        *run = (gm_run_t){0};
+}
+
+/* Appends `r` (`bytes`, whole pages) to the open run of `g` when it may. A run holds
+ * allocations of one size none of which is freed in the graph yet: each of them may be live with
+ * `r` wherever the graph runs (a free captured later never precedes an alloc captured earlier),
+ * buffers of one kind made together (a model's layers, a batch's blocks). Side by side, they cost
+ * the planner little of the freedom it has with windows of their own: blocks of one size born
+ * while all are live fit where any of them would, and another item may take the pages of one of
+ * them where it ends (the planner cuts a chunk into units). Runs of mixed sizes did cost it:
+ * bench/RESULTS.md, "Runs". False when it may not: another size, device or access, the addresses
+ * after the run taken, or the run full. */
+static bool run_append(gm_engine_t *e, gm_graph_t *g, gm_record_t *r, uint64_t bytes) {
+    gm_run_t *run = &g->run;
+    gm_record_t *last = run->last;
+    if (!last || bytes != run->member_bytes || last->params.device != r->params.device ||
+        last->params.access_mask != r->params.access_mask ||
+        run->used + bytes > GM_RUN_HANDLES * e->config.max_handle || (!run->chunk && last->chunk))
+        return false;
+    gm_chunk_t *c = run->chunk;
+    if (!c && !(c = calloc(1, sizeof *c)))
+        return false;
+    uint64_t base = run->chunk ? c->base : last->win_base;
+    uint64_t size = run->chunk ? c->bytes : last->win_bytes;
+    if (gm_vaspace_extend(e->vas, base, size, bytes) != GM_OK) {
+        if (!run->chunk)
+            free(c);
+        return false;
+    }
+    if (!run->chunk) { /* the run's first allocation moves into the chunk, at offset 0 */
+        *c = (gm_chunk_t){.base = base, .bytes = size, .va = last->va, .refs = 1};
+        last->chunk = c;
+        last->chunk_offset = 0;
+        run->chunk = c;
+    }
+    c->bytes += bytes;
+    c->refs++;
+    r->chunk = c;
+    r->chunk_offset = run->used;
+    r->va = c->va + run->used;
+    run->used += bytes;
+    run->last = r;
+    return true;
+}
+
 /* Gives `r` its address: a byte range of a packer chunk or a padded window of its own. Under
  * GRAPHMEM_LIFT_RESTRICTIONS no order is proven (gm_proven_before), so nothing packed reuses bytes
  * inside its chunk: only allocations below a page are packed then (a chain of larger ones would
@@ -252,9 +306,14 @@ static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r)
         uint64_t pages = size / e->page + (size % e->page != 0);
         if (pages > (UINT64_MAX - 2 * e->pad) / e->page - 1)
             return GM_ERR_OUT_OF_MEMORY; /* no address range that large (§A1.6) */
-        r->win_bytes = 2 * e->pad + (pages ? pages : 1) * e->page;
+        uint64_t bytes = (pages ? pages : 1) * e->page;
+        if (!e->config.no_alias && run_append(e, g, r, bytes))
+            return GM_OK;
+        r->win_bytes = 2 * e->pad + bytes;
         gm_status_t st = gm_vaspace_alloc(e->vas, r->win_bytes, &r->win_base);
         r->va = r->win_base + e->pad;
+        if (st == GM_OK && !e->config.no_alias)
+            g->run = (gm_run_t){.last = r, .used = bytes, .member_bytes = bytes};
         return st;
     }
     gm_packer_t *pk = packer_get(e, g, r->params.device, r->params.access_mask);
@@ -350,6 +409,7 @@ void gm_record_clone(gm_engine_t *e, gm_graph_t *g, gm_record_t *r, uint64_t nod
 }
 
 void gm_record_abort(gm_engine_t *e, gm_record_t *r) {
+    gm_run_forget(r->owner, r);
     if (r->packer)
         gm_pack_forget(r->packer->pack, r->pack_id);
     r->owner = NULL;

@@ -29,5 +29,7 @@ void gm_record_unref_check(gm_engine_t *e, gm_record_t *r); /* destroys it when 
 void gm_record_clone(gm_engine_t *e, gm_graph_t *g, gm_record_t *r, uint64_t node,
                      gm_chunk_t *chunk, gm_record_t *copy);
 void gm_packer_destroy(gm_engine_t *e, gm_packer_t *pk);
+/* `r` (of `g`) is freed in `g`, or leaves it: the graph's open run, if `r` is in it, closes. */
+void gm_run_forget(gm_graph_t *g, const gm_record_t *r);
 
 #endif

@@ -131,6 +131,28 @@ static uint32_t slab_of(const gm_vaspace_t *vs, uint64_t va) {
     return UINT32_MAX;
 }
 
+gm_status_t gm_vaspace_extend(gm_vaspace_t *vs, uint64_t va, uint64_t size, uint64_t more) {
+    uint64_t g = vs->backend->granularity;
+    if (more == 0 || more % g)
+        return GM_ERR_INVALID_VALUE;
+    uint32_t s = slab_of(vs, va);
+    for (uint32_t i = 0; s != UINT32_MAX && i < vs->free_count; i++) {
+        gm_free_range_t *r = &vs->free[i];
+        if (r->va < va + size)
+            continue;
+        /* Free ranges are address ordered: this is the first one past the window. */
+        if (r->va != va + size || r->slab != s || r->size < more)
+            break;
+        r->va += more;
+        r->size -= more;
+        if (r->size == 0)
+            free_remove(vs, i);
+        vs->live += more;
+        return GM_OK;
+    }
+    return GM_ERR_OUT_OF_MEMORY;
+}
+
 void gm_vaspace_free(gm_vaspace_t *vs, uint64_t va, uint64_t size) {
     uint32_t s = slab_of(vs, va);
     if (s == UINT32_MAX)

@@ -27,7 +27,11 @@ void gm_vaspace_destroy(gm_vaspace_t *vs);
  * where a reservation is one more driver call on the capturing thread) find room already. */
 gm_status_t gm_vaspace_prime(gm_vaspace_t *vs);
 gm_status_t gm_vaspace_alloc(gm_vaspace_t *vs, uint64_t size, uint64_t *va_out);
-/* Gives back exactly a window returned by gm_vaspace_alloc. */
+/* Grows the window [va, va + size) by `more` bytes at its end when those addresses are free in
+ * the same reservation (the window is then freed with its new size). GM_ERR_OUT_OF_MEMORY when
+ * they are not: nothing changes. */
+gm_status_t gm_vaspace_extend(gm_vaspace_t *vs, uint64_t va, uint64_t size, uint64_t more);
+/* Gives back exactly a window returned by gm_vaspace_alloc (and grown by gm_vaspace_extend). */
 void gm_vaspace_free(gm_vaspace_t *vs, uint64_t va, uint64_t size);
 
 /* Bytes reserved from the backend and bytes handed out in live windows. */

@@ -104,6 +104,23 @@ def test_reuse_past_large_allocations():
     assert dict(under.info).get("small_addresses") == "1", under.describe()
 
 
+def test_adjacent_allocations_map_together(tmp_path):
+    """The first graph of tests/gpu/scn_adjacent_large.cu makes 18 large allocations in two runs
+    (allocations made while all the earlier ones of the run are live). graphmem gives each run
+    adjacent addresses, one chunk, so a first launch maps each run a handle at a time: a few
+    mappings in all, where a window of each allocation's own made one mapping each at least."""
+    gh.require_gpu()
+    stats_file = tmp_path / "stats.json"
+    under = gh.run_graphmem([gh.program("scn_adjacent_large")],
+                            {"GRAPHMEM_STATS_FILE": str(stats_file)})
+    assert under.returncode == 0, under.describe()
+    assert dict(under.obs).get("runs_results") == "ok", under.describe()
+    execs = [x for x in json.loads(stats_file.read_text())["execs"] if x["allocations"] == 18]
+    assert len(execs) == 1, execs
+    assert execs[0]["remaps"] >= 1, execs  # mapped again after the trim
+    assert execs[0]["mappings"] <= 6, execs
+
+
 def _stress_ok(r):
     obs = dict(r.obs)
     assert obs.get("corruption") == "0", f"corrupted words\n{r.describe()}"

@@ -67,6 +67,42 @@ static void test_reserve_failure(void) {
     host_backend_destroy(hb);
 }
 
+/* A window grows in place into the free addresses right after it, and only there. */
+static void test_extend_in_place(void) {
+    host_backend_t *hb = host_backend_create(PAGE, 1);
+    gm_vaspace_t *vs = gm_vaspace_create(host_backend_ops(hb), SLAB);
+    uint64_t a, b, c;
+    REQUIRE(gm_vaspace_alloc(vs, 4 * PAGE, &a) == GM_OK);
+    CHECK(gm_vaspace_extend(vs, a, 4 * PAGE, 0) == GM_ERR_INVALID_VALUE);
+    CHECK(gm_vaspace_extend(vs, a, 4 * PAGE, PAGE + 1) == GM_ERR_INVALID_VALUE);
+    REQUIRE(gm_vaspace_extend(vs, a, 4 * PAGE, 2 * PAGE) == GM_OK);
+    CHECK_EQ_U64(gm_vaspace_live_bytes(vs), 6 * PAGE);
+    REQUIRE(gm_vaspace_alloc(vs, PAGE, &b) == GM_OK);
+    CHECK_EQ_U64(b, a + 6 * PAGE); /* the grown window's addresses are taken */
+    /* b sits right after a: a cannot grow, and nothing changed. */
+    CHECK(gm_vaspace_extend(vs, a, 6 * PAGE, PAGE) == GM_ERR_OUT_OF_MEMORY);
+    CHECK_EQ_U64(gm_vaspace_live_bytes(vs), 7 * PAGE);
+    /* b grows up to the slab's end, not past it. */
+    CHECK(gm_vaspace_extend(vs, b, PAGE, SLAB) == GM_ERR_OUT_OF_MEMORY);
+    REQUIRE(gm_vaspace_extend(vs, b, PAGE, SLAB - 7 * PAGE) == GM_OK);
+    CHECK(gm_vaspace_extend(vs, b, SLAB - 6 * PAGE, PAGE) == GM_ERR_OUT_OF_MEMORY);
+    /* A new slab comes, maybe right after the first: b never grows into it. */
+    REQUIRE(gm_vaspace_alloc(vs, PAGE, &c) == GM_OK);
+    CHECK_EQ_U64(host_backend_counts(hb).reservations, 2);
+    CHECK(gm_vaspace_extend(vs, b, SLAB - 6 * PAGE, PAGE) == GM_ERR_OUT_OF_MEMORY);
+    /* Grown windows are freed whole, and the addresses coalesce again. */
+    gm_vaspace_free(vs, a, 6 * PAGE);
+    gm_vaspace_free(vs, b, SLAB - 6 * PAGE);
+    gm_vaspace_free(vs, c, PAGE);
+    CHECK_EQ_U64(gm_vaspace_live_bytes(vs), 0);
+    uint64_t d;
+    REQUIRE(gm_vaspace_alloc(vs, SLAB, &d) == GM_OK); /* a whole slab: no new reservation */
+    CHECK_EQ_U64(host_backend_counts(hb).reservations, 2);
+    gm_vaspace_destroy(vs);
+    CHECK(host_backend_check_clean(hb));
+    host_backend_destroy(hb);
+}
+
 /* Random allocs and frees: live windows never overlap, stay inside reservations, and the live
  * byte count matches. */
 static void test_random_never_overlaps(void) {
@@ -107,6 +143,7 @@ int main(void) {
     RUN_TEST(test_reuse_and_coalesce);
     RUN_TEST(test_oversized_window_has_own_reservation);
     RUN_TEST(test_reserve_failure);
+    RUN_TEST(test_extend_in_place);
     RUN_TEST(test_random_never_overlaps);
     return gm_check_summary();
 }
