@@ -118,27 +118,6 @@ typedef struct model {
 
 static model_t M;
 
-static uint32_t index_of(const sim_graph_t *g, uint64_t node) {
-    for (uint32_t i = 0; i < g->node_count; i++)
-        if (g->nodes[i] == node)
-            return i;
-    return UINT32_MAX;
-}
-
-typedef struct parents_arg {
-    const sim_graph_t *g;
-} parents_arg_t;
-
-static size_t parents_of(void *arg, uint64_t node, uint64_t *parents, size_t cap) {
-    const sim_graph_t *g = arg;
-    uint32_t v = index_of(g, node);
-    size_t n = 0;
-    for (uint32_t e = 0; e < g->edge_count && n < cap; e++)
-        if (g->edge_to[e] == v)
-            parents[n++] = g->nodes[g->edge_from[e]];
-    return n;
-}
-
 /* The old gm_proven_before over the ancestors the engine finds now (before the node exists). */
 static void model_before(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n, uint8_t *freed,
                          uint8_t *made) {
@@ -147,9 +126,9 @@ static void model_before(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_
     uint64_t keys[SIM_MAX_NODES], found[GM_ANCESTOR_MAX];
     for (uint32_t k = 0; k < n; k++)
         keys[k] = g->nodes[deps[k]];
-    size_t count = gm_engine_find_ancestors(s->engine, g->key, keys, n, parents_of, g, found);
+    size_t count = gm_engine_find_ancestors(s->engine, g->key, keys, n, sim_node_parents, g, found);
     for (size_t i = 0; i < count; i++) {
-        uint32_t m = index_of(g, found[i]);
+        uint32_t m = sim_node_index(g, found[i]);
         if (m == UINT32_MAX || !M.is_marker[m])
             continue; /* a moved child's marker: another graph to the old code too */
         for (uint32_t r = 0; r < SIM_MAX_NODES; r++) {

@@ -75,13 +75,16 @@ static uint32_t add_node(sim_t *s, sim_graph_t *g, sim_kind_t kind, const uint32
     return i;
 }
 
-/* A node's parents in the order their edges were added (the driver's order), for the engine's
- * ancestor search, the one the shim runs. */
-static size_t sim_node_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap) {
+uint32_t sim_node_index(const sim_graph_t *g, uint64_t node) {
+    for (uint32_t i = 0; i < g->node_count; i++)
+        if (g->nodes[i] == node)
+            return i;
+    return UINT32_MAX;
+}
+
+size_t sim_node_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap) {
     const sim_graph_t *g = arg;
-    uint32_t v = 0;
-    while (v < g->node_count && g->nodes[v] != node)
-        v++;
+    uint32_t v = sim_node_index(g, node);
     size_t n = 0;
     for (uint32_t e = 0; e < g->edge_count && n < cap; e++)
         if (g->edge_to[e] == v)

@@ -57,6 +57,11 @@ uint32_t sim_plain(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n);
 uint32_t sim_alloc(sim_t *s, sim_graph_t *g, uint64_t size, const uint32_t *deps, uint32_t n);
 uint32_t sim_alloc_on(sim_t *s, sim_graph_t *g, const gm_alloc_params_t *params,
                       const uint32_t *deps, uint32_t n);
+/* The index of a node of g, UINT32_MAX when g has none with that handle. */
+uint32_t sim_node_index(const sim_graph_t *g, uint64_t node);
+/* A node's parents in the order their edges were added (the driver's order): the gm_parents_fn
+ * of the engine's ancestor search over g (`arg`), as the shim's asks the driver. */
+size_t sim_node_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap);
 /* A free of `va` in g; returns the engine's verdict through *st. */
 uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, uint32_t n,
                   gm_status_t *st);
