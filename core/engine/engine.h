@@ -53,6 +53,7 @@ typedef struct gm_engine_config {
      * with out-of-memory when the node is made, tests/probe/alloc_limits.cu); 0 = no limit. */
     uint64_t max_allocation[GM_MAX_DEVICES];
     bool no_alias;        /* every allocation gets its own physical memory, nothing shared */
+    bool no_runs;         /* no runs (GRAPHMEM_RUNS=0): each large allocation its own window */
     bool uaf_check;       /* memory is mapped only while an allocation may be live (see README) */
     bool free_on_destroy; /* destroying an exec frees its live allocations after its last run */
     bool defer_fences;    /* a launch's fence is recorded when first needed (core/README.md) */

@@ -75,6 +75,10 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
     x->key = exec;
     x->graph = g;
     x->flags = flags;
+    /* Its plan takes the run's allocations as they are: one added later goes apart, so that the
+     * items of this exec stay those of any later exec of the graph (escape_takeover compares
+     * them), and none lands where this exec's mappings of the run reach past its end. */
+    g->run = (gm_run_t){0};
     if ((st = gm_shape_build(&x->shape, topo->node_count, topo->nodes, topo->edge_count,
                              topo->edge_from, topo->edge_to)) != GM_OK ||
         (st = scan_nodes(e, g, topo, token, &x->shape, &inner, &inner_count)) != GM_OK ||

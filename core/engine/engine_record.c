@@ -307,12 +307,13 @@ static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r)
         if (pages > (UINT64_MAX - 2 * e->pad) / e->page - 1)
             return GM_ERR_OUT_OF_MEMORY; /* no address range that large (§A1.6) */
         uint64_t bytes = (pages ? pages : 1) * e->page;
-        if (!e->config.no_alias && run_append(e, g, r, bytes))
+        bool runs = !e->config.no_alias && !e->config.no_runs;
+        if (runs && run_append(e, g, r, bytes))
             return GM_OK;
         r->win_bytes = 2 * e->pad + bytes;
         gm_status_t st = gm_vaspace_alloc(e->vas, r->win_bytes, &r->win_base);
         r->va = r->win_base + e->pad;
-        if (st == GM_OK && !e->config.no_alias)
+        if (st == GM_OK && runs)
             g->run = (gm_run_t){.last = r, .used = bytes, .member_bytes = bytes};
         return st;
     }

@@ -103,6 +103,7 @@ static gm_engine_t *start_engine(void) {
          * touch another allocation either. */
         .no_alias = gm_option_bool(GM_OPT_NO_ALIAS) || gm_option_bool(GM_OPT_UAF_CHECK),
         .uaf_check = gm_option_bool(GM_OPT_UAF_CHECK),
+        .no_runs = !gm_option_bool(GM_OPT_RUNS),
         .free_on_destroy = gm_option_bool(GM_OPT_FREE_ON_DESTROY),
         .lift_restrictions = gm_option_bool(GM_OPT_LIFT_RESTRICTIONS),
         .defer_fences = !gm_option_bool(GM_OPT_EAGER_FENCES),

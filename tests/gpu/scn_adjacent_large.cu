@@ -1,13 +1,13 @@
 // Large allocations of one size captured while all the earlier ones are still live: graphmem
-// gives them adjacent addresses (a run) so that a first launch maps them a handle at a time. Each allocation
-// is filled with its own pattern and copied out of the graph at the end, so bytes shared between
-// two of them show as wrong words; natively and under graphmem the results must be whole.
+// gives them adjacent addresses (a run) so that a first launch maps them a handle at a time. Each
+// allocation is filled with its own pattern and copied out of the graph at the end, so bytes shared
+// between two of them show as wrong words; natively and under graphmem the results must be whole.
 //
-// Graph `runs`: 12 allocations of 4 MiB or a page less (not a page multiple), all live; then the even
-// ones are freed (closing the run), 6 more are made (a second run, which may take the freed bytes),
-// and every live allocation is copied out. Launched, launched again, and launched after a trim
-// (mapped anew). Graph `escaping`: an allocation that outlives the graph, then two temporaries of
-// its size made while it is live (one run); the output is checked after each launch and freed
+// Graph `runs`: 12 allocations of 4 MiB or a page less (not a page multiple), all live; then the
+// even ones are freed (closing the run), 6 more are made (a second run, which may take the freed
+// bytes), and every live allocation is copied out. Launched, launched again, and launched after a
+// trim (mapped anew). Graph `escaping`: an allocation that outlives the graph, then two temporaries
+// of its size made while it is live (one run); the output is checked after each launch and freed
 // outside.
 //
 // tests/python/test_gpu_conformance.py also reads the exec statistics: the mappings of `runs`.
@@ -56,14 +56,14 @@ int main() {
     }
     size_t at = 0; // words into result
     for (int i = 1; i < kFirst && rc == cudaSuccess; i += 2) {
-        k_add<<<kGrid, kBlock, 0, s>>>(result + at, (const uint32_t *)first[i],
-                                       first_size(i) / 4, 0);
+        k_add<<<kGrid, kBlock, 0, s>>>(result + at, (const uint32_t *)first[i], first_size(i) / 4,
+                                       0);
         at += first_size(i) / 4;
         rc = cudaFreeAsync(first[i], s);
     }
     for (int i = 0; i < kSecond && rc == cudaSuccess; i++) {
-        k_add<<<kGrid, kBlock, 0, s>>>(result + at, (const uint32_t *)second[i],
-                                       second_size(i) / 4, 0);
+        k_add<<<kGrid, kBlock, 0, s>>>(result + at, (const uint32_t *)second[i], second_size(i) / 4,
+                                       0);
         at += second_size(i) / 4;
         rc = cudaFreeAsync(second[i], s);
     }

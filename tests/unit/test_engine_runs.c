@@ -58,6 +58,25 @@ static void test_open_allocations_map_together(void) {
     CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, &g.key, 1));
 }
 
+/* GRAPHMEM_RUNS=0: the same allocations get windows of their own, one mapping each at least. */
+static void test_runs_off(void) {
+    sim_t s;
+    gm_engine_config_t config = sim_default_config();
+    config.no_runs = true;
+    REQUIRE(sim_init(&s, &config));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t a[16];
+    open_chain(&s, &g, 16, a);
+    for (uint32_t i = 1; i < 16; i++)
+        CHECK(g.va[a[i]] != g.va[a[i - 1]] + page());
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK(sim_report(&s).mappings >= 16);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, &g.key, 1));
+}
+
 /* alloc a, alloc b, free a, alloc c: the free closes the run {a, b}, so c is not placed after b
  * (a and c are never live together: the plan gives c a's pages, two pages in all). */
 static void test_free_closes_the_run(void) {
@@ -179,10 +198,77 @@ static void test_run_with_an_escaping_allocation(void) {
     CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, &g.key, 1));
 }
 
+/* GRAPHMEM_LIFT_RESTRICTIONS, a graph instantiated twice: E1 made while the graph holds m1
+ * (escaping); then m2 of m1's size is added (freed in the graph) and E2 made with
+ * AutoFreeOnLaunch. E1 leaves m1 live; E2's launch frees it and takes E1's escape memory, which
+ * needs both execs to plan their escaping items alike. The instantiation closed the run, so m2
+ * does not join m1's chunk (which made E2's escaping item two pages where E1's is one, and the
+ * launch was refused). Found by review. */
+static void test_instantiation_closes_the_run(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t m1 = sim_alloc(&s, &g, page(), NULL, 0);
+    uint32_t k = sim_plain(&s, &g, &m1, 1);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    uint32_t m2 = sim_alloc(&s, &g, page(), &k, 1);
+    uint32_t k2 = sim_plain(&s, &g, &m2, 1);
+    gm_status_t st;
+    REQUIRE(sim_free(&s, &g, g.va[m2], &k2, 1, &st) != UINT32_MAX);
+    CHECK(g.va[m2] != g.va[m1] + page());
+    REQUIRE(sim_instantiate(&s, &g, 0xE2, GM_EXEC_AUTO_FREE) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    host_backend_complete_all(s.hb);
+    CHECK(sim_free_outside(&s, g.va[m1], S1));
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, &g.key, 1));
+}
+
+/* Run members' alloc markers destroyed (last, first) with an exec holding them, and a failed
+ * node: each closes the run, the next allocation starts apart, everything is released. From the
+ * review of runs. */
+static void test_marker_destroy_in_run(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t g;
+    sim_graph_init(&s, &g);
+    uint32_t m[4];
+    m[0] = sim_alloc(&s, &g, page(), NULL, 0);
+    for (int i = 1; i < 4; i++)
+        m[i] = sim_alloc(&s, &g, page(), &m[i - 1], 1);
+    for (int i = 1; i < 4; i++)
+        REQUIRE(g.va[m[i]] == g.va[m[0]] + (uint64_t)i * page());
+    uint32_t k = sim_plain(&s, &g, m, 4);
+    REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK_EQ_INT(gm_engine_marker_destroy(s.engine, g.nodes[m[3]], GM_NO_CALL), GM_OK);
+    uint32_t x = sim_alloc(&s, &g, page(), &k, 1);
+    CHECK(g.va[x] != g.va[m[3]] + page() && g.va[x] != g.va[m[3]]);
+    CHECK_EQ_INT(gm_engine_marker_destroy(s.engine, g.nodes[m[0]], GM_NO_CALL), GM_OK);
+    CHECK_EQ_INT(gm_engine_marker_destroy(s.engine, g.nodes[x], GM_NO_CALL), GM_OK);
+    s.fail_node_adds = 1;
+    CHECK(sim_alloc(&s, &g, page(), &k, 1) == UINT32_MAX);
+    uint32_t y = sim_alloc(&s, &g, page(), &k, 1);
+    uint32_t z = sim_alloc(&s, &g, page(), &y, 1);
+    CHECK(g.va[z] == g.va[y] + page());
+    host_backend_complete_all(s.hb);
+    for (int i = 0; i < 4; i++)
+        CHECK(sim_free_outside(&s, g.va[m[i]], S1));
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    CHECK(sim_teardown(&s, NULL, 0, &g.key, 1));
+}
+
 int main(void) {
     RUN_TEST(test_open_allocations_map_together);
+    RUN_TEST(test_runs_off);
     RUN_TEST(test_free_closes_the_run);
     RUN_TEST(test_what_breaks_a_run);
     RUN_TEST(test_run_with_an_escaping_allocation);
+    RUN_TEST(test_instantiation_closes_the_run);
+    RUN_TEST(test_marker_destroy_in_run);
     return gm_check_summary();
 }
