@@ -266,9 +266,11 @@ void gm_run_forget(gm_graph_t *g, const gm_record_t *r) {
 static bool run_append(gm_engine_t *e, gm_graph_t *g, gm_record_t *r, uint64_t bytes) {
     gm_run_t *run = &g->run;
     gm_record_t *last = run->last;
+    const uint64_t full = GM_RUN_HANDLES * e->config.max_handle;
+    /* Compared without a sum: sizes near 2^64 (refused later, §A1.6) must not wrap it. */
     if (!last || bytes != run->member_bytes || last->params.device != r->params.device ||
-        last->params.access_mask != r->params.access_mask ||
-        run->used + bytes > GM_RUN_HANDLES * e->config.max_handle || (!run->chunk && last->chunk))
+        last->params.access_mask != r->params.access_mask || bytes > full ||
+        run->used > full - bytes || (!run->chunk && last->chunk))
         return false;
     gm_chunk_t *c = run->chunk;
     if (!c && !(c = calloc(1, sizeof *c)))
