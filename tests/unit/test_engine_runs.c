@@ -227,6 +227,26 @@ static void test_instantiation_closes_the_run(void) {
     CHECK(sim_teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, &g.key, 1));
 }
 
+/* GRAPHMEM_LIFT_RESTRICTIONS: a clone shares the run's chunk, so the run grows no more; the next
+ * allocation of the original goes apart. From the review of runs. */
+static void test_clone_closes_the_run(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t g, c;
+    sim_graph_init(&s, &g);
+    uint32_t a = sim_alloc(&s, &g, page(), NULL, 0);
+    uint32_t b = sim_alloc(&s, &g, page(), &a, 1);
+    REQUIRE(b != UINT32_MAX && g.va[b] == g.va[a] + page());
+    sim_clone_view(&s, &g, &c);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, sim_clone_map(true)) == GM_OK);
+    uint32_t x = sim_alloc(&s, &g, page(), &b, 1);
+    REQUIRE(x != UINT32_MAX);
+    CHECK(g.va[x] != g.va[b] + page());
+    sim_graph_destroy(s.engine, c.key);
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
 /* Run members' alloc markers destroyed (last, first) with an exec holding them, and a failed
  * node: each closes the run, the next allocation starts apart, everything is released. From the
  * review of runs. */
@@ -269,6 +289,7 @@ int main(void) {
     RUN_TEST(test_what_breaks_a_run);
     RUN_TEST(test_run_with_an_escaping_allocation);
     RUN_TEST(test_instantiation_closes_the_run);
+    RUN_TEST(test_clone_closes_the_run);
     RUN_TEST(test_marker_destroy_in_run);
     return gm_check_summary();
 }
