@@ -217,6 +217,19 @@ typedef struct gm_topology {
 /* Plans `graph` for the new `exec` (already instantiated by the driver). Maps nothing yet. */
 gm_status_t gm_engine_instantiate(gm_engine_t *engine, uint64_t graph, const gm_topology_t *topo,
                                   uint64_t exec, unsigned flags);
+/* gm_engine_instantiate in two steps, so that the plan can be made while the driver instantiates
+ * (the shim plans large graphs on a thread of its own meanwhile): _plan makes an exec of `graph`
+ * known to nothing else yet (records held, nothing mapped); _commit makes it the exec of the
+ * handle the driver gave, with every check gm_engine_instantiate makes (the exec it replaces
+ * forgotten first, one exec per graph, pinned families), and on an error leaves nothing;
+ * _abandon drops one the driver refused. The topology must stay as it is until _plan returns. */
+typedef struct gm_exec gm_planned_exec_t;
+gm_status_t gm_engine_instantiate_plan(gm_engine_t *engine, uint64_t graph,
+                                       const gm_topology_t *topo, unsigned flags,
+                                       gm_planned_exec_t **out);
+gm_status_t gm_engine_instantiate_commit(gm_engine_t *engine, gm_planned_exec_t *planned,
+                                         uint64_t exec);
+void gm_engine_instantiate_abandon(gm_engine_t *engine, gm_planned_exec_t *planned);
 /* Whether an exec of `graph` is alive (the driver refuses a second instantiation). */
 bool gm_engine_graph_instantiated(gm_engine_t *engine, uint64_t graph);
 /* A GM_EXEC_PINNED exec runs in `context` (an opaque key: the shim's CUcontext); set once after

@@ -169,39 +169,63 @@ gm_status_t gm_exec_pin_check(const gm_engine_t *e, gm_exec_t *x) {
 
 static void exec_end(gm_engine_t *e, uint64_t exec, bool gone);
 
-gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
-                                  uint64_t exec, unsigned flags) {
+gm_status_t gm_engine_instantiate_plan(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
+                                       unsigned flags, gm_planned_exec_t **out) {
+    *out = NULL;
     if (!gm_topology_valid(topo))
         return GM_ERR_INVALID_VALUE;
     pthread_mutex_lock(&e->lock);
-    gm_status_t st = GM_ERR_INVALID_VALUE;
-    gm_exec_t *x = NULL;
+    gm_graph_t *g = gm_graph_get(e, graph, true);
+    /* One exec per graph is checked at the commit, once an exec gone under the new handle is
+     * forgotten (the driver gave the handle again: its graph may be this one). */
+    gm_status_t st = g ? gm_exec_build(e, g, topo, 0, flags, out) : GM_ERR_OUT_OF_MEMORY;
+    gm_engine_unlock(e);
+    return st;
+}
+
+gm_status_t gm_engine_instantiate_commit(gm_engine_t *e, gm_planned_exec_t *x, uint64_t exec) {
+    pthread_mutex_lock(&e->lock);
     /* The driver has just made an exec under this handle: one graphmem still knows under it is
      * gone without a destroy it saw (gm_engine_exec_gone). */
     exec_end(e, exec, true);
-    gm_graph_t *g = gm_graph_get(e, graph, true);
-    if (!g) {
-        st = GM_ERR_OUT_OF_MEMORY;
+    gm_status_t st = GM_ERR_NOT_SUPPORTED;
+    /* Its graph, still the one planned (destroying a graph while it is instantiated is the
+     * caller's race; the exec is refused then, never tied to another graph). */
+    if (gm_graph_get(e, x->report.graph, false) != x->graph)
         goto out;
-    }
-    if (g->execs && !e->config.lift_restrictions) {
-        st = GM_ERR_NOT_SUPPORTED; /* one exec per graph at a time (§A3.7) */
-        goto out;
-    }
+    if (x->graph->execs && !e->config.lift_restrictions)
+        goto out; /* one exec per graph at a time (§A3.7) */
     st = GM_ERR_OUT_OF_MEMORY;
     if (gm_map_reserve(&e->execs, 1) || gm_keyset_insert(&e->served, exec))
         goto out;
-    if ((st = gm_exec_build(e, g, topo, exec, flags, &x)) != GM_OK ||
-        (st = gm_exec_pin_check(e, x)) != GM_OK) {
-        if (x)
-            gm_exec_discard(e, x);
+    if ((st = gm_exec_pin_check(e, x)) != GM_OK) {
         gm_keyset_remove(&e->served, exec);
         goto out;
     }
+    x->key = exec;
+    x->report.exec = exec;
     gm_exec_register(e, x);
+    x = NULL;
 out:
+    if (x)
+        gm_exec_discard(e, x);
     gm_engine_unlock(e);
     return st;
+}
+
+void gm_engine_instantiate_abandon(gm_engine_t *e, gm_planned_exec_t *x) {
+    if (!x)
+        return;
+    pthread_mutex_lock(&e->lock);
+    gm_exec_discard(e, x);
+    gm_engine_unlock(e);
+}
+
+gm_status_t gm_engine_instantiate(gm_engine_t *e, uint64_t graph, const gm_topology_t *topo,
+                                  uint64_t exec, unsigned flags) {
+    gm_planned_exec_t *x = NULL;
+    gm_status_t st = gm_engine_instantiate_plan(e, graph, topo, flags, &x);
+    return st == GM_OK ? gm_engine_instantiate_commit(e, x, exec) : st;
 }
 
 bool gm_engine_has_pinned_waiting(gm_engine_t *e) {

@@ -1,5 +1,7 @@
 /* Instantiation, launch, upload and destruction of graphs holding graphmem allocations; graphs
  * without any pass straight through. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "interpose/driver.h"
@@ -19,9 +21,29 @@
 #define GM_INSTANTIATE_FLAG_UPLOAD 2ull
 #define GM_INSTANTIATE_FLAG_DEVICE_LAUNCH 4ull
 
+/* The engine's plan of a graph of at least this many nodes is made on a thread of its own while
+ * the driver instantiates (it took a quarter to a third of the driver's time: bench/RESULTS.md,
+ * "Planning while the driver instantiates"); a smaller graph is planned after the driver, on the
+ * caller's thread, where a thread would cost more than it saves. */
+#define PLAN_AHEAD_NODES 256u
+
+/* A plan made alongside the driver (gm_engine_instantiate_plan), joined before the commit. */
+typedef struct plan_ahead {
+    bool started;
+    pthread_t thread;
+    gm_engine_t *engine;
+    uint64_t graph;
+    const gm_topology_t *topology; /* the instantiation's, unchanged until the join */
+    unsigned flags;
+    gm_status_t status;
+    gm_planned_exec_t *planned;
+    bool used; /* joined for a commit: the debug line says so */
+} plan_ahead_t;
+
 typedef struct instantiation {
     gm_engine_t *engine; /* NULL: not ours, forward unchanged */
     gm_topology_buf_t topology;
+    plan_ahead_t ahead;
     gm_scratch_t cover; /* the driver checks memset/memcpy targets while it instantiates */
     /* Device launch under GRAPHMEM_LIFT_RESTRICTIONS: the marker-free copy the driver
      * instantiates instead of the graph (bridge/device_copies.h); NULL otherwise. */
@@ -46,6 +68,54 @@ static CUgraphNode first_marker(gm_engine_t *engine, CUgraph graph) {
     return found;
 }
 
+/* The engine's flags for an instantiation with the driver's `flags`. */
+static unsigned engine_flags(const instantiation_t *inst, unsigned long long flags) {
+    unsigned engine = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
+    if (inst->device_copy != NULL)
+        engine |= GM_EXEC_PINNED;
+    return engine;
+}
+
+static void *plan_ahead_main(void *arg) {
+    plan_ahead_t *a = arg;
+    a->status = gm_engine_instantiate_plan(a->engine, a->graph, a->topology, a->flags, &a->planned);
+    return NULL;
+}
+
+/* Starts the plan of a large graph on a thread of its own, to be joined before the commit. The
+ * thread takes no signal (the application's handlers run on its own threads) and makes no driver
+ * call. When no thread can be made, the plan is made after the driver, as for a small graph. */
+static void start_plan_ahead(instantiation_t *inst, CUgraph graph, unsigned long long flags) {
+    plan_ahead_t *a = &inst->ahead;
+    if (inst->topology.view.node_count < PLAN_AHEAD_NODES)
+        return;
+    *a = (plan_ahead_t){.engine = inst->engine,
+                        .graph = (uint64_t)(uintptr_t)graph,
+                        .topology = &inst->topology.view,
+                        .flags = engine_flags(inst, flags)};
+    sigset_t all, saved;
+    sigfillset(&all);
+    bool masked = pthread_sigmask(SIG_SETMASK, &all, &saved) == 0;
+    a->started = pthread_create(&a->thread, NULL, plan_ahead_main, a) == 0;
+    if (masked)
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+/* Joins a plan started ahead; its exec goes unless `keep` (the driver made the exec). */
+static bool join_plan_ahead(instantiation_t *inst, bool keep) {
+    plan_ahead_t *a = &inst->ahead;
+    if (!a->started)
+        return false;
+    pthread_join(a->thread, NULL);
+    a->started = false;
+    a->used = keep;
+    if (!keep) {
+        gm_engine_instantiate_abandon(inst->engine, a->planned);
+        a->planned = NULL;
+    }
+    return true;
+}
+
 /* Before the driver instantiates: the restrictions the driver puts on memory nodes, then the
  * topology (read now, while the graph is known to be unchanged). */
 static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
@@ -53,6 +123,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     inst->engine = NULL;
     inst->device_copy = NULL;
     inst->topology = (gm_topology_buf_t){0};
+    inst->ahead = (plan_ahead_t){0};
     gm_scratch_begin(&inst->cover, NULL);
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || graph == NULL)
@@ -139,6 +210,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     inst->engine = engine;
     gm_scratch_begin(&inst->cover, engine);
     gm_scratch_cover_graph(&inst->cover, graph, &inst->topology);
+    start_plan_ahead(inst, graph, flags);
     inst->driver_started_ns = gm_now_ns();
     inst->read_ns = inst->driver_started_ns - inst->started_ns;
     return CUDA_SUCCESS;
@@ -153,11 +225,14 @@ static bool driver_done(void *arg) {
  * instantiation with ..._FLAG_UPLOAD map it for its stream as an upload would. */
 static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
                         unsigned long long flags, CUstream upload_stream) {
-    unsigned engine_flags = (flags & GM_INSTANTIATE_FLAG_AUTO_FREE) ? GM_EXEC_AUTO_FREE : 0;
-    if (inst->device_copy != NULL)
-        engine_flags |= GM_EXEC_PINNED;
-    gm_status_t status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
-                                               &inst->topology.view, key, engine_flags);
+    gm_status_t status;
+    if (join_plan_ahead(inst, true))
+        status = inst->ahead.status == GM_OK
+                     ? gm_engine_instantiate_commit(inst->engine, inst->ahead.planned, key)
+                     : inst->ahead.status;
+    else
+        status = gm_engine_instantiate(inst->engine, (uint64_t)(uintptr_t)graph,
+                                       &inst->topology.view, key, engine_flags(inst, flags));
     if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
         /* The driver uploaded already: map and tie the exec to the stream as an upload. */
         uint64_t stream = gm_stream_key(upload_stream, false);
@@ -195,6 +270,8 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
         return result;
     }
     uint64_t driver_ns = gm_now_ns() - inst->driver_started_ns;
+    if (result != CUDA_SUCCESS)
+        join_plan_ahead(inst, false); /* the driver refused: the plan goes */
     if (result == CUDA_SUCCESS) {
         uint64_t engine_started_ns = gm_now_ns();
         gm_status_t status;
@@ -221,9 +298,10 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
             gm_stat_add(GM_STAT_instantiations, 1);
             gm_log(GM_LOG_DEBUG,
                    "instantiate: graph %p, %u nodes, %u edges: read back %.3f ms, driver %.3f ms, "
-                   "engine %.3f ms",
+                   "engine %.3f ms after it%s",
                    (void *)graph, inst->topology.view.node_count, inst->topology.view.edge_count,
-                   inst->read_ns / 1e6, driver_ns / 1e6, (gm_now_ns() - engine_started_ns) / 1e6);
+                   inst->read_ns / 1e6, driver_ns / 1e6, (gm_now_ns() - engine_started_ns) / 1e6,
+                   inst->ahead.used ? " (planned alongside the driver)" : "");
         }
     }
     gm_topology_free(&inst->topology);

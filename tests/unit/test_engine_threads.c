@@ -216,8 +216,27 @@ static void reinstantiate(world_t *w, tgraph_t *t, uint64_t stream) {
     free_all_live(w, t, stream);
     t->exec = atomic_fetch_add(&w->next_exec, 1);
     t->last_pos = 0; /* the driver does not order launches of different execs */
-    if (sim_instantiate(&w->s, &t->g, t->exec, t->flags) != GM_OK)
-        atomic_fetch_add(&w->unexpected, 1);
+    /* In two steps, as the shim instantiates a large graph: planned while "the driver"
+     * instantiates (the other threads go on meanwhile), and one time in four the driver refuses
+     * and the plan is abandoned before the instantiation that succeeds. */
+    gm_topology_t topo = {t->g.node_count, t->g.nodes, t->g.edge_count, t->g.edge_from,
+                          t->g.edge_to};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        gm_planned_exec_t *x = NULL;
+        if (gm_engine_instantiate_plan(w->s.engine, t->g.key, &topo, t->flags, &x) != GM_OK) {
+            atomic_fetch_add(&w->unexpected, 1);
+            return;
+        }
+        for (int i = 0; i < 3; i++)
+            sched_yield();
+        if (attempt == 0 && t->exec % 4 == 0) {
+            gm_engine_instantiate_abandon(w->s.engine, x);
+            continue;
+        }
+        if (gm_engine_instantiate_commit(w->s.engine, x, t->exec) != GM_OK)
+            atomic_fetch_add(&w->unexpected, 1);
+        return;
+    }
 }
 
 typedef struct host_thread {
