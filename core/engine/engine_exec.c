@@ -195,6 +195,11 @@ gm_status_t gm_engine_instantiate_commit(gm_engine_t *e, gm_planned_exec_t *x, u
         goto out;
     if (x->graph->execs && !e->config.lift_restrictions)
         goto out; /* one exec per graph at a time (§A3.7) */
+    /* Its window family may have merged into another since the plan (a clone moved into a
+     * parent, gm_family_merge), which renamed the graph's serial but not the parts no list held
+     * yet: they take the family's name now, before the pinned check and the launches use it. */
+    for (uint32_t i = 0; i < x->part_count; i++)
+        x->parts[i]->graph_serial = x->graph->serial;
     st = GM_ERR_OUT_OF_MEMORY;
     if (gm_map_reserve(&e->execs, 1) || gm_keyset_insert(&e->served, exec))
         goto out;

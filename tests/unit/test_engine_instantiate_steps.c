@@ -109,11 +109,80 @@ static void test_graph_gone_before_commit(void) {
     CHECK(sim_fini(&s));
 }
 
+/* GRAPHMEM_LIFT_RESTRICTIONS. C is a clone of G (same windows, same family). While G is planned
+ * on the shim's thread, another thread moves C into P (gm_engine_graph_moved: G's family is
+ * renamed to P's, gm_family_merge). The exec committed for G must be in P's family as one
+ * instantiated in one step is: its launches and P's exec's take turns on the shared windows, and
+ * a pinned exec of the family refuses it. `two_step` false: the one-step control. */
+static void family_merge_between(bool two_step, bool pinned_p) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t g, c, p;
+    sim_one_alloc_graph(&s, &g, 4 * sim_page(), false);
+    sim_clone_view(&s, &g, &c);
+    REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, sim_clone_map(true)) == GM_OK);
+    sim_graph_init(&s, &p);
+    uint64_t pkey = p.key;
+    p = c; /* P holds C's nodes once C is moved into it */
+    p.key = pkey;
+    gm_topology_t t = topology(&g);
+    gm_planned_exec_t *x = NULL;
+    gm_status_t commit = GM_OK;
+    if (two_step)
+        REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &x) == GM_OK);
+    gm_engine_graph_moved(s.engine, c.key, p.key); /* another thread, meanwhile */
+    if (pinned_p)
+        REQUIRE(sim_instantiate(&s, &p, 0xD2, GM_EXEC_PINNED) == GM_OK);
+    if (two_step)
+        commit = gm_engine_instantiate_commit(s.engine, x, 0xE1);
+    else
+        commit = sim_instantiate(&s, &g, 0xE1, 0);
+    if (pinned_p) {
+        /* A pinned exec of its family is alive: refused, as gm_engine_instantiate refuses it. */
+        CHECK_EQ_INT(commit, GM_ERR_NOT_SUPPORTED);
+        if (commit == GM_OK)
+            gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+        host_backend_complete_all(s.hb);
+        gm_engine_exec_destroy(s.engine, 0xD2, GM_NO_CALL);
+        gm_engine_device_idle(s.engine, 0, gm_engine_sync_mark(s.engine));
+        sim_graph_destroy(s.engine, g.key);
+        sim_graph_destroy(s.engine, p.key);
+        CHECK(sim_fini(&s));
+        return;
+    }
+    REQUIRE(commit == GM_OK);
+    REQUIRE(sim_instantiate(&s, &p, 0xE2, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    /* P's exec maps the window G's exec has mapped: G's must give it up first. */
+    CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
+    CHECK(sim_run_data(&s, &p, NULL));
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1, 0xE2}, 2, (uint64_t[]){g.key, p.key}, 2));
+}
+
+static void test_family_merge_one_step(void) {
+    family_merge_between(false, false);
+}
+static void test_family_merge_between_plan_and_commit(void) {
+    family_merge_between(true, false);
+}
+static void test_pinned_family_one_step(void) {
+    family_merge_between(false, true);
+}
+static void test_pinned_family_between_plan_and_commit(void) {
+    family_merge_between(true, true);
+}
+
 int main(void) {
     RUN_TEST(test_plan_then_commit);
     RUN_TEST(test_abandon_leaves_nothing);
     RUN_TEST(test_second_commit_refused);
     RUN_TEST(test_commit_forgets_the_exec_gone);
     RUN_TEST(test_graph_gone_before_commit);
+    RUN_TEST(test_family_merge_one_step);
+    RUN_TEST(test_family_merge_between_plan_and_commit);
+    RUN_TEST(test_pinned_family_one_step);
+    RUN_TEST(test_pinned_family_between_plan_and_commit);
     return gm_check_summary();
 }
