@@ -8,17 +8,13 @@
 
 #define S1 0x51
 
-static gm_topology_t topology(const sim_graph_t *g) {
-    return (gm_topology_t){g->node_count, g->nodes, g->edge_count, g->edge_from, g->edge_to};
-}
-
 /* Planned, then committed: the exec launches and its data is whole, as one instantiated at once. */
 static void test_plan_then_commit(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g;
     sim_one_alloc_graph(&s, &g, 3 * sim_page(), false);
-    gm_topology_t t = topology(&g);
+    gm_topology_t t = sim_topology(&g);
     gm_planned_exec_t *x = NULL;
     REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &x) == GM_OK && x);
     /* Nothing knows it yet: not served, the graph has no exec. */
@@ -40,7 +36,7 @@ static void test_abandon_leaves_nothing(void) {
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g;
     sim_one_alloc_graph(&s, &g, sim_page(), true);
-    gm_topology_t t = topology(&g);
+    gm_topology_t t = sim_topology(&g);
     gm_planned_exec_t *x = NULL;
     REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &x) == GM_OK);
     gm_engine_instantiate_abandon(s.engine, x);
@@ -61,7 +57,7 @@ static void test_second_commit_refused(void) {
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g;
     sim_one_alloc_graph(&s, &g, sim_page(), false);
-    gm_topology_t t = topology(&g);
+    gm_topology_t t = sim_topology(&g);
     gm_planned_exec_t *a = NULL, *b = NULL;
     REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &a) == GM_OK);
     REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &b) == GM_OK);
@@ -84,7 +80,7 @@ static void test_commit_forgets_the_exec_gone(void) {
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
     REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
     host_backend_complete_all(s.hb);
-    gm_topology_t t = topology(&g);
+    gm_topology_t t = sim_topology(&g);
     gm_planned_exec_t *x = NULL;
     REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &x) == GM_OK);
     REQUIRE(gm_engine_instantiate_commit(s.engine, x, 0xE1) == GM_OK);
@@ -100,7 +96,7 @@ static void test_graph_gone_before_commit(void) {
     REQUIRE(sim_init(&s, NULL));
     sim_graph_t g;
     sim_one_alloc_graph(&s, &g, sim_page(), false);
-    gm_topology_t t = topology(&g);
+    gm_topology_t t = sim_topology(&g);
     gm_planned_exec_t *x = NULL;
     REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &x) == GM_OK);
     sim_graph_destroy(s.engine, g.key);
@@ -125,7 +121,7 @@ static void family_merge_between(bool two_step, bool pinned_p) {
     uint64_t pkey = p.key;
     p = c; /* P holds C's nodes once C is moved into it */
     p.key = pkey;
-    gm_topology_t t = topology(&g);
+    gm_topology_t t = sim_topology(&g);
     gm_planned_exec_t *x = NULL;
     gm_status_t commit = GM_OK;
     if (two_step)

@@ -100,7 +100,7 @@ static void test_pinned_refusals(void) {
     /* An update: its device launches run the plan it has. */
     int calls = 0;
     uint64_t error_node = 0;
-    gm_topology_t t = {g.node_count, g.nodes, g.edge_count, g.edge_from, g.edge_to};
+    gm_topology_t t = sim_topology(&g);
     CHECK_EQ_INT(gm_engine_exec_update(s.engine, 0xD1, g.key, &t,
                                        (gm_driver_call_t){driver_ok, &calls}, &error_node),
                  GM_ERR_NOT_SUPPORTED);
@@ -171,7 +171,7 @@ static void test_pinned_merge_after(void) {
     CHECK(sim_run_data(&s, &h, NULL));
     int calls = 0;
     uint64_t error_node = 0;
-    gm_topology_t t = {g.node_count, g.nodes, g.edge_count, g.edge_from, g.edge_to};
+    gm_topology_t t = sim_topology(&g);
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_exec_update(s.engine, 0xE1, g.key, &t,
                                        (gm_driver_call_t){driver_ok, &calls}, &error_node),

@@ -219,8 +219,7 @@ static void reinstantiate(world_t *w, tgraph_t *t, uint64_t stream) {
     /* In two steps, as the shim instantiates a large graph: planned while "the driver"
      * instantiates (the other threads go on meanwhile), and one time in four the driver refuses
      * and the plan is abandoned before the instantiation that succeeds. */
-    gm_topology_t topo = {t->g.node_count, t->g.nodes, t->g.edge_count, t->g.edge_from,
-                          t->g.edge_to};
+    gm_topology_t topo = sim_topology(&t->g);
     for (int attempt = 0; attempt < 2; attempt++) {
         gm_planned_exec_t *x = NULL;
         if (gm_engine_instantiate_plan(w->s.engine, t->g.key, &topo, t->flags, &x) != GM_OK) {

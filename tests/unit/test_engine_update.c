@@ -76,10 +76,6 @@ static void test_pairing_as_the_driver(void) {
     gm_shape_free(&b);
 }
 
-static gm_topology_t topo_of(const sim_graph_t *g) {
-    return (gm_topology_t){g->node_count, g->nodes, g->edge_count, g->edge_from, g->edge_to};
-}
-
 typedef struct driver {
     int calls;
     bool fail;
@@ -93,7 +89,7 @@ static bool driver_update(void *arg) {
 
 static gm_status_t update(sim_t *s, uint64_t exec, const sim_graph_t *g, driver_t *d,
                           uint64_t *error_node) {
-    gm_topology_t t = topo_of(g);
+    gm_topology_t t = sim_topology(g);
     return gm_engine_exec_update(s->engine, exec, g->key, &t, (gm_driver_call_t){driver_update, d},
                                  error_node);
 }

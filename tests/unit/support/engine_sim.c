@@ -162,8 +162,12 @@ uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, u
     return i;
 }
 
+gm_topology_t sim_topology(const sim_graph_t *g) {
+    return (gm_topology_t){g->node_count, g->nodes, g->edge_count, g->edge_from, g->edge_to};
+}
+
 gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags) {
-    gm_topology_t t = {g->node_count, g->nodes, g->edge_count, g->edge_from, g->edge_to};
+    gm_topology_t t = sim_topology(g);
     return gm_engine_instantiate(s->engine, g->key, &t, exec, flags);
 }
 

@@ -68,6 +68,8 @@ uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, u
 /* A graph of one allocation of `size` bytes and a node using it, freed in the graph unless
  * `escape`. */
 void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape);
+/* g's topology as the shim reads it back for the engine (a view of g's arrays). */
+gm_topology_t sim_topology(const sim_graph_t *g);
 gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags);
 
 /* gm_engine_launch with a driver call that submits one item on the stream. */
