@@ -10,7 +10,8 @@
 static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type, uint32_t *index) {
     void **const arrays[] = {(void **)&buf->nodes, (void **)&buf->types};
     const size_t elems[] = {sizeof *buf->nodes, sizeof *buf->types};
-    if (gm_grow_parallel(arrays, elems, 2, &buf->node_cap, buf->view.node_count + 1) != GM_OK)
+    if (buf->view.node_count == buf->node_cap &&
+        gm_grow_parallel(arrays, elems, 2, &buf->node_cap, buf->view.node_count + 1) != GM_OK)
         return false;
     *index = buf->view.node_count++;
     buf->nodes[*index] = key;
@@ -21,7 +22,8 @@ static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type,
 static bool add_edge(gm_topology_buf_t *buf, uint32_t from, uint32_t to) {
     void **const arrays[] = {(void **)&buf->from, (void **)&buf->to};
     const size_t elems[] = {sizeof *buf->from, sizeof *buf->to};
-    if (gm_grow_parallel(arrays, elems, 2, &buf->edge_cap, buf->view.edge_count + 1) != GM_OK)
+    if (buf->view.edge_count == buf->edge_cap &&
+        gm_grow_parallel(arrays, elems, 2, &buf->edge_cap, buf->view.edge_count + 1) != GM_OK)
         return false;
     buf->from[buf->view.edge_count] = from;
     buf->to[buf->view.edge_count] = to;
@@ -29,11 +31,50 @@ static bool add_edge(gm_topology_buf_t *buf, uint32_t from, uint32_t to) {
     return true;
 }
 
+/* Room for `nodes` more nodes and `edges` more edges, asked once per graph level so that the
+ * per-node appends do not grow the arrays step by step. */
+static bool reserve(gm_topology_buf_t *buf, uint64_t nodes, uint64_t edges) {
+    void **const node_arrays[] = {(void **)&buf->nodes, (void **)&buf->types};
+    const size_t node_elems[] = {sizeof *buf->nodes, sizeof *buf->types};
+    void **const edge_arrays[] = {(void **)&buf->from, (void **)&buf->to};
+    const size_t edge_elems[] = {sizeof *buf->from, sizeof *buf->to};
+    nodes += buf->view.node_count;
+    edges += buf->view.edge_count;
+    return nodes <= UINT32_MAX && edges <= UINT32_MAX &&
+           gm_grow_parallel(node_arrays, node_elems, 2, &buf->node_cap, (uint32_t)nodes) == GM_OK &&
+           gm_grow_parallel(edge_arrays, edge_elems, 2, &buf->edge_cap, (uint32_t)edges) == GM_OK;
+}
+
 /* The nodes of one graph level by handle (index + 1), so that each edge endpoint is found in
  * constant time: a linear search per endpoint made reading a graph of 40,000 nodes take a second,
- * and sorting the handles for a binary search cost 170 µs at 2,000 nodes (a hash map 55 µs). */
-static uint32_t find_node(const gm_map_t *level, uint64_t key) {
-    uintptr_t v = (uintptr_t)gm_map_get(level, key);
+ * and sorting the handles for a binary search cost 170 µs at 2,000 nodes (a hash map 55 µs). The
+ * driver lists a level's nodes in the order they were made (or its reverse), so in a captured
+ * chain a node's one dependency is listed next to it: both neighbours are checked first, and the
+ * map is built only at the first dependency found elsewhere (never, for a chain). */
+typedef struct level_index {
+    const CUgraphNode *nodes; /* the level's, in the driver's order */
+    uint32_t first, end;      /* their indices in the topology */
+    gm_map_t map;
+    bool mapped;
+} level_index_t;
+
+static uint32_t find_node(level_index_t *level, uint32_t before, CUgraphNode node, CUresult *r) {
+    uint32_t at = before - level->first;
+    if (at > 0 && level->nodes[at - 1] == node)
+        return before - 1;
+    if (at + 1 < level->end - level->first && level->nodes[at + 1] == node)
+        return before + 1;
+    if (!level->mapped) {
+        if (gm_map_reserve(&level->map, level->end - level->first) != GM_OK) {
+            *r = CUDA_ERROR_OUT_OF_MEMORY;
+            return UINT32_MAX;
+        }
+        for (uint32_t i = level->first; i < level->end; i++) /* reserved above */
+            gm_map_put(&level->map, (uint64_t)(uintptr_t)level->nodes[i - level->first],
+                       (void *)(uintptr_t)(i + 1));
+        level->mapped = true;
+    }
+    uintptr_t v = (uintptr_t)gm_map_get(&level->map, (uint64_t)(uintptr_t)node);
     return v ? (uint32_t)(v - 1) : UINT32_MAX;
 }
 
@@ -54,7 +95,7 @@ static CUresult make_room(dependency_buf_t *deps, size_t need) {
 }
 
 static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size_t *count) {
-    CUresult r = make_room(deps, 8);
+    CUresult r = deps->cap < 8 ? make_room(deps, 8) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS)
         return r;
     size_t n = deps->cap;
@@ -100,6 +141,10 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
         return CUDA_ERROR_OUT_OF_MEMORY;
     r = gm_real.cuGraphGetNodes(graph, nodes, &count);
     uint32_t first = buf->view.node_count;
+    /* The level's nodes, and its edges for a chain (a level inside a child graph adds two a node:
+     * from its entry and to its exit). */
+    if (r == CUDA_SUCCESS && !reserve(buf, count, (uint64_t)count * (entry == UINT32_MAX ? 1 : 3)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
         CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
@@ -117,12 +162,11 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
      * dependents, so the child node's own index serves as the entry, and an extra exit node
      * collects the child's nodes and feeds the child node's dependents. */
     uint32_t *exit_of = calloc(level ? level : 1, sizeof *exit_of);
-    gm_map_t slots = {0};
+    level_index_t lookup = {.nodes = nodes, .first = first, .end = end};
     dependency_buf_t deps = {NULL, NULL, 0};
-    if (r == CUDA_SUCCESS && (!exit_of || gm_map_reserve(&slots, level) != GM_OK))
+    if (r == CUDA_SUCCESS && !exit_of)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
-        gm_map_put(&slots, buf->nodes[i], (void *)(uintptr_t)(i + 1)); /* reserved above */
         exit_of[i - first] = i;
         if (expanded(buf->types[i]) &&
             (!add_node(buf, 0, CU_GRAPH_NODE_TYPE_EMPTY, &exit_of[i - first]) ||
@@ -133,7 +177,7 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
         size_t n = 0;
         r = node_dependencies(nodes[b - first], &deps, &n);
         for (size_t k = 0; r == CUDA_SUCCESS && k < n; k++) {
-            uint32_t a = find_node(&slots, (uint64_t)(uintptr_t)deps.nodes[k]);
+            uint32_t a = find_node(&lookup, b, deps.nodes[k], &r);
             if (a != UINT32_MAX && !add_edge(buf, exit_of[a - first], b))
                 r = CUDA_ERROR_OUT_OF_MEMORY;
         }
@@ -160,7 +204,7 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     }
     free(nodes);
     free(exit_of);
-    gm_map_fini(&slots);
+    gm_map_fini(&lookup.map);
     free(deps.nodes);
     free(deps.data);
     return r;

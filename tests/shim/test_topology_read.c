@@ -1,0 +1,268 @@
+/* The topology read-back (shim/bridge/topology.c) over a driver of plain structs: for chains and
+ * random DAGs whose nodes the driver lists in the order they were made, in its reverse or shuffled,
+ * with nodes of many dependencies and with child graphs, the edges read are the graph's. Only the
+ * four driver entries the read-back calls are filled in. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "interpose/driver.h"
+#include "topology.h"
+
+gm_driver_table_t gm_drv;
+gm_real_table_t gm_real;
+
+/* Conditional bodies are read only under GRAPHMEM_LIFT_RESTRICTIONS, not set here. */
+size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap) {
+    (void)node, (void)out, (void)cap;
+    return 0;
+}
+
+#define MAX_NODES 4096
+#define MAX_DEPS 40
+
+typedef struct fake_graph fake_graph_t;
+
+typedef struct fake_node {
+    CUgraphNodeType type;
+    unsigned dep_count;
+    struct fake_node *deps[MAX_DEPS];
+    fake_graph_t *child; /* of a CU_GRAPH_NODE_TYPE_GRAPH node */
+} fake_node_t;
+
+struct fake_graph {
+    unsigned count;
+    fake_node_t *nodes;         /* in the order they were made */
+    unsigned listed[MAX_NODES]; /* the order the driver lists them in */
+};
+
+static CUresult CUDAAPI get_nodes(CUgraph graph, CUgraphNode *nodes, size_t *count) {
+    const fake_graph_t *g = (const fake_graph_t *)graph;
+    if (nodes == NULL) {
+        *count = g->count;
+        return CUDA_SUCCESS;
+    }
+    size_t n = *count < g->count ? *count : g->count;
+    for (size_t i = 0; i < n; i++)
+        nodes[i] = (CUgraphNode)&g->nodes[g->listed[i]];
+    *count = n;
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI get_type(CUgraphNode node, CUgraphNodeType *type) {
+    *type = ((const fake_node_t *)node)->type;
+    return CUDA_SUCCESS;
+}
+
+/* As the driver: with an array, at most *count written and *count set to how many. */
+static CUresult CUDAAPI get_dependencies(CUgraphNode node, CUgraphNode *deps,
+                                         CUgraphEdgeData *edges, size_t *count) {
+    const fake_node_t *n = (const fake_node_t *)node;
+    if (deps == NULL) {
+        *count = n->dep_count;
+        return CUDA_SUCCESS;
+    }
+    size_t written = *count < n->dep_count ? *count : n->dep_count;
+    for (size_t i = 0; i < written; i++) {
+        deps[i] = (CUgraphNode)n->deps[i];
+        if (edges != NULL)
+            memset(&edges[i], 0, sizeof edges[i]);
+    }
+    *count = written;
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI child_graph(CUgraphNode node, CUgraph *graph) {
+    *graph = (CUgraph)((const fake_node_t *)node)->child;
+    return CUDA_SUCCESS;
+}
+
+static void install_driver(void) {
+    gm_real.cuGraphGetNodes = get_nodes;
+    gm_real.cuGraphChildGraphNodeGetGraph = child_graph;
+    gm_drv.cuGraphNodeGetType = get_type;
+    gm_drv.cuGraphNodeGetDependencies_v2 = get_dependencies;
+}
+
+typedef enum listing { MADE, REVERSED, SHUFFLED } listing_t;
+
+static fake_graph_t *graph_new(unsigned count, listing_t listing) {
+    fake_graph_t *g = calloc(1, sizeof *g);
+    CHECK(g != NULL && count <= MAX_NODES);
+    g->count = count;
+    g->nodes = calloc(count ? count : 1, sizeof *g->nodes);
+    CHECK(g->nodes != NULL);
+    for (unsigned i = 0; i < count; i++) {
+        g->nodes[i].type = CU_GRAPH_NODE_TYPE_KERNEL;
+        g->listed[i] = listing == REVERSED ? count - 1 - i : i;
+    }
+    for (unsigned i = count; listing == SHUFFLED && i > 1; i--) {
+        unsigned j = (unsigned)rand() % i, t = g->listed[i - 1];
+        g->listed[i - 1] = g->listed[j];
+        g->listed[j] = t;
+    }
+    return g;
+}
+
+static void graph_free(fake_graph_t *g) {
+    for (unsigned i = 0; i < g->count; i++)
+        if (g->nodes[i].child != NULL)
+            graph_free(g->nodes[i].child);
+    free(g->nodes);
+    free(g);
+}
+
+static void depend(fake_graph_t *g, unsigned node, unsigned on) {
+    fake_node_t *n = &g->nodes[node];
+    CHECK(n->dep_count < MAX_DEPS);
+    n->deps[n->dep_count++] = &g->nodes[on];
+}
+
+/* Node i of a chain depends on node i - 1. */
+static fake_graph_t *chain(unsigned count, listing_t listing) {
+    fake_graph_t *g = graph_new(count, listing);
+    for (unsigned i = 1; i < count; i++)
+        depend(g, i, i - 1);
+    return g;
+}
+
+/* Each node depends on up to `most` distinct earlier nodes, often on the one made just before. */
+static fake_graph_t *random_dag(unsigned count, unsigned most, listing_t listing) {
+    fake_graph_t *g = graph_new(count, listing);
+    for (unsigned i = 1; i < count; i++) {
+        unsigned want = (unsigned)rand() % (most + 1);
+        if (rand() % 2)
+            depend(g, i, i - 1);
+        for (unsigned k = 0; k < want; k++) {
+            unsigned on = (unsigned)rand() % i;
+            bool seen = false;
+            for (unsigned d = 0; d < g->nodes[i].dep_count; d++)
+                seen |= g->nodes[i].deps[d] == &g->nodes[on];
+            if (!seen)
+                depend(g, i, on);
+        }
+    }
+    return g;
+}
+
+/* The topology's index of each node key (0 for the exits read back for child graphs). */
+static int64_t index_of(const gm_topology_t *t, uint64_t key) {
+    for (uint32_t i = 0; i < t->node_count; i++)
+        if (t->nodes[i] == key)
+            return i;
+    return -1;
+}
+
+static uint64_t key_of(const fake_node_t *n) {
+    return (uint64_t)(uintptr_t)n;
+}
+
+/* A flat graph: every node read once, and its edges exactly the dependencies. */
+static void check_flat(fake_graph_t *g) {
+    gm_topology_buf_t buf;
+    CHECK(gm_topology_read(NULL, (CUgraph)g, &buf) == CUDA_SUCCESS);
+    const gm_topology_t *t = &buf.view;
+    CHECK(t->node_count == g->count);
+    unsigned expected = 0;
+    for (unsigned i = 0; i < g->count; i++)
+        expected += g->nodes[i].dep_count;
+    CHECK(t->edge_count == expected);
+    /* Each dependency appears as an edge, and (counts equal) nothing else does. */
+    bool *seen = calloc(expected ? expected : 1, sizeof *seen);
+    CHECK(seen != NULL);
+    for (unsigned i = 0; i < g->count; i++) {
+        const fake_node_t *n = &g->nodes[i];
+        int64_t to = index_of(t, key_of(n));
+        CHECK(to >= 0 && buf.types[to] == CU_GRAPH_NODE_TYPE_KERNEL);
+        for (unsigned d = 0; d < n->dep_count; d++) {
+            int64_t from = index_of(t, key_of(n->deps[d]));
+            bool found = false;
+            for (uint32_t e = 0; e < t->edge_count && !found; e++)
+                if (!seen[e] && t->edge_from[e] == from && t->edge_to[e] == to)
+                    found = seen[e] = true;
+            CHECK(found);
+        }
+    }
+    free(seen);
+    gm_topology_free(&buf);
+}
+
+static void test_chains(void) {
+    const listing_t listings[] = {MADE, REVERSED, SHUFFLED};
+    const unsigned sizes[] = {0, 1, 2, 3, 257, 2000};
+    for (unsigned l = 0; l < 3; l++)
+        for (unsigned s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            fake_graph_t *g = chain(sizes[s], listings[l]);
+            check_flat(g);
+            graph_free(g);
+        }
+}
+
+static void test_random_dags(void) {
+    const listing_t listings[] = {MADE, REVERSED, SHUFFLED};
+    for (unsigned round = 0; round < 60; round++) {
+        unsigned count = 1 + (unsigned)rand() % 300, most = (unsigned)rand() % 12;
+        fake_graph_t *g = random_dag(count, most, listings[round % 3]);
+        check_flat(g);
+        graph_free(g);
+    }
+}
+
+/* A node of MAX_DEPS - 1 dependencies: more than the read-back's first ask holds. */
+static void test_many_dependencies(void) {
+    fake_graph_t *g = graph_new(MAX_DEPS, MADE);
+    for (unsigned i = 0; i + 1 < g->count; i++)
+        depend(g, g->count - 1, i);
+    check_flat(g);
+    graph_free(g);
+}
+
+/* Whether topology index `to` is reachable from `from` by the read edges. */
+static bool reaches(const gm_topology_t *t, uint32_t from, uint32_t to) {
+    bool *seen = calloc(t->node_count, sizeof *seen);
+    uint32_t *queue = calloc(t->node_count, sizeof *queue);
+    CHECK(seen != NULL && queue != NULL);
+    uint32_t head = 0, tail = 0;
+    queue[tail++] = from;
+    seen[from] = true;
+    while (head < tail && !seen[to]) {
+        uint32_t at = queue[head++];
+        for (uint32_t e = 0; e < t->edge_count; e++)
+            if (t->edge_from[e] == at && !seen[t->edge_to[e]])
+                seen[t->edge_to[e]] = true, queue[tail++] = t->edge_to[e];
+    }
+    bool found = seen[to];
+    free(seen);
+    free(queue);
+    return found;
+}
+
+/* A chain a -> c -> b where c is a child graph node holding a chain x -> y (listed reversed):
+ * x and y run after a and before b, and the child node is their entry. */
+static void test_child_graph(void) {
+    fake_graph_t *g = chain(3, SHUFFLED), *child = chain(2, REVERSED);
+    g->nodes[1].type = CU_GRAPH_NODE_TYPE_GRAPH;
+    g->nodes[1].child = child;
+    gm_topology_buf_t buf;
+    CHECK(gm_topology_read(NULL, (CUgraph)g, &buf) == CUDA_SUCCESS);
+    const gm_topology_t *t = &buf.view;
+    CHECK(t->node_count == 6); /* three, the child's two, and the child's exit */
+    int64_t a = index_of(t, key_of(&g->nodes[0])), c = index_of(t, key_of(&g->nodes[1])),
+            b = index_of(t, key_of(&g->nodes[2])), x = index_of(t, key_of(&child->nodes[0])),
+            y = index_of(t, key_of(&child->nodes[1]));
+    CHECK(a >= 0 && b >= 0 && c >= 0 && x >= 0 && y >= 0);
+    CHECK(reaches(t, a, c) && reaches(t, c, x) && reaches(t, x, y) && reaches(t, y, b));
+    CHECK(!reaches(t, b, a) && !reaches(t, y, x) && !reaches(t, b, x) && !reaches(t, x, c));
+    gm_topology_free(&buf);
+    graph_free(g);
+}
+
+int main(void) {
+    srand(1234);
+    install_driver();
+    RUN_TEST(test_chains);
+    RUN_TEST(test_random_dags);
+    RUN_TEST(test_many_dependencies);
+    RUN_TEST(test_child_graph);
+    return gm_check_summary();
+}
