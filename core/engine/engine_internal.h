@@ -150,6 +150,9 @@ typedef struct gm_item {
     uint64_t va; /* where arena page `arena_page` is mapped */
     uint64_t pages, arena_page;
     bool escaping;
+    /* Of an escaping item, its last pages past the escape arena's end, mapped from page 0 of the
+     * group's arena (gm_plan_item_t.spill_pages); 0 for most. */
+    uint64_t spill_pages;
     uint64_t access_mask;
 } gm_item_t;
 

@@ -75,7 +75,7 @@ static bool escape_takeover(const gm_engine_t *e, const gm_part_t *p, const gm_p
          i = next_escaping(p, i + 1), k = next_escaping(q, k + 1)) {
         const gm_item_t *a = &p->items[i], *b = &q->items[k];
         if (a->va != b->va || a->pages != b->pages || a->arena_page != b->arena_page ||
-            a->access_mask != b->access_mask)
+            a->spill_pages != b->spill_pages || a->access_mask != b->access_mask)
             return false;
     }
     return i == p->item_count && k == q->item_count && makes_again(p, q);

@@ -61,9 +61,10 @@ static void trace_plan(const gm_part_t *p, const gm_plan_alloc_t *allocs) {
         const gm_item_t *it = &p->items[k];
         gm_log(GM_LOG_TRACE,
                "plan: item %u at %#llx: %llu pages, %u allocations (%u escaping), %s arena page "
-               "%llu",
+               "%llu, %llu pages on into the shared arena",
                k, (unsigned long long)it->va, (unsigned long long)it->pages, held, escaping,
-               it->escaping ? "escape" : "shared", (unsigned long long)it->arena_page);
+               it->escaping ? "escape" : "shared", (unsigned long long)it->arena_page,
+               (unsigned long long)it->spill_pages);
     }
     gm_log(GM_LOG_TRACE, "plan: %u items, escape arena %llu pages, shared %llu, lower bound %llu B",
            p->item_count, (unsigned long long)p->plan.escape.pages,
@@ -143,6 +144,7 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *
         p->items[k].pages = pi->pages;
         p->items[k].arena_page = pi->arena_page;
         p->items[k].escaping = pi->escaping;
+        p->items[k].spill_pages = pi->spill_pages;
     }
     if (GM_LOG_ENABLED(GM_LOG_TRACE))
         trace_plan(p, allocs);
@@ -365,6 +367,25 @@ static gm_status_t fill(gm_engine_t *e, gm_part_t *p, gm_arena_t *arena, uint32_
     return st;
 }
 
+/* Pages [first, first + pages) of `arena`, at `va` onward, for item `it`: every handle of the arena
+ * they touch, mapped whole. */
+typedef struct map_range {
+    uint64_t first, pages, va;
+} map_range_t;
+
+/* Where an item's pages are in `arena` (the escape arena when `escape`, else its group's). An
+ * escaping item with spill pages has two ranges: its first pages end the escape arena, the rest
+ * begin the group's; both arenas start and end at a handle's edge, so the handles of one range
+ * never reach into the other's addresses. */
+static map_range_t item_range(const gm_engine_t *e, const gm_item_t *it, bool escape) {
+    uint64_t own = it->pages - it->spill_pages;
+    if (escape)
+        return (map_range_t){it->arena_page, own, it->va};
+    if (it->escaping)
+        return (map_range_t){0, it->spill_pages, it->va + own * e->page};
+    return (map_range_t){it->arena_page, it->pages, it->va};
+}
+
 static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, gm_arena_t *arena,
                             gm_maplist_t *ml, gm_map_undo_t *log, int which) {
     int devs[GM_MAX_DEVICES], n = 0;
@@ -372,9 +393,10 @@ static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, g
     for (int d = 0; d < e->config.device_count; d++)
         if (d != p->device && (it->access_mask >> d & 1))
             devs[n++] = d;
-    uint64_t end = it->arena_page + it->pages;
-    for (uint32_t k = gm_arena_slot_at(arena, it->arena_page);
-         k < arena->count && arena->start[k] < end; k++) {
+    map_range_t range = item_range(e, it, which == 1);
+    uint64_t end = range.first + range.pages;
+    for (uint32_t k = gm_arena_slot_at(arena, range.first);
+         range.pages && k < arena->count && arena->start[k] < end; k++) {
         gm_status_t st;
         if ((st = gm_grow((void **)&ml->maps, &ml->cap, ml->count + 1, sizeof *ml->maps)) ||
             (st = gm_grow((void **)&log->slots[which], &log->cap[which], log->count[which] + 1,
@@ -385,7 +407,7 @@ static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, g
                 return st;
             log->slots[which][log->count[which]++] = k;
         }
-        uint64_t va = it->va + arena->start[k] * e->page - it->arena_page * e->page;
+        uint64_t va = range.va + arena->start[k] * e->page - range.first * e->page;
         /* A scratch page left there (its unmap failed) would make this a map over a mapping. */
         if (e->scratch_idle && !gm_cover_clear(e, va, gm_handle_bytes(arena->handles[k])))
             return GM_ERR_BACKEND;
@@ -405,7 +427,7 @@ static gm_status_t map_all(gm_engine_t *e, gm_part_t *p, bool escape_taken, gm_m
         st = gm_group_grow_arena(p->group, &p->plan.shared);
         log->arena[0] = &p->group->arena;
         for (uint32_t i = 0; st == GM_OK && i < p->item_count; i++)
-            if (!p->items[i].escaping)
+            if (!p->items[i].escaping || p->items[i].spill_pages)
                 st = map_item(e, p, &p->items[i], &p->group->arena, &p->shared_maps, log, 0);
     }
     if (st == GM_OK && !p->escape_maps.mapped && !escape_taken) {

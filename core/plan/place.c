@@ -20,18 +20,6 @@ typedef struct workspace {
     uint64_t *unit_offset; /* per placed unit: its first page in the arena */
 } workspace_t;
 
-static uint32_t first_unit(const gm_place_input_t *in, uint32_t item) {
-    return in->unit_first ? in->unit_first[item] : item;
-}
-
-static uint64_t unit_at(const gm_place_input_t *in, uint32_t unit) {
-    return in->unit_first ? in->unit_at[unit] : 0;
-}
-
-static uint64_t unit_pages(const gm_place_input_t *in, uint32_t unit) {
-    return in->unit_first ? in->unit_pages[unit] : in->pages[unit];
-}
-
 /* Sorts n spans by lo; returns the buffer holding the result (`a` or `scratch`). Insertion sort
  * over runs of SORT_RUN, then bottom-up merges between the two buffers, copying pairs of runs that
  * are already in order. Ties may come out in any order: the gap scan only uses the running maximum
@@ -114,13 +102,14 @@ static bool push_span(workspace_t *ws, uint32_t *n, uint64_t lo, uint64_t hi) {
 static gm_status_t fit(workspace_t *ws, uint32_t i, bool best_fit, uint64_t *out) {
     const gm_place_input_t *in = ws->in;
     uint32_t n = 0;
-    for (uint32_t u = first_unit(in, i); u < first_unit(in, i + 1); u++) {
+    for (uint32_t u = gm_place_first_unit(in, i); u < gm_place_first_unit(in, i + 1); u++) {
         const uint64_t *row = in->conflict + (size_t)u * in->words;
-        uint64_t at = unit_at(in, u), len = unit_pages(in, u), last_hi = UINT64_MAX;
+        uint64_t at = gm_place_unit_at(in, u), len = gm_place_unit_pages(in, u),
+                 last_hi = UINT64_MAX;
         for (size_t w = 0; w < in->words; w++)
             for (uint64_t b = row[w] & ws->placed[w]; b; b &= b - 1) {
                 uint32_t v = (uint32_t)(w * 64 + gm_bits_ctz(b));
-                uint64_t lo = ws->unit_offset[v], hi = lo + unit_pages(in, v);
+                uint64_t lo = ws->unit_offset[v], hi = lo + gm_place_unit_pages(in, v);
                 /* o + at < hi and o + at + len > lo */
                 if (hi <= at)
                     continue;
@@ -161,8 +150,8 @@ static gm_status_t fit(workspace_t *ws, uint32_t i, bool best_fit, uint64_t *out
 static uint64_t put(workspace_t *ws, uint32_t i, uint64_t offset) {
     const gm_place_input_t *in = ws->in;
     ws->offset[i] = offset;
-    for (uint32_t u = first_unit(in, i); u < first_unit(in, i + 1); u++) {
-        ws->unit_offset[u] = offset + unit_at(in, u);
+    for (uint32_t u = gm_place_first_unit(in, i); u < gm_place_first_unit(in, i + 1); u++) {
+        ws->unit_offset[u] = offset + gm_place_unit_at(in, u);
         gm_bits_set(ws->placed, u);
     }
     return offset + in->pages[i];
@@ -238,6 +227,49 @@ static void make_order(const gm_place_input_t *in, order_kind_t kind, sort_key_t
         order[i] = keys[i].item;
 }
 
+/* Places every item in ws->order, keeping the offsets in `offset_out` when the arena is smaller
+ * than `best`. */
+static gm_status_t try_order(workspace_t *ws, bool best_fit, uint64_t *best, uint64_t *offset_out) {
+    size_t n = ws->in->count;
+    memset(ws->offset, 0, n * sizeof *ws->offset);
+    uint64_t arena;
+    gm_status_t st = run(ws, best_fit, *best, &arena);
+    if (st == GM_OK && arena < *best) {
+        *best = arena;
+        memcpy(offset_out, ws->offset, n * sizeof *offset_out);
+    }
+    return st;
+}
+
+/* The topological order with each pair of neighbours swapped at random: first fit in topological
+ * order is optimal on one stream, but where fixed items (an escape arena) sit in the way, the
+ * best order often differs from it by a few swaps (an item left for a later one that fits only
+ * there). xorshift64 on `rng`. */
+static void shuffled_order(const gm_place_input_t *in, sort_key_t *keys, uint32_t *order,
+                           uint64_t *rng) {
+    make_order(in, ORDER_START, keys, order);
+    /* Neighbours among the items to place: the fixed ones (placed first, whatever the order) go
+     * to the end, keeping the order of the others. */
+    uint32_t movable = 0;
+    for (uint32_t i = 0; i < in->count; i++)
+        if (!in->fixed || in->fixed[order[i]] == GM_PLACE_FREE)
+            order[movable++] = order[i];
+    for (uint32_t i = 0, k = movable; i < in->count; i++)
+        if (in->fixed && in->fixed[keys[i].item] != GM_PLACE_FREE)
+            order[k++] = keys[i].item;
+    for (uint32_t i = 0; i + 1 < movable; i++) {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        if (*rng & 1) {
+            uint32_t t = order[i];
+            order[i] = order[i + 1];
+            order[i + 1] = t;
+            i++; /* an item moves one place at most */
+        }
+    }
+}
+
 gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t *arena_out) {
     uint32_t n = in->count;
     memset(offset_out, 0, (size_t)n * sizeof *offset_out);
@@ -254,20 +286,22 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     if (!ws.order || !ws.placed || !ws.offset || !ws.unit_offset || !keys)
         goto out;
-    uint64_t best = UINT64_MAX;
+    uint64_t best = in->beat ? in->beat : UINT64_MAX;
     /* A later order is kept only when strictly smaller, so stopping at a lower bound changes
      * nothing but the time. */
     for (size_t s = 0; s < sizeof strategies / sizeof strategies[0] && best > in->enough; s++) {
         make_order(in, strategies[s].order, keys, ws.order);
-        memset(ws.offset, 0, (size_t)n * sizeof *ws.offset);
-        uint64_t arena;
-        if ((st = run(&ws, strategies[s].best_fit, best, &arena)) != GM_OK)
+        if ((st = try_order(&ws, strategies[s].best_fit, &best, offset_out)) != GM_OK)
             goto out;
-        if (arena < best) {
-            best = arena;
-            memcpy(offset_out, ws.offset, (size_t)n * sizeof *offset_out);
-        }
     }
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    for (uint32_t s = 0; s < in->shuffles && best > in->enough; s++) {
+        shuffled_order(in, keys, ws.order, &rng);
+        if ((st = try_order(&ws, false, &best, offset_out)) != GM_OK)
+            goto out;
+    }
+    if (in->search && best > in->enough)
+        gm_place_search(in, offset_out, &best);
     *arena_out = best;
     st = GM_OK;
 out:

@@ -28,13 +28,41 @@ typedef struct gm_place_input {
     const uint64_t *start; /* per item: topological rank of its earliest allocation */
     const uint64_t *fixed; /* per item: a given offset, or GM_PLACE_FREE; may be NULL */
     uint64_t barrier;      /* no item may straddle this page offset (0 = none) */
-    uint64_t enough; /* an arena this small cannot be beaten (a lower bound): stop trying other
-                      * orders once one reaches it (0 = try every order) */
+    uint64_t enough;   /* an arena this small cannot be beaten (a lower bound): stop trying other
+                        * orders once one reaches it (0 = try every order) */
+    uint32_t shuffles; /* further orders tried after the greedy ones: the topological order with
+                        * neighbours swapped at random (a fixed seed: plans are repeatable) */
+    uint32_t search;   /* then a depth-first search over offsets visiting at most this many
+                        * (place_search.c; 0 = none): for few items only */
+    uint64_t beat;     /* only an arena smaller than this is wanted: an order stops once it
+                        * reaches it, and when none does, *arena_out is `beat` (0 = any) */
 } gm_place_input_t;
 
 #define GM_PLACE_FREE UINT64_MAX
 
 /* Writes offset_out[i] for every item and the arena size (the highest end). */
 gm_status_t gm_place(const gm_place_input_t *input, uint64_t *offset_out, uint64_t *arena_out);
+
+/* The units of the items, read the same way by the orders (place.c) and the search
+ * (place_search.c). Units of item i: [gm_place_first_unit(in, i), gm_place_first_unit(in,
+ * i + 1)). */
+static inline uint32_t gm_place_first_unit(const gm_place_input_t *in, uint32_t item) {
+    return in->unit_first ? in->unit_first[item] : item;
+}
+
+/* Where unit u starts in its item, in pages. */
+static inline uint64_t gm_place_unit_at(const gm_place_input_t *in, uint32_t unit) {
+    return in->unit_first ? in->unit_at[unit] : 0;
+}
+
+static inline uint64_t gm_place_unit_pages(const gm_place_input_t *in, uint32_t unit) {
+    return in->unit_first ? in->unit_pages[unit] : in->pages[unit];
+}
+
+/* gm_place's last try (place_search.c): with `best` the smallest arena its orders reached and
+ * `offset` their offsets (per item), a depth-first search over offsets that visits at most
+ * in->search of them; offsets and *best are replaced when it finds a smaller arena. Out of host
+ * memory, it finds nothing. */
+void gm_place_search(const gm_place_input_t *in, uint64_t *offset, uint64_t *best);
 
 #endif

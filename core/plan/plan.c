@@ -118,23 +118,25 @@ static gm_status_t conflicts(work_t *w) {
     return st;
 }
 
-/* Cuts one arena and points each of its items (len > 0) at the handles its pages touch. */
+/* Cuts one arena and points each of its items (len > 0) at the handles its pages touch; an
+ * escaping item's spill into the shared arena (from its page 0) counts its handles as mappings. */
 static gm_status_t cut(const gm_plan_input_t *in, gm_plan_t *plan, gm_plan_arena_t *arena,
                        const uint64_t *len) {
     uint64_t *start = malloc(((size_t)plan->item_count + 1) * sizeof *start);
     if (!start)
         return GM_ERR_OUT_OF_MEMORY;
+    bool shared = arena == &plan->shared;
     for (uint32_t it = 0; it < plan->item_count; it++)
-        start[it] = plan->items[it].arena_page;
+        start[it] = shared && plan->items[it].escaping ? 0 : plan->items[it].arena_page;
     gm_cut_cost_t cost = {GM_CUT_MAP_COST_BYTES / in->page, GM_CUT_HANDLE_COST_BYTES / in->page};
     gm_status_t st = gm_cut_arena(arena->pages, in->max_handle / in->page, cost, plan->item_count,
                                   start, len, &arena->handle_pages, &arena->handle_count);
-    free(start);
-    if (st != GM_OK)
-        return st;
-    uint64_t *bound = malloc(((size_t)arena->handle_count + 1) * sizeof *bound);
-    if (!bound)
-        return GM_ERR_OUT_OF_MEMORY;
+    uint64_t *bound =
+        st == GM_OK ? malloc(((size_t)arena->handle_count + 1) * sizeof *bound) : NULL;
+    if (!bound) {
+        free(start);
+        return st != GM_OK ? st : GM_ERR_OUT_OF_MEMORY;
+    }
     bound[0] = 0;
     for (uint32_t h = 0; h < arena->handle_count; h++)
         bound[h + 1] = bound[h] + arena->handle_pages[h];
@@ -143,7 +145,7 @@ static gm_status_t cut(const gm_plan_input_t *in, gm_plan_t *plan, gm_plan_arena
             continue;
         gm_plan_item_t *item = &plan->items[it];
         /* The handle holding page p is the last h with bound[h] <= p. */
-        uint64_t targets[2] = {item->arena_page, item->arena_page + len[it] - 1};
+        uint64_t targets[2] = {start[it], start[it] + len[it] - 1};
         uint32_t found[2];
         for (int t = 0; t < 2; t++) {
             uint32_t lo = 0, hi = arena->handle_count;
@@ -156,11 +158,14 @@ static gm_status_t cut(const gm_plan_input_t *in, gm_plan_t *plan, gm_plan_arena
             }
             found[t] = lo;
         }
+        plan->mappings += found[1] - found[0] + 1;
+        if (shared && item->escaping)
+            continue; /* a spill: the item's own handles are the escape arena's */
         item->first_handle = found[0];
         item->handle_count = found[1] - found[0] + 1;
-        plan->mappings += item->handle_count;
     }
     free(bound);
+    free(start);
     return GM_OK;
 }
 

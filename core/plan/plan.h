@@ -34,13 +34,17 @@ typedef struct gm_plan_input {
 } gm_plan_input_t;
 
 typedef struct gm_plan_item {
-    uint64_t pages;        /* used extent of the window, in pages */
-    bool escaping;         /* in the exec-private escape arena: it holds an allocation that
-                            * outlives the graph, or shares pages such an allocation takes only
-                            * after this item's allocations end */
-    uint64_t arena_page;   /* offset in its arena (shared or escape), in pages */
+    uint64_t pages;      /* used extent of the window, in pages */
+    bool escaping;       /* in the exec-private escape arena: it holds an allocation that
+                          * outlives the graph, or shares pages such an allocation takes only
+                          * after this item's allocations end */
+    uint64_t arena_page; /* offset in its arena (shared or escape), in pages */
+    /* An escaping item whose last pages go past the escape arena's end: those continue at page 0
+     * of the shared arena (an item whose allocations all end inside the graph, placed across
+     * the two arenas). 0 for every other item. */
+    uint64_t spill_pages;
     uint32_t first_handle; /* handles [first_handle, first_handle + handle_count) of its arena */
-    uint32_t handle_count;
+    uint32_t handle_count; /* (the spill's handles of the shared arena are counted in mappings) */
 } gm_plan_item_t;
 
 typedef struct gm_plan_arena {

@@ -49,7 +49,8 @@ static inline uint64_t pages_of(uint64_t bytes, uint64_t page) {
 gm_status_t gm_plan_split_units(work_t *w);
 
 /* arenas.c: each item's arena (shared or escape) and offset in it, both arenas' sizes, and per
- * item its pages in each arena (`shared_len`, `escape_len`; 0 where not there). Needs the units,
+ * item its pages in each arena (`shared_len`, `escape_len`; 0 where not there; an item with
+ * spill pages has both, its shared ones from page 0). Needs the units,
  * their conflicts and the lower bound. GM_ERR_OUT_OF_MEMORY when host memory runs out. */
 gm_status_t gm_plan_place_items(work_t *w, struct gm_plan *plan, uint64_t *shared_len,
                                 uint64_t *escape_len);

@@ -225,8 +225,8 @@ static uint64_t brute_clique(graph_t *g) {
     return best;
 }
 
-static void check_arena(const gm_plan_t *plan, const gm_plan_arena_t *arena, bool escaping,
-                        uint64_t max_pages) {
+/* The handles of `arena` as bounds: bound[h] is where handle h starts. */
+static uint64_t *arena_bounds(const gm_plan_arena_t *arena, uint64_t max_pages) {
     uint64_t *bound = malloc(((size_t)arena->handle_count + 1) * sizeof *bound);
     bound[0] = 0;
     for (uint32_t h = 0; h < arena->handle_count; h++) {
@@ -234,28 +234,63 @@ static void check_arena(const gm_plan_t *plan, const gm_plan_arena_t *arena, boo
         bound[h + 1] = bound[h] + arena->handle_pages[h];
     }
     CHECK_EQ_U64(bound[arena->handle_count], arena->pages);
+    return bound;
+}
+
+/* How many handles of `bound` pages [lo, hi) touch. */
+static uint64_t handles_touched(const uint64_t *bound, uint32_t count, uint64_t lo, uint64_t hi) {
+    uint64_t touched = 0;
+    for (uint32_t h = 0; h < count; h++)
+        touched += bound[h] < hi && lo < bound[h + 1];
+    return touched;
+}
+
+/* Each item's pages in its arena, and the handles it points at cover them, each needed. An
+ * escaping item's spill pages are the shared arena's first ones. The mappings the items
+ * make in this arena, added to *mappings. */
+static void check_arena(const gm_plan_t *plan, const gm_plan_arena_t *arena, bool escaping,
+                        uint64_t max_pages, uint64_t *mappings) {
+    uint64_t *bound = arena_bounds(arena, max_pages);
     for (uint32_t it = 0; it < plan->item_count; it++) {
         const gm_plan_item_t *item = &plan->items[it];
-        if (item->escaping != escaping)
+        if (!item->escaping)
+            CHECK_EQ_U64(item->spill_pages, 0);
+        if (item->escaping != escaping) {
+            if (!escaping && item->spill_pages) {
+                REQUIRE(item->spill_pages < item->pages && item->spill_pages <= arena->pages);
+                *mappings += handles_touched(bound, arena->handle_count, 0, item->spill_pages);
+            }
             continue;
+        }
         if (item->pages == 0) {
             CHECK_EQ_U64(item->handle_count, 0);
             continue;
         }
-        uint64_t lo = item->arena_page, hi = lo + item->pages;
+        uint64_t lo = item->arena_page, hi = lo + item->pages - item->spill_pages;
         REQUIRE(hi <= arena->pages);
+        /* An item spills only past the escape arena's end. */
+        if (item->spill_pages)
+            CHECK_EQ_U64(hi, arena->pages);
         REQUIRE(item->first_handle + item->handle_count <= arena->handle_count);
         REQUIRE(item->handle_count > 0);
         /* Covers its pages, and every handle it maps is needed. */
         CHECK(bound[item->first_handle] <= lo && lo < bound[item->first_handle + 1]);
         uint32_t last = item->first_handle + item->handle_count - 1;
         CHECK(bound[last] < hi && hi <= bound[last + 1]);
+        *mappings += item->handle_count;
     }
     free(bound);
 }
 
+/* Where byte `offset` of `item` is, in one address space of the escape arena's pages followed by
+ * the shared arena's: an escaping item's spill pages follow its escape pages there. */
+static uint64_t joint_byte(const gm_plan_t *plan, const gm_plan_item_t *item, uint64_t offset) {
+    uint64_t base = item->escaping ? item->arena_page : plan->escape.pages + item->arena_page;
+    return base * PAGE + offset;
+}
+
 typedef struct stats {
-    uint64_t cases, allocs, pairs_checked, pages, lb_pages;
+    uint64_t cases, allocs, pairs_checked, pages, lb_pages, spills;
 } stats_t;
 
 static void run_case(uint32_t target, uint32_t streams, uint64_t max_size, bool no_alias,
@@ -285,23 +320,23 @@ static void run_case(uint32_t target, uint32_t streams, uint64_t max_size, bool 
             want_pages[a->item] = pages_of(a->offset + a->size);
         want_escape[a->item] |= a->free_node == GM_NO_NODE;
     }
-    uint64_t mappings = 0;
     for (uint32_t it = 0; it < g.items; it++) {
         CHECK_EQ_U64(plan.items[it].pages, want_pages[it]);
-        /* An item holding an allocation that outlives the graph must be in the escape arena;
-         * others may share it (pages an escaping allocation only takes later). */
+        /* An item holding an allocation that outlives the graph must be in the escape arena,
+         * whole; others may share it (pages an escaping allocation only takes later). */
         if (want_escape[it])
-            CHECK(plan.items[it].escaping);
-        mappings += plan.items[it].handle_count;
+            CHECK(plan.items[it].escaping && plan.items[it].spill_pages == 0);
+        st->spills += plan.items[it].spill_pages > 0;
     }
+    uint64_t mappings = 0;
+    check_arena(&plan, &plan.shared, false, max_handle / PAGE, &mappings);
+    check_arena(&plan, &plan.escape, true, max_handle / PAGE, &mappings);
     CHECK_EQ_U64(mappings, plan.mappings);
-    check_arena(&plan, &plan.shared, false, max_handle / PAGE);
-    check_arena(&plan, &plan.escape, true, max_handle / PAGE);
     /* Physical bytes and packed bytes of conflicting allocations never meet. */
     for (uint32_t i = 0; i < g.n; i++) {
         const alloc_t *a = &g.allocs[i];
         const gm_plan_item_t *ia = &plan.items[a->item];
-        uint64_t pa_lo = ia->arena_page * PAGE + a->offset;
+        uint64_t pa_lo = joint_byte(&plan, ia, a->offset);
         for (uint32_t j = i + 1; j < g.n; j++) {
             const alloc_t *b = &g.allocs[j];
             const gm_plan_item_t *ib = &plan.items[b->item];
@@ -310,9 +345,8 @@ static void run_case(uint32_t target, uint32_t streams, uint64_t max_size, bool 
             st->pairs_checked++;
             bool packed_overlap = a->item == b->item && a->offset < b->offset + b->size &&
                                   b->offset < a->offset + a->size;
-            uint64_t pb_lo = ib->arena_page * PAGE + b->offset;
-            bool phys_overlap =
-                ia->escaping == ib->escaping && pa_lo < pb_lo + b->size && pb_lo < pa_lo + a->size;
+            uint64_t pb_lo = joint_byte(&plan, ib, b->offset);
+            bool phys_overlap = pa_lo < pb_lo + b->size && pb_lo < pa_lo + a->size;
             if (packed_overlap)
                 CHECK(ends_before(&g, a, b)); /* i was created first: j reused its bytes */
             if (phys_overlap && conflict(&g, i, j)) {
@@ -360,9 +394,11 @@ static void test_small_graphs(void) {
     for (int round = 0; round < 10000 * scale() && gm_check_failures == 0; round++)
         run_case((uint32_t)gm_rand_range(&rng, 1, 14), (uint32_t)gm_rand_range(&rng, 1, 8),
                  1ull << gm_rand_range(&rng, 12, 30), gm_rand(&rng) % 10 == 0, &st);
-    printf("small: %llu graphs, %llu allocations, %llu pairs, footprint/LB pages %.4f\n",
+    printf("small: %llu graphs, %llu allocations, %llu pairs, footprint/LB pages %.4f, %llu "
+           "items across the escape arena's end\n",
            (unsigned long long)st.cases, (unsigned long long)st.allocs,
-           (unsigned long long)st.pairs_checked, (double)st.pages / (double)st.lb_pages);
+           (unsigned long long)st.pairs_checked, (double)st.pages / (double)st.lb_pages,
+           (unsigned long long)st.spills);
 }
 
 static void test_medium_graphs(void) {
@@ -370,9 +406,11 @@ static void test_medium_graphs(void) {
     for (int round = 0; round < 1500 * scale() && gm_check_failures == 0; round++)
         run_case((uint32_t)gm_rand_range(&rng, 15, 300), (uint32_t)gm_rand_range(&rng, 1, 8),
                  1ull << gm_rand_range(&rng, 12, 30), gm_rand(&rng) % 10 == 0, &st);
-    printf("medium: %llu graphs, %llu allocations, %llu pairs, footprint/LB pages %.4f\n",
+    printf("medium: %llu graphs, %llu allocations, %llu pairs, footprint/LB pages %.4f, %llu "
+           "items across the escape arena's end\n",
            (unsigned long long)st.cases, (unsigned long long)st.allocs,
-           (unsigned long long)st.pairs_checked, (double)st.pages / (double)st.lb_pages);
+           (unsigned long long)st.pairs_checked, (double)st.pages / (double)st.lb_pages,
+           (unsigned long long)st.spills);
 }
 
 static void test_large_graphs(void) {
@@ -380,9 +418,11 @@ static void test_large_graphs(void) {
     for (int round = 0; round < 8 * scale() && gm_check_failures == 0; round++)
         run_case((uint32_t)gm_rand_range(&rng, 1000, 3000), (uint32_t)gm_rand_range(&rng, 1, 8),
                  1ull << 30, false, &st);
-    printf("large: %llu graphs, %llu allocations, %llu pairs, footprint/LB pages %.4f\n",
+    printf("large: %llu graphs, %llu allocations, %llu pairs, footprint/LB pages %.4f, %llu "
+           "items across the escape arena's end\n",
            (unsigned long long)st.cases, (unsigned long long)st.allocs,
-           (unsigned long long)st.pairs_checked, (double)st.pages / (double)st.lb_pages);
+           (unsigned long long)st.pairs_checked, (double)st.pages / (double)st.lb_pages,
+           (unsigned long long)st.spills);
 }
 
 int main(void) {
