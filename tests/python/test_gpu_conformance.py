@@ -121,6 +121,28 @@ def test_adjacent_allocations_map_together(tmp_path):
     assert execs[0]["mappings"] <= 6, execs
 
 
+def test_escape_chain_at_the_drivers_footprint(tmp_path):
+    """tests/gpu/scn_escape_chain.cu is the footprint bench's escape workload (its data checked by
+    the scenario test). Its bound, 96 MiB, is what the driver holds; graphmem's plan must hold no
+    more, which takes chain allocations placed across its escape arena's end (their first pages
+    the escape arena's last ones, the rest the shared arena's first): with the escape arena closed
+    to them the plan held 112 MiB. The escape arena holds no more than the escaping 48 MiB."""
+    gh.require_gpu()
+    native = gh.run_native([gh.program("scn_escape_chain")])
+    assert native.returncode == 0, native.describe()
+    driver = int(dict(native.info)["used_high"])
+    stats_file = tmp_path / "stats.json"
+    under = gh.run_graphmem([gh.program("scn_escape_chain")],
+                            {"GRAPHMEM_STATS_FILE": str(stats_file)})
+    assert under.returncode == 0, under.describe()
+    assert dict(under.obs).get("escaping_results") == "ok", under.describe()
+    execs = [x for x in json.loads(stats_file.read_text())["execs"] if x["allocations"] == 9]
+    assert len(execs) == 1, execs
+    assert execs[0]["planned_bytes"] == execs[0]["lower_bound"], execs
+    assert execs[0]["planned_bytes"] <= driver, (execs, driver)
+    assert execs[0]["escape_bytes"] == 48 << 20, execs
+
+
 def _stress_ok(r):
     obs = dict(r.obs)
     assert obs.get("corruption") == "0", f"corrupted words\n{r.describe()}"
