@@ -497,8 +497,9 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         goto out;
     }
     if (!g || (!g->record_count && !g->free_count))
-        goto out;           /* nothing of graphmem's to copy */
-    g->run = (gm_run_t){0}; /* the clone shares the run's chunk: it grows no more */
+        goto out; /* nothing of graphmem's to copy */
+    /* The clone shares the run's chunk: it grows no more. */
+    g->run = (gm_run_t){0};
     if (!(c = gm_graph_get(e, clone, true))) {
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;

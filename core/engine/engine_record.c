@@ -1,6 +1,6 @@
 /* Allocation records: their fixed addresses (a padded window of their own, a place in a run, or
- * bytes of a packer chunk) and the online proof of order that lets small allocations reuse bytes.
- */
+ * bytes of a packer chunk) and the online proof of order that lets small allocations reuse
+ * bytes. */
 #include "engine_record.h"
 
 #include <stdlib.h>
@@ -271,7 +271,8 @@ static bool run_append(gm_engine_t *e, gm_graph_t *g, gm_record_t *r, uint64_t b
     if (!last || bytes != run->member_bytes || last->params.device != r->params.device ||
         last->params.access_mask != r->params.access_mask || bytes > full ||
         run->used > full - bytes || (!run->chunk && last->chunk))
-        return false;
+        return false; /* the last test: a run starts at a window of its own (a guard: a clone,
+                       * whose records share chunks, closes its run) */
     gm_chunk_t *c = run->chunk;
     if (!c && !(c = calloc(1, sizeof *c)))
         return false;

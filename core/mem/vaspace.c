@@ -98,6 +98,17 @@ gm_status_t gm_vaspace_prime(gm_vaspace_t *vs) {
     return vs->slab_count > 0 ? GM_OK : grow_slab(vs, vs->slab_bytes);
 }
 
+/* Takes `size` bytes off the front of free range i (which holds at least that many): what an
+ * allocation and an extension in place both do. */
+static void take_front(gm_vaspace_t *vs, uint32_t i, uint64_t size) {
+    gm_free_range_t *r = &vs->free[i];
+    r->va += size;
+    r->size -= size;
+    if (r->size == 0)
+        free_remove(vs, i);
+    vs->live += size;
+}
+
 gm_status_t gm_vaspace_alloc(gm_vaspace_t *vs, uint64_t size, uint64_t *va_out) {
     uint64_t g = vs->backend->granularity;
     if (size == 0 || size % g)
@@ -108,11 +119,7 @@ gm_status_t gm_vaspace_alloc(gm_vaspace_t *vs, uint64_t size, uint64_t *va_out) 
             if (r->size < size)
                 continue;
             *va_out = r->va;
-            r->va += size;
-            r->size -= size;
-            if (r->size == 0)
-                free_remove(vs, i);
-            vs->live += size;
+            take_front(vs, i, size);
             return GM_OK;
         }
         if (attempt == 0) {
@@ -143,11 +150,7 @@ gm_status_t gm_vaspace_extend(gm_vaspace_t *vs, uint64_t va, uint64_t size, uint
         /* Free ranges are address ordered: this is the first one past the window. */
         if (r->va != va + size || r->slab != s || r->size < more)
             break;
-        r->va += more;
-        r->size -= more;
-        if (r->size == 0)
-            free_remove(vs, i);
-        vs->live += more;
+        take_front(vs, i, more);
         return GM_OK;
     }
     return GM_ERR_OUT_OF_MEMORY;
