@@ -35,7 +35,8 @@ typedef struct gm_place_input {
     uint32_t search;   /* then a depth-first search over offsets visiting at most this many
                         * (place_search.c; 0 = none): for few items only */
     uint64_t beat;     /* only an arena smaller than this is wanted: an order stops once it
-                        * reaches it, and when none does, *arena_out is `beat` (0 = any) */
+                        * reaches it, and when none does, *arena_out is `beat` and the offsets
+                        * are all 0 (0 = any) */
 } gm_place_input_t;
 
 #define GM_PLACE_FREE UINT64_MAX
@@ -59,10 +60,10 @@ static inline uint64_t gm_place_unit_pages(const gm_place_input_t *in, uint32_t 
     return in->unit_first ? in->unit_pages[unit] : in->pages[unit];
 }
 
-/* gm_place's last try (place_search.c): with `best` the smallest arena its orders reached and
- * `offset` their offsets (per item), a depth-first search over offsets that visits at most
- * in->search of them; offsets and *best are replaced when it finds a smaller arena. Out of host
- * memory, it finds nothing. */
+/* gm_place's last try (place_search.c): with `best` the smallest arena its orders reached (or
+ * `beat`, when none beat it) and `offset` their offsets (per item), a depth-first search over
+ * offsets that visits at most in->search of them; offsets and *best are replaced when it finds a
+ * smaller arena. Out of host memory, it finds nothing. */
 void gm_place_search(const gm_place_input_t *in, uint64_t *offset, uint64_t *best);
 
 #endif

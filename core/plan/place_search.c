@@ -102,6 +102,8 @@ static uint32_t candidates(const search_t *s, uint32_t i, uint64_t *raw, uint64_
 static void descend(search_t *s, uint32_t depth, uint64_t arena) {
     const gm_place_input_t *in = s->in;
     if (depth == s->count) {
+        if (arena >= s->best)
+            return; /* nothing placed (fixed items only) at or above the best */
         s->best = arena;
         memcpy(s->best_offset, s->offset, (size_t)in->count * sizeof *s->best_offset);
         return;
