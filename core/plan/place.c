@@ -150,10 +150,7 @@ static gm_status_t fit(workspace_t *ws, uint32_t i, bool best_fit, uint64_t *out
 static uint64_t put(workspace_t *ws, uint32_t i, uint64_t offset) {
     const gm_place_input_t *in = ws->in;
     ws->offset[i] = offset;
-    for (uint32_t u = gm_place_first_unit(in, i); u < gm_place_first_unit(in, i + 1); u++) {
-        ws->unit_offset[u] = offset + gm_place_unit_at(in, u);
-        gm_bits_set(ws->placed, u);
-    }
+    gm_place_put_units(in, i, offset, ws->unit_offset, ws->placed);
     return offset + in->pages[i];
 }
 

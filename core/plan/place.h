@@ -60,6 +60,16 @@ static inline uint64_t gm_place_unit_pages(const gm_place_input_t *in, uint32_t 
     return in->unit_first ? in->unit_pages[unit] : in->pages[unit];
 }
 
+/* Item i's units at `offset`: where each starts (`unit_lo`, per unit) and that it is placed (bit
+ * row `placed`). */
+static inline void gm_place_put_units(const gm_place_input_t *in, uint32_t i, uint64_t offset,
+                                      uint64_t *unit_lo, uint64_t *placed) {
+    for (uint32_t u = gm_place_first_unit(in, i); u < gm_place_first_unit(in, i + 1); u++) {
+        unit_lo[u] = offset + gm_place_unit_at(in, u);
+        placed[u / 64] |= 1ull << (u % 64);
+    }
+}
+
 /* gm_place's last try (place_search.c): with `best` the smallest arena its orders reached (or
  * `beat`, when none beat it) and `offset` their offsets (per item), a depth-first search over
  * offsets that visits at most in->search of them; offsets and *best are replaced when it finds a

@@ -32,12 +32,8 @@ typedef struct search {
 } search_t;
 
 static void put(search_t *s, uint32_t i, uint64_t offset) {
-    const gm_place_input_t *in = s->in;
     s->offset[i] = offset;
-    for (uint32_t u = gm_place_first_unit(in, i); u < gm_place_first_unit(in, i + 1); u++) {
-        s->unit_lo[u] = offset + gm_place_unit_at(in, u);
-        gm_bits_set(s->placed, u);
-    }
+    gm_place_put_units(s->in, i, offset, s->unit_lo, s->placed);
 }
 
 static void take_back(search_t *s, uint32_t i) {
