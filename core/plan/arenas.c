@@ -33,7 +33,7 @@ typedef struct joint {
 
 /* Places `pages` (per group; 0 = left out) around the groups `fixed` holds (NULL: none), no item
  * straddling `barrier` (0: any may); `enough` is a size no placement can beat (0: unknown);
- * `shuffles` more orders are tried (gm_place_input_t). */
+ * `shuffles`, `search` and `beat` as in gm_place_input_t. */
 static gm_status_t place(const joint_t *j, const uint64_t *pages, const uint64_t *fixed,
                          uint64_t barrier, uint64_t enough, uint32_t shuffles, uint32_t search,
                          uint64_t beat, uint64_t *total) {

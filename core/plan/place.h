@@ -33,7 +33,8 @@ typedef struct gm_place_input {
     uint32_t shuffles; /* further orders tried after the greedy ones: the topological order with
                         * neighbours swapped at random (a fixed seed: plans are repeatable) */
     uint32_t search;   /* then a depth-first search over offsets visiting at most this many
-                        * (place_search.c; 0 = none): for few items only */
+                        * (place_search.c; 0 = none): for few items only (none beyond 256
+                        * units) */
     uint64_t beat;     /* only an arena smaller than this is wanted: an order stops once it
                         * reaches it, and when none does, *arena_out is `beat` and the offsets
                         * are all 0 (0 = any) */

@@ -18,6 +18,9 @@
 #include "place.h"
 
 #define SEARCH_CANDIDATES 16u
+/* Inputs of more units are not searched: candidates() holds 1 + 4 * units^2 offsets, and each
+ * visit weighs them all (place.h asks for few items). */
+#define SEARCH_UNITS_MAX 256u
 
 typedef struct search {
     const gm_place_input_t *in;
@@ -120,6 +123,8 @@ static void descend(search_t *s, uint32_t depth, uint64_t arena) {
 
 void gm_place_search(const gm_place_input_t *in, uint64_t *offset, uint64_t *best) {
     size_t units = in->unit_first ? in->unit_first[in->count] : in->count;
+    if (units > SEARCH_UNITS_MAX)
+        return;
     search_t s = {.in = in, .best = *best, .best_offset = offset};
     s.items = malloc(((size_t)in->count + 1) * sizeof *s.items);
     s.offset = calloc((size_t)in->count + 1, sizeof *s.offset);

@@ -7,11 +7,27 @@
 #include "options.h"
 #include "util.h"
 
-static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type, uint32_t *index) {
+/* Room for `more` nodes (edges) past those read: the parallel arrays grow together. */
+static bool room_for_nodes(gm_topology_buf_t *buf, uint64_t more) {
     void **const arrays[] = {(void **)&buf->nodes, (void **)&buf->types};
     const size_t elems[] = {sizeof *buf->nodes, sizeof *buf->types};
-    if (buf->view.node_count == buf->node_cap &&
-        gm_grow_parallel(arrays, elems, 2, &buf->node_cap, buf->view.node_count + 1) != GM_OK)
+    uint64_t need = buf->view.node_count + more;
+    return need <= buf->node_cap ||
+           (need <= UINT32_MAX &&
+            gm_grow_parallel(arrays, elems, 2, &buf->node_cap, (uint32_t)need) == GM_OK);
+}
+
+static bool room_for_edges(gm_topology_buf_t *buf, uint64_t more) {
+    void **const arrays[] = {(void **)&buf->from, (void **)&buf->to};
+    const size_t elems[] = {sizeof *buf->from, sizeof *buf->to};
+    uint64_t need = buf->view.edge_count + more;
+    return need <= buf->edge_cap ||
+           (need <= UINT32_MAX &&
+            gm_grow_parallel(arrays, elems, 2, &buf->edge_cap, (uint32_t)need) == GM_OK);
+}
+
+static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type, uint32_t *index) {
+    if (!room_for_nodes(buf, 1))
         return false;
     *index = buf->view.node_count++;
     buf->nodes[*index] = key;
@@ -20,29 +36,12 @@ static bool add_node(gm_topology_buf_t *buf, uint64_t key, CUgraphNodeType type,
 }
 
 static bool add_edge(gm_topology_buf_t *buf, uint32_t from, uint32_t to) {
-    void **const arrays[] = {(void **)&buf->from, (void **)&buf->to};
-    const size_t elems[] = {sizeof *buf->from, sizeof *buf->to};
-    if (buf->view.edge_count == buf->edge_cap &&
-        gm_grow_parallel(arrays, elems, 2, &buf->edge_cap, buf->view.edge_count + 1) != GM_OK)
+    if (!room_for_edges(buf, 1))
         return false;
     buf->from[buf->view.edge_count] = from;
     buf->to[buf->view.edge_count] = to;
     buf->view.edge_count++;
     return true;
-}
-
-/* Room for `nodes` more nodes and `edges` more edges, asked once per graph level so that the
- * per-node appends do not grow the arrays step by step. */
-static bool reserve(gm_topology_buf_t *buf, uint64_t nodes, uint64_t edges) {
-    void **const node_arrays[] = {(void **)&buf->nodes, (void **)&buf->types};
-    const size_t node_elems[] = {sizeof *buf->nodes, sizeof *buf->types};
-    void **const edge_arrays[] = {(void **)&buf->from, (void **)&buf->to};
-    const size_t edge_elems[] = {sizeof *buf->from, sizeof *buf->to};
-    nodes += buf->view.node_count;
-    edges += buf->view.edge_count;
-    return nodes <= UINT32_MAX && edges <= UINT32_MAX &&
-           gm_grow_parallel(node_arrays, node_elems, 2, &buf->node_cap, (uint32_t)nodes) == GM_OK &&
-           gm_grow_parallel(edge_arrays, edge_elems, 2, &buf->edge_cap, (uint32_t)edges) == GM_OK;
 }
 
 /* The nodes of one graph level by handle (index + 1), so that each edge endpoint is found in
@@ -143,7 +142,9 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     uint32_t first = buf->view.node_count;
     /* The level's nodes, and its edges for a chain (a level inside a child graph adds two a node:
      * from its entry and to its exit). */
-    if (r == CUDA_SUCCESS && !reserve(buf, count, (uint64_t)count * (entry == UINT32_MAX ? 1 : 3)))
+    if (r == CUDA_SUCCESS &&
+        !(room_for_nodes(buf, count) &&
+          room_for_edges(buf, (uint64_t)count * (entry == UINT32_MAX ? 1 : 3))))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
