@@ -37,6 +37,10 @@ typedef struct joint {
 static gm_status_t place(const joint_t *j, const uint64_t *pages, const uint64_t *fixed,
                          uint64_t barrier, uint64_t enough, uint32_t shuffles, uint32_t search,
                          uint64_t beat, uint64_t *total) {
+    /* Against `beat` (the same groups placed with a barrier), the greedy orders are not tried
+     * again: without the barrier they gave nearly nothing (test_plan_property's footprint / bound
+     * 1.2055 against 1.2066 on its medium graphs, bench_cpu_planner's escape rows 0-2 MiB) for
+     * two fifths of the planning time of graphs with escaping allocations. */
     const work_t *w = j->w;
     gm_place_input_t pin = {.count = w->m,
                             .pages = pages,
@@ -49,20 +53,18 @@ static gm_status_t place(const joint_t *j, const uint64_t *pages, const uint64_t
                             .fixed = fixed,
                             .barrier = barrier,
                             .enough = enough,
+                            .no_greedy = beat != 0,
                             .shuffles = shuffles,
                             .search = search,
                             .beat = beat};
     return gm_place(&pin, j->offset, total);
 }
 
-/* A placement across the escape arena's end is tried for graphs of at most SPILL_GROUPS groups
- * (beyond, it would add half again to the time of placing: 60 to 84 ms for bench_cpu_planner's
- * plan10k). Beside the greedy orders, it tries at most SPILL_SHUFFLES orders near the topological
- * one, fewer for graphs of more units so that they place at most SPILL_SHUFFLE_WORK units in all
- * (an order costs what a greedy one does, which grows with the units: 16 orders of 180 units took
- * 8 ms). In test_plan_property's random graphs, 3 in 4 of the orders that won were among the first
- * 16. */
-#define SPILL_GROUPS 1024u
+/* Across the escape arena's end, at most SPILL_SHUFFLES orders near the topological one are tried,
+ * fewer for graphs of more units so that they place at most SPILL_SHUFFLE_WORK units in all (an
+ * order's cost grows with the units: 16 orders of 180 units took 8 ms; graphs of more than 512
+ * units try none). In test_plan_property's random graphs, 3 in 4 of the orders that won were
+ * among the first 16. */
 #define SPILL_SHUFFLES 16u
 #define SPILL_SHUFFLE_WORK 512u
 /* And for graphs of at most SPILL_SEARCH_UNITS units, a search over offsets (place_search.c)
@@ -80,9 +82,9 @@ static gm_status_t place(const joint_t *j, const uint64_t *pages, const uint64_t
  * its last ones at the start of the shared arena: gm_plan_item_t.spill_pages). Across it, a group
  * whose allocations end before the last escaping allocations begin takes their pages and goes
  * on into the shared arena, where the shared arena alone would have held it whole (the bench's
- * escape workload: 384 MiB, the driver's footprint and the bound, against 448). Its greedy orders
- * fill the escape arena's pages with the first groups and often lose there, so it tries orders
- * near the topological one too. */
+ * escape workload: 384 MiB, the driver's footprint and the bound, against 448). The greedy orders
+ * fill the escape arena's pages with the first groups and lose there, so it tries orders near the
+ * topological one and searches offsets instead. */
 static gm_status_t place_around(joint_t *j, const uint64_t *escape_at, uint64_t escape_pages,
                                 uint64_t *total) {
     const work_t *w = j->w;
@@ -95,12 +97,12 @@ static gm_status_t place_around(joint_t *j, const uint64_t *escape_at, uint64_t 
     /* Every placement holds the allocations live together: the lower bound in pages. */
     uint64_t enough = pages_of(j->plan->lower_bound, w->in->page), across;
     gm_status_t st = place(j, j->pages, j->fixed, escape_pages, enough, 0, 0, 0, total);
-    if (st != GM_OK || escape_pages == 0 || !others || *total <= enough || w->m > SPILL_GROUPS)
-        return st;
-    memcpy(j->spare, j->offset, (size_t)w->m * sizeof *j->spare);
-    uint32_t shuffles = SPILL_SHUFFLE_WORK / w->units;
+    uint32_t shuffles = SPILL_SHUFFLE_WORK / (w->units ? w->units : 1);
     shuffles = shuffles < SPILL_SHUFFLES ? shuffles : SPILL_SHUFFLES;
     uint32_t search = w->units <= SPILL_SEARCH_UNITS ? SPILL_SEARCH_VISITS : 0;
+    if (st != GM_OK || escape_pages == 0 || !others || *total <= enough || !(shuffles || search))
+        return st;
+    memcpy(j->spare, j->offset, (size_t)w->m * sizeof *j->spare);
     if ((st = place(j, j->pages, j->fixed, 0, enough, shuffles, search, *total, &across)) != GM_OK)
         return st;
     if (across < *total)

@@ -286,7 +286,8 @@ gm_status_t gm_place(const gm_place_input_t *in, uint64_t *offset_out, uint64_t 
     uint64_t best = in->beat ? in->beat : UINT64_MAX;
     /* A later order is kept only when strictly smaller, so stopping at a lower bound changes
      * nothing but the time. */
-    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0] && best > in->enough; s++) {
+    for (size_t s = 0;
+         !in->no_greedy && s < sizeof strategies / sizeof strategies[0] && best > in->enough; s++) {
         make_order(in, strategies[s].order, keys, ws.order);
         if ((st = try_order(&ws, strategies[s].best_fit, &best, offset_out)) != GM_OK)
             goto out;

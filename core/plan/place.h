@@ -9,6 +9,7 @@
 #ifndef GRAPHMEM_PLACE_H
 #define GRAPHMEM_PLACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,7 @@ typedef struct gm_place_input {
     uint64_t barrier;      /* no item may straddle this page offset (0 = none) */
     uint64_t enough;   /* an arena this small cannot be beaten (a lower bound): stop trying other
                         * orders once one reaches it (0 = try every order) */
+    bool no_greedy;    /* skip the greedy orders (the caller knows what they give) */
     uint32_t shuffles; /* further orders tried after the greedy ones: the topological order with
                         * neighbours swapped at random (a fixed seed: plans are repeatable) */
     uint32_t search;   /* then a depth-first search over offsets visiting at most this many

@@ -1,9 +1,9 @@
 /* gm_place's later tries on random inputs: items of units with gaps, fixed items, no barrier or one
  * at the fixed items' end, orders near the topological one (`shuffles`), the bounded search over
- * offsets (`search`, place_search.c) and `beat`. Every answer is no larger than the greedy orders'
- * alone (or than `beat`); one below `beat` is a placement whose arena is its highest end, fixed
- * items stay where they were put, conflicting units never overlap, and no item straddles the
- * barrier. */
+ * offsets (`search`, place_search.c), `beat` and `no_greedy`. Every answer is no larger than the
+ * greedy orders' alone (or than `beat`); one below `beat` is a placement whose arena is its highest
+ * end, fixed items stay where they were put, conflicting units never overlap, and no item straddles
+ * the barrier. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +66,7 @@ static void one_case(uint64_t *stats) {
     in.shuffles = (uint32_t)gm_rand_range(&rng, 0, 16);
     in.search = (uint32_t)gm_rand_range(&rng, 0, 200);
     in.beat = gm_rand(&rng) % 2 ? arena_plain : 0;
+    in.no_greedy = in.beat && gm_rand(&rng) % 2; /* as arenas.c asks, against the greedy answer */
     REQUIRE(gm_place(&in, got, &arena) == GM_OK);
     if (in.beat)
         CHECK(arena <= in.beat);
