@@ -91,9 +91,21 @@ void *gm_map_remove(gm_map_t *map, uint64_t key) {
     int64_t i = find(map, key);
     if (i < 0)
         return NULL;
-    map->slots[i].state = 2;
+    void *value = map->slots[i].value;
     map->count--;
-    return map->slots[i].value;
+    /* A slot before an empty one ends every probe that reaches it, so it need not be a tombstone,
+     * nor need the tombstones before it: clearing them keeps a map whose keys come and go (a
+     * graph's nodes, gone with the graph) from filling with tombstones that every probe for a
+     * key not in it walks over. Nothing moves, so iteration stays safe. */
+    uint32_t mask = map->cap - 1;
+    map->slots[i].state = 2;
+    if (map->slots[(i + 1) & mask].state != 0)
+        return value;
+    for (uint32_t j = (uint32_t)i; map->slots[j].state == 2; j = (j - 1) & mask) {
+        map->slots[j].state = 0;
+        map->used--;
+    }
+    return value;
 }
 
 bool gm_map_next(const gm_map_t *map, uint32_t *pos, uint64_t *key_out, void **value_out) {
