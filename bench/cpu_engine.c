@@ -51,11 +51,13 @@ static double capture_chain(gm_engine_t *e, uint64_t graph, uint64_t size, chain
         gm_alloc_params_t params = {.device = 0, .size = size};
         uint64_t previous_free = i ? c->nodes[2 * i - 1] : 0, va = 0, node = 0, free_node = 0;
         gm_ancestors_t before = {&previous_free, i ? 1 : 0};
-        if (gm_engine_alloc_marker(e, graph, &params, &before, (gm_node_call_t){add_node, NULL},
-                                   &va, &node) != GM_OK)
+        if (gm_engine_alloc_marker(e, graph, &params, &before,
+                                   (gm_node_call_t){.fn = add_node, .arg = NULL}, &va,
+                                   &node) != GM_OK)
             return -1;
         gm_ancestors_t after_alloc = {&node, 1};
-        if (gm_engine_free_marker(e, graph, va, &after_alloc, (gm_node_call_t){add_node, NULL},
+        if (gm_engine_free_marker(e, graph, va, &after_alloc,
+                                  (gm_node_call_t){.fn = add_node, .arg = NULL},
                                   &free_node) != GM_OK)
             return -1;
         c->nodes[2 * i] = node;
@@ -82,7 +84,7 @@ static double capture_forks(gm_engine_t *e, uint64_t graph, uint32_t rounds) {
         uint64_t va_a = 0, va_b = 0, va_c = 0, a = 0, b = 0, c = 0, free_a = 0;
         gm_ancestors_t after_joins = {joins, i ? 2 : 0}, after_a = {&a, 1}, after_b = {&b, 1},
                        after_c = {&c, 1}, after_free_a = {&free_a, 1};
-        gm_node_call_t add = {add_node, NULL};
+        gm_node_call_t add = {.fn = add_node, .arg = NULL};
         if (gm_engine_alloc_marker(e, graph, &params, &after_joins, add, &va_a, &a) != GM_OK ||
             gm_engine_free_marker(e, graph, va_a, &after_a, add, &free_a) != GM_OK ||
             gm_engine_alloc_marker(e, graph, &params, &after_free_a, add, &va_c, &c) != GM_OK ||

@@ -113,10 +113,15 @@ size_t gm_engine_find_ancestors(gm_engine_t *engine, uint64_t graph, const uint6
 
 /* The driver call that adds a marker node (an empty node at the capture's frontier, or where the
  * application's explicit add put it), run inside the engine's critical section like
- * gm_driver_call_t: true and the node's handle on success; the shim keeps the driver's code. */
+ * gm_driver_call_t: true and the node's handle on success; the shim keeps the driver's code.
+ * `deps` (NULL: not given) are the nodes the call makes it depend on, distinct, in the driver's
+ * order: the engine keeps up to GM_KNOWN_DEPS of them for the read-back (gm_engine_node_facts). */
+#define GM_KNOWN_DEPS 2
 typedef struct gm_node_call {
     bool (*fn)(void *arg, uint64_t *node_out);
     void *arg;
+    const uint64_t *deps;
+    size_t dep_count;
 } gm_node_call_t;
 
 /* Creates an allocation owned by `graph`, adds its marker node through `add` and attaches it, in
@@ -156,6 +161,23 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *engine, uint64_t node, gm_marker_
  * small allocation). A marker made or destroyed meanwhile by another thread may be seen either way,
  * and one recorded without host memory is not seen: callers may only lose a proof by it. */
 bool gm_engine_is_marker(gm_engine_t *engine, uint64_t node);
+/* What the engine knows of `count` nodes of one graph level, in one critical section, for the
+ * read-back at instantiation: whether each is a marker, and the dependencies a marker was made
+ * with (gm_node_call_t.deps) while nothing can have changed them since: the application added or
+ * removed no edge of its graph (gm_engine_graph_edges_edited), and no node was destroyed there
+ * (the driver refuses that in a graph with memory nodes; under GRAPHMEM_LIFT_RESTRICTIONS no
+ * dependencies are kept). */
+typedef struct gm_node_facts {
+    gm_marker_kind_t kind;
+    bool deps_known;
+    uint8_t dep_count;
+    uint64_t deps[GM_KNOWN_DEPS];
+} gm_node_facts_t;
+void gm_engine_node_facts(gm_engine_t *engine, const uint64_t *nodes, size_t count,
+                          gm_node_facts_t *facts_out);
+/* The application adds or removes edges of `graph` (cuGraphAddDependencies,
+ * cuGraphRemoveDependencies): the dependencies its markers were made with are not trusted again. */
+void gm_engine_graph_edges_edited(gm_engine_t *engine, uint64_t graph);
 bool gm_engine_graph_has_markers(gm_engine_t *engine, uint64_t graph);
 /* Whether every allocation of `graph` is freed in it and it frees no other graph's: what a
  * conditional body holding markers must be (GRAPHMEM_LIFT_RESTRICTIONS), since it runs zero or

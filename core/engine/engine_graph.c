@@ -79,6 +79,41 @@ size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *
     return found;
 }
 
+/* Keeps the dependencies `add` made the marker's node with (gm_node_call_t.deps), when there are
+ * few enough. Under GRAPHMEM_LIFT_RESTRICTIONS a node or edge may go later without the graph
+ * being marked edited: nothing is kept then. */
+static void marker_note_deps(const gm_engine_t *e, gm_marker_t *m, gm_node_call_t add) {
+    if (e->config.lift_restrictions || !add.deps || add.dep_count > GM_KNOWN_DEPS)
+        return;
+    for (size_t i = 0; i < add.dep_count; i++)
+        m->deps[i] = add.deps[i];
+    m->dep_count = (uint8_t)add.dep_count;
+    m->deps_known = true;
+}
+
+void gm_engine_node_facts(gm_engine_t *e, const uint64_t *nodes, size_t count,
+                          gm_node_facts_t *facts_out) {
+    pthread_mutex_lock(&e->lock);
+    for (size_t i = 0; i < count; i++) {
+        const gm_marker_t *m = gm_map_get(&e->nodes, nodes[i]);
+        gm_node_facts_t *f = &facts_out[i];
+        f->kind = m ? m->kind : GM_MARKER_NONE;
+        f->deps_known = m && m->deps_known && !m->graph->edges_edited;
+        f->dep_count = f->deps_known ? m->dep_count : 0;
+        for (uint8_t k = 0; k < f->dep_count; k++)
+            f->deps[k] = m->deps[k];
+    }
+    gm_engine_unlock_unchanged(e);
+}
+
+void gm_engine_graph_edges_edited(gm_engine_t *e, uint64_t graph) {
+    pthread_mutex_lock(&e->lock);
+    gm_graph_t *g = gm_graph_get(e, graph, false);
+    if (g)
+        g->edges_edited = true;
+    gm_engine_unlock_unchanged(e);
+}
+
 /* ---- alloc markers ------------------------------------------------------------------------- */
 
 gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_alloc_params_t *params,
@@ -110,6 +145,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     }
     g->records[g->record_count++] = r;
     r->alloc.node = node;
+    marker_note_deps(e, &r->alloc, add);
     gm_marker_place(e, g, &r->alloc);
     gm_map_put(&e->nodes, node, &r->alloc); /* reserved above */
     marker_known(e, node);
@@ -177,6 +213,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         goto out;
     }
     m->node = node;
+    marker_note_deps(e, m, add);
     gm_marker_place(e, g, m);
     if (r->owner == g) {
         gm_run_forget(g, r);

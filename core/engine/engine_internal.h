@@ -77,6 +77,12 @@ typedef struct gm_marker {
      * is that instantiation's token: one lookup of each node, no map from nodes to indices. */
     uint64_t seen;
     uint32_t seen_index;
+    /* The node's dependencies as it was made with them (gm_node_call_t), while its graph's edges
+     * were not edited since (gm_graph_t.edges_edited): the read-back takes them instead of asking
+     * the driver (gm_engine_node_facts). */
+    bool deps_known;
+    uint8_t dep_count;
+    uint64_t deps[GM_KNOWN_DEPS];
 } gm_marker_t;
 
 /* A padded window shared by several allocations: small ones of one packer, or a run. */
@@ -141,6 +147,9 @@ struct gm_graph {
     gm_chain_t *chains; /* gm_marker_place */
     uint32_t chain_count, chain_cap;
     uint64_t placements; /* markers placed on chains so far */
+    /* An edge was added or removed by the application after markers were made: the
+     * dependencies they were made with may no longer be their nodes' (gm_marker_t.deps_known). */
+    bool edges_edited;
     /* Its execs not destroyed, linked by graph_next: one at most, as for the driver (§A3.7),
      * unless GRAPHMEM_LIFT_RESTRICTIONS lets it be instantiated again (they share its windows). */
     gm_exec_t *execs;

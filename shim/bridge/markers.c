@@ -106,6 +106,24 @@ static bool add_marker_node(void *arg, uint64_t *node_out) {
     return add->result == CUDA_SUCCESS;
 }
 
+/* The node call for a marker at `site`: with its dependencies, which the engine keeps for the
+ * read-back at instantiation when they are few and distinct (the driver refuses repeated ones). */
+static gm_node_call_t marker_call(node_add_t *add, uint64_t deps[GM_KNOWN_DEPS]) {
+    const gm_marker_site_t *site = add->site;
+    gm_node_call_t call = {add_marker_node, add, NULL, 0};
+    if (site->count > GM_KNOWN_DEPS)
+        return call;
+    for (size_t i = 0; i < site->count; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (site->deps[j] == site->deps[i])
+                return call;
+        deps[i] = (uint64_t)(uintptr_t)site->deps[i];
+    }
+    call.deps = deps;
+    call.dep_count = site->count;
+    return call;
+}
+
 /* The driver's code when it refused the node, else the engine's verdict as the driver's code. */
 static CUresult marker_result(gm_status_t status, const node_add_t *add) {
     return status == GM_ERR_DRIVER ? add->result : gm_cuda_result(status);
@@ -116,11 +134,10 @@ CUresult gm_marker_alloc(gm_engine_t *engine, const gm_marker_site_t *site,
                          CUgraphNode *node_out) {
     ancestor_set_t ancestors = {.view = {NULL, 0}};
     find_ancestors(engine, site, &ancestors);
-    uint64_t graph = (uint64_t)(uintptr_t)site->graph, va = 0, node = 0;
+    uint64_t graph = (uint64_t)(uintptr_t)site->graph, va = 0, node = 0, deps[GM_KNOWN_DEPS];
     node_add_t add = {site, CUDA_SUCCESS};
-    gm_status_t status =
-        gm_engine_alloc_marker(engine, graph, params, &ancestors.view,
-                               (gm_node_call_t){add_marker_node, &add}, &va, &node);
+    gm_status_t status = gm_engine_alloc_marker(engine, graph, params, &ancestors.view,
+                                                marker_call(&add, deps), &va, &node);
     if (status != GM_OK)
         return marker_result(status, &add);
     *va_out = va;
@@ -132,10 +149,10 @@ CUresult gm_marker_free(gm_engine_t *engine, const gm_marker_site_t *site, CUdev
                         CUgraphNode *node_out) {
     ancestor_set_t ancestors = {.view = {NULL, 0}};
     find_ancestors(engine, site, &ancestors);
-    uint64_t graph = (uint64_t)(uintptr_t)site->graph, node = 0;
+    uint64_t graph = (uint64_t)(uintptr_t)site->graph, node = 0, deps[GM_KNOWN_DEPS];
     node_add_t add = {site, CUDA_SUCCESS};
-    gm_status_t status = gm_engine_free_marker(engine, graph, dptr, &ancestors.view,
-                                               (gm_node_call_t){add_marker_node, &add}, &node);
+    gm_status_t status =
+        gm_engine_free_marker(engine, graph, dptr, &ancestors.view, marker_call(&add, deps), &node);
     if (status != GM_OK) {
         if (status != GM_ERR_DRIVER)
             gm_log(GM_LOG_DEBUG, "free of %#llx in graph %p refused: %s", (unsigned long long)dptr,

@@ -113,6 +113,24 @@ static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size
     return gm_drv.cuGraphNodeGetDependencies_v2(node, deps->nodes, deps->data, count);
 }
 
+/* What the engine knows of a level's nodes (gm_engine_node_facts): markers need no type asked,
+ * and most need no dependencies asked either, which was most of reading back a graph of captured
+ * allocations. Asked a slice at a time, so that the engine lock is never held long. NULL without
+ * host memory. */
+#define FACTS_SLICE 512
+
+static gm_node_facts_t *node_facts(gm_engine_t *engine, const CUgraphNode *nodes, size_t count) {
+    gm_node_facts_t *facts = calloc(count ? count : 1, sizeof *facts);
+    uint64_t keys[FACTS_SLICE];
+    for (size_t at = 0; facts && engine && at < count; at += FACTS_SLICE) {
+        size_t n = count - at < FACTS_SLICE ? count - at : FACTS_SLICE;
+        for (size_t i = 0; i < n; i++)
+            keys[i] = (uint64_t)(uintptr_t)nodes[at + i];
+        gm_engine_node_facts(engine, keys, n, facts + at);
+    }
+    return facts;
+}
+
 /* Conditional bodies are read into the topology under GRAPHMEM_LIFT_RESTRICTIONS only, where
  * their markers are planned: each body runs (zero or more times) after the conditional node's
  * dependencies and before its dependents, as a child graph does, and its runs follow one another,
@@ -146,10 +164,13 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
         !(room_for_nodes(buf, count) &&
           room_for_edges(buf, (uint64_t)count * (entry == UINT32_MAX ? 1 : 3))))
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    gm_node_facts_t *facts = NULL;
+    if (r == CUDA_SUCCESS && !(facts = node_facts(engine, nodes, count)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
         CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
-        if (!(engine && gm_engine_is_marker(engine, (uint64_t)(uintptr_t)nodes[i])) &&
+        if (facts[i].kind == GM_MARKER_NONE &&
             gm_drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
             type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing graphmem would look into */
         if (!add_node(buf, (uint64_t)(uintptr_t)nodes[i], type, &index))
@@ -175,10 +196,13 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
             r = CUDA_ERROR_OUT_OF_MEMORY;
     }
     for (uint32_t b = first; r == CUDA_SUCCESS && b < end; b++) {
-        size_t n = 0;
-        r = node_dependencies(nodes[b - first], &deps, &n);
+        const gm_node_facts_t *f = &facts[b - first];
+        size_t n = f->dep_count;
+        if (!f->deps_known)
+            r = node_dependencies(nodes[b - first], &deps, &n);
         for (size_t k = 0; r == CUDA_SUCCESS && k < n; k++) {
-            uint32_t a = find_node(&lookup, b, deps.nodes[k], &r);
+            CUgraphNode dep = f->deps_known ? (CUgraphNode)(uintptr_t)f->deps[k] : deps.nodes[k];
+            uint32_t a = find_node(&lookup, b, dep, &r);
             if (a != UINT32_MAX && !add_edge(buf, exit_of[a - first], b))
                 r = CUDA_ERROR_OUT_OF_MEMORY;
         }
@@ -204,6 +228,7 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
             r = read_graph(engine, child, buf, i, exit_of[i - first], depth + 1);
     }
     free(nodes);
+    free(facts);
     free(exit_of);
     gm_map_fini(&lookup.map);
     free(deps.nodes);

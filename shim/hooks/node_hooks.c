@@ -389,6 +389,29 @@ CUresult gm_hook_cuGraphDestroyNode(CUgraphNode hNode) {
     return call.result;
 }
 
+/* New edges may end at markers: the dependencies the engine kept for the graph's markers
+ * (gm_node_call_t) are not taken for the read-back again. Marked before the driver's call, failed
+ * or not; nothing instantiates the graph in between, since CUDA forbids using one graph from two
+ * threads at once. */
+static void edges_edited(CUgraph graph) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine != NULL && graph != NULL)
+        gm_engine_graph_edges_edited(engine, (uint64_t)(uintptr_t)graph);
+}
+
+CUresult gm_hook_cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
+                                        const CUgraphNode *to, size_t numDependencies) {
+    edges_edited(hGraph);
+    return gm_real.cuGraphAddDependencies(hGraph, from, to, numDependencies);
+}
+
+CUresult gm_hook_cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+                                           const CUgraphNode *to, const CUgraphEdgeData *edgeData,
+                                           size_t numDependencies) {
+    edges_edited(hGraph);
+    return gm_real.cuGraphAddDependencies_v2(hGraph, from, to, edgeData, numDependencies);
+}
+
 CUresult gm_hook_cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from,
                                            const CUgraphNode *to, size_t numDependencies) {
     if (!lifted() && graph_has_markers(hGraph))

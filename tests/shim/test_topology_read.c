@@ -1,11 +1,14 @@
 /* The topology read-back (shim/bridge/topology.c) over a driver of plain structs: for chains and
  * random DAGs whose nodes the driver lists in the order they were made, in its reverse or shuffled,
- * with nodes of many dependencies and with child graphs, the edges read are the graph's. Only the
- * four driver entries the read-back calls are filled in. */
+ * with nodes of many dependencies and with child graphs, the edges read are the graph's; with
+ * markers made through the engine, their dependencies are taken from it and not asked of the
+ * driver, until an edge is added to their graph. Only the four driver entries the read-back calls
+ * are filled in. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "engine_sim.h"
 #include "interpose/driver.h"
 #include "topology.h"
 
@@ -54,10 +57,13 @@ static CUresult CUDAAPI get_type(CUgraphNode node, CUgraphNodeType *type) {
     return CUDA_SUCCESS;
 }
 
+static unsigned long dependency_asks; /* nodes whose dependencies were asked for */
+
 /* As the driver: with an array, at most *count written and *count set to how many. */
 static CUresult CUDAAPI get_dependencies(CUgraphNode node, CUgraphNode *deps,
                                          CUgraphEdgeData *edges, size_t *count) {
     const fake_node_t *n = (const fake_node_t *)node;
+    dependency_asks += deps != NULL;
     if (deps == NULL) {
         *count = n->dep_count;
         return CUDA_SUCCESS;
@@ -157,10 +163,11 @@ static uint64_t key_of(const fake_node_t *n) {
     return (uint64_t)(uintptr_t)n;
 }
 
-/* A flat graph: every node read once, and its edges exactly the dependencies. */
-static void check_flat(fake_graph_t *g) {
+/* A flat graph read with `engine` (or none): every node read once, and its edges exactly the
+ * dependencies. */
+static void check_flat_with(gm_engine_t *engine, fake_graph_t *g) {
     gm_topology_buf_t buf;
-    CHECK(gm_topology_read(NULL, (CUgraph)g, &buf) == CUDA_SUCCESS);
+    CHECK(gm_topology_read(engine, (CUgraph)g, &buf) == CUDA_SUCCESS);
     const gm_topology_t *t = &buf.view;
     CHECK(t->node_count == g->count);
     unsigned expected = 0;
@@ -173,7 +180,7 @@ static void check_flat(fake_graph_t *g) {
     for (unsigned i = 0; i < g->count; i++) {
         const fake_node_t *n = &g->nodes[i];
         int64_t to = index_of(t, key_of(n));
-        CHECK(to >= 0 && buf.types[to] == CU_GRAPH_NODE_TYPE_KERNEL);
+        CHECK(to >= 0 && buf.types[to] == n->type);
         for (unsigned d = 0; d < n->dep_count; d++) {
             int64_t from = index_of(t, key_of(n->deps[d]));
             bool found = false;
@@ -185,6 +192,10 @@ static void check_flat(fake_graph_t *g) {
     }
     free(seen);
     gm_topology_free(&buf);
+}
+
+static void check_flat(fake_graph_t *g) {
+    check_flat_with(NULL, g);
 }
 
 static void test_chains(void) {
@@ -257,6 +268,114 @@ static void test_child_graph(void) {
     graph_free(g);
 }
 
+/* ---- markers: dependencies kept by the engine ---------------------------------------------- */
+
+/* The driver's node add for a marker: node `index` of the fake graph, depending on what the fake
+ * graph says, which is handed to the engine as gm_node_call_t.deps. */
+typedef struct marker_add {
+    fake_graph_t *g;
+    unsigned index;
+    uint64_t deps[MAX_DEPS];
+} marker_add_t;
+
+static bool add_fake_node(void *arg, uint64_t *node_out) {
+    marker_add_t *a = arg;
+    *node_out = key_of(&a->g->nodes[a->index]);
+    return true;
+}
+
+static gm_node_call_t marker_call(marker_add_t *a, fake_graph_t *g, unsigned index) {
+    const fake_node_t *n = &g->nodes[index];
+    *a = (marker_add_t){.g = g, .index = index};
+    for (unsigned d = 0; d < n->dep_count; d++)
+        a->deps[d] = key_of(n->deps[d]);
+    return (gm_node_call_t){add_fake_node, a, a->deps, n->dep_count};
+}
+
+/* Makes node `index` of g an alloc marker (an empty node to the driver) of `bytes`. */
+static uint64_t make_alloc(sim_t *s, fake_graph_t *g, unsigned index, uint64_t bytes) {
+    g->nodes[index].type = CU_GRAPH_NODE_TYPE_EMPTY;
+    gm_alloc_params_t params = {.device = 0, .size = bytes};
+    uint64_t va = 0, node = 0;
+    marker_add_t add;
+    CHECK(gm_engine_alloc_marker(s->engine, key_of((const fake_node_t *)g), &params, NULL,
+                                 marker_call(&add, g, index), &va, &node) == GM_OK);
+    CHECK(node == key_of(&g->nodes[index]));
+    return va;
+}
+
+static void make_free(sim_t *s, fake_graph_t *g, unsigned index, uint64_t va) {
+    g->nodes[index].type = CU_GRAPH_NODE_TYPE_EMPTY;
+    uint64_t node = 0;
+    marker_add_t add;
+    CHECK(gm_engine_free_marker(s->engine, key_of((const fake_node_t *)g), va, NULL,
+                                marker_call(&add, g, index), &node) == GM_OK);
+}
+
+/* A captured chain of kernels between allocations and frees (of sizes packed and not), listed as
+ * `listing`: node i depends on node i - 1, and every third node is a kernel. */
+static fake_graph_t *marked_chain(sim_t *s, unsigned count, listing_t listing, unsigned *markers) {
+    fake_graph_t *g = chain(count, listing);
+    uint64_t live[MAX_NODES];
+    unsigned live_count = 0;
+    *markers = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (i % 3 == 2)
+            continue; /* a kernel */
+        if (live_count > 0 && (i % 2 || live_count > 4))
+            make_free(s, g, i, live[--live_count]);
+        else
+            live[live_count++] = make_alloc(s, g, i, i % 4 ? 4096 : sim_page() * (1 + i % 3));
+        ++*markers;
+    }
+    return g;
+}
+
+static void test_marker_dependencies_from_the_engine(void) {
+    const listing_t listings[] = {MADE, REVERSED, SHUFFLED};
+    for (unsigned l = 0; l < 3; l++) {
+        sim_t s;
+        REQUIRE(sim_init(&s, NULL));
+        unsigned markers;
+        fake_graph_t *g = marked_chain(&s, 600, listings[l], &markers);
+        dependency_asks = 0;
+        check_flat_with(s.engine, g);
+        CHECK(markers == 400);
+        CHECK(dependency_asks == g->count - markers); /* the kernels' only */
+        /* An edge added to a marker afterwards: the driver is asked again, and the edge read. */
+        gm_engine_graph_edges_edited(s.engine, key_of((const fake_node_t *)g));
+        depend(g, 301, 7);
+        dependency_asks = 0;
+        check_flat_with(s.engine, g);
+        CHECK(dependency_asks == g->count);
+        sim_graph_destroy(s.engine, key_of((const fake_node_t *)g));
+        graph_free(g);
+        CHECK(sim_fini(&s));
+    }
+}
+
+/* Markers after more dependencies than the engine keeps, or made under
+ * GRAPHMEM_LIFT_RESTRICTIONS (where nodes and edges may go without their graph being marked): their
+ * dependencies are asked of the driver. */
+static void test_marker_dependencies_asked(void) {
+    for (int lifted = 0; lifted < 2; lifted++) {
+        sim_t s;
+        REQUIRE(lifted ? sim_init_lifted(&s) : sim_init(&s, NULL));
+        fake_graph_t *g = graph_new(8, SHUFFLED);
+        for (unsigned i = 3; i < 8; i++)
+            for (unsigned d = 0; d < (lifted ? 1 : GM_KNOWN_DEPS + 1); d++)
+                depend(g, i, i - 1 - d);
+        uint64_t va = make_alloc(&s, g, 3, 4096);
+        make_free(&s, g, 7, va);
+        dependency_asks = 0;
+        check_flat_with(s.engine, g);
+        CHECK(dependency_asks == g->count);
+        sim_graph_destroy(s.engine, key_of((const fake_node_t *)g));
+        graph_free(g);
+        CHECK(sim_fini(&s));
+    }
+}
+
 int main(void) {
     srand(1234);
     install_driver();
@@ -264,5 +383,7 @@ int main(void) {
     RUN_TEST(test_random_dags);
     RUN_TEST(test_many_dependencies);
     RUN_TEST(test_child_graph);
+    RUN_TEST(test_marker_dependencies_from_the_engine);
+    RUN_TEST(test_marker_dependencies_asked);
     return gm_check_summary();
 }

@@ -406,7 +406,7 @@ static void test_abort_and_move(void) {
     gm_alloc_params_t p = {.device = 0, .size = 4096};
     uint64_t va = 0, node = 0;
     int calls = 0;
-    gm_node_call_t refuse = {refuse_node, &calls};
+    gm_node_call_t refuse = {.fn = refuse_node, .arg = &calls};
     CHECK_EQ_INT(gm_engine_alloc_marker(s.engine, 0x77, &p, NULL, refuse, &va, &node),
                  GM_ERR_DRIVER);
     CHECK_EQ_INT(calls, 1);
@@ -473,7 +473,8 @@ static void test_impossible_size(void) {
     uint64_t va = 0, node = 0;
     int calls = 0;
     CHECK_EQ_INT(gm_engine_alloc_marker(s.engine, g.key, &big, NULL,
-                                        (gm_node_call_t){refuse_node, &calls}, &va, &node),
+                                        (gm_node_call_t){.fn = refuse_node, .arg = &calls}, &va,
+                                        &node),
                  GM_ERR_OUT_OF_MEMORY);
     CHECK_EQ_INT(calls, 0);
     CHECK(!gm_engine_graph_has_markers(s.engine, g.key));

@@ -71,7 +71,7 @@ static void *builder(void *arg) {
         uint64_t graph = atomic_fetch_add(&next_graph, 1), va = 0;
         gm_alloc_params_t params = {.device = 0, .size = gm_rand(&rng) % 2 ? 8 * KiB : 1 * MiB};
         uint64_t a = 0, f = 0;
-        gm_node_call_t add = {add_node, NULL};
+        gm_node_call_t add = {.fn = add_node, .arg = NULL};
         if (gm_engine_alloc_marker(e, graph, &params, NULL, add, &va, &a) != GM_OK) {
             atomic_fetch_add(&wrong, 1);
             continue;

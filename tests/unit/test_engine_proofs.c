@@ -369,8 +369,8 @@ static uint64_t alloc_marker(gm_engine_t *e, uint64_t graph, const uint64_t *anc
     gm_alloc_params_t p = {.device = 0, .size = 4096};
     gm_ancestors_t a = {anc, n};
     uint64_t va = 0;
-    if (gm_engine_alloc_marker(e, graph, &p, &a, (gm_node_call_t){add_key, NULL}, &va, node) !=
-        GM_OK)
+    if (gm_engine_alloc_marker(e, graph, &p, &a, (gm_node_call_t){.fn = add_key, .arg = NULL}, &va,
+                               node) != GM_OK)
         return 0;
     return va;
 }
@@ -379,7 +379,8 @@ static uint64_t free_marker(gm_engine_t *e, uint64_t graph, uint64_t va, const u
                             size_t n) {
     uint64_t node = 0;
     gm_ancestors_t a = {anc, n};
-    if (gm_engine_free_marker(e, graph, va, &a, (gm_node_call_t){add_key, NULL}, &node) != GM_OK)
+    if (gm_engine_free_marker(e, graph, va, &a, (gm_node_call_t){.fn = add_key, .arg = NULL},
+                              &node) != GM_OK)
         return 0;
     return node;
 }

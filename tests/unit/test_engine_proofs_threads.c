@@ -69,15 +69,16 @@ static void *work(void *arg) {
             memmove(unfreed, unfreed + 1, --nu * sizeof *unfreed);
             ad.kind = 2;
             uint64_t node;
-            if (gm_engine_free_marker(E, GRAPH, va_of[r], &a, (gm_node_call_t){add_node, &ad},
-                                      &node) != GM_OK)
+            if (gm_engine_free_marker(E, GRAPH, va_of[r], &a,
+                                      (gm_node_call_t){.fn = add_node, .arg = &ad}, &node) != GM_OK)
                 break;
             free_of[r] = ad.index; /* only this thread frees r */
         } else {
             gm_alloc_params_t p = {.device = 0, .size = 256u << (gm_rand(&w->rng) % 6)};
             ad.kind = 1;
             uint64_t va, node;
-            if (gm_engine_alloc_marker(E, GRAPH, &p, &a, (gm_node_call_t){add_node, &ad}, &va,
+            if (gm_engine_alloc_marker(E, GRAPH, &p, &a,
+                                       (gm_node_call_t){.fn = add_node, .arg = &ad}, &va,
                                        &node) != GM_OK)
                 break;
             va_of[ad.index] = va;

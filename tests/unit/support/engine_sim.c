@@ -131,7 +131,8 @@ uint32_t sim_alloc_on(sim_t *s, sim_graph_t *g, const gm_alloc_params_t *params,
     uint64_t va = 0, node = 0;
     sim_node_add_t add = {s, g, SIM_ALLOC, deps, n, UINT32_MAX};
     if (gm_engine_alloc_marker(s->engine, g->key, params, &anc,
-                               (gm_node_call_t){sim_add_node, &add}, &va, &node) != GM_OK)
+                               (gm_node_call_t){.fn = sim_add_node, .arg = &add}, &va,
+                               &node) != GM_OK)
         return UINT32_MAX;
     g->va[add.index] = va;
     g->size[add.index] = params->size;
@@ -149,7 +150,7 @@ uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, u
     gm_ancestors_t anc = {markers, find_ancestors(s, g, deps, n, markers)};
     sim_node_add_t add = {s, g, SIM_FREE, deps, n, UINT32_MAX};
     gm_status_t r = gm_engine_free_marker(s->engine, g->key, va, &anc,
-                                          (gm_node_call_t){sim_add_node, &add}, &node);
+                                          (gm_node_call_t){.fn = sim_add_node, .arg = &add}, &node);
     if (st)
         *st = r;
     if (r != GM_OK)
