@@ -593,9 +593,12 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
         gm_map_put(&e->moved, child, (void *)1);
     /* The child's places are numbered on the child's chains, which mean nothing among the
      * parent's: its markers give theirs up, so nothing is proven about them (no marker of the
-     * parent is ever found to follow one: the search does not enter a child graph). */
+     * parent is ever found to follow one: the search does not enter a child graph). Edges added
+     * to the child's graph through its own handle would not mark the parent edited: the
+     * dependencies they were made with are forgotten too. */
     for (uint32_t i = 0; i < c->record_count; i++) {
         c->records[i]->alloc.position = 0;
+        c->records[i]->alloc.deps_known = false;
         gm_clock_release(&c->records[i]->alloc.before);
         c->records[i]->owner = p;
         c->records[i]->alloc.graph = p;
@@ -603,6 +606,7 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     }
     for (uint32_t i = 0; i < c->free_count; i++) {
         c->frees[i]->position = 0;
+        c->frees[i]->deps_known = false;
         gm_clock_release(&c->frees[i]->before);
         c->frees[i]->graph = p;
         p->frees[p->free_count++] = c->frees[i];

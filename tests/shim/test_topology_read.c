@@ -354,23 +354,29 @@ static void test_marker_dependencies_from_the_engine(void) {
     }
 }
 
-/* Markers after more dependencies than the engine keeps, or made under
- * GRAPHMEM_LIFT_RESTRICTIONS (where nodes and edges may go without their graph being marked): their
- * dependencies are asked of the driver. */
+/* Markers after more dependencies than the engine keeps, made under GRAPHMEM_LIFT_RESTRICTIONS
+ * (where nodes and edges may go without their graph being marked), or moved into a parent graph
+ * (whose child graph can be edited through a handle of its own): their dependencies are asked of
+ * the driver. */
+typedef enum asked_case { MANY_DEPS, LIFTED, MOVED, ASKED_CASES } asked_case_t;
+
 static void test_marker_dependencies_asked(void) {
-    for (int lifted = 0; lifted < 2; lifted++) {
+    for (asked_case_t c = 0; c < ASKED_CASES; c++) {
         sim_t s;
-        REQUIRE(lifted ? sim_init_lifted(&s) : sim_init(&s, NULL));
+        REQUIRE(c == LIFTED ? sim_init_lifted(&s) : sim_init(&s, NULL));
         fake_graph_t *g = graph_new(8, SHUFFLED);
         for (unsigned i = 3; i < 8; i++)
-            for (unsigned d = 0; d < (lifted ? 1 : GM_KNOWN_DEPS + 1); d++)
+            for (unsigned d = 0; d < (c == MANY_DEPS ? GM_KNOWN_DEPS + 1 : 1); d++)
                 depend(g, i, i - 1 - d);
         uint64_t va = make_alloc(&s, g, 3, 4096);
         make_free(&s, g, 7, va);
+        uint64_t parent = 0x1000;
+        if (c == MOVED)
+            gm_engine_graph_moved(s.engine, key_of((const fake_node_t *)g), parent);
         dependency_asks = 0;
         check_flat_with(s.engine, g);
         CHECK(dependency_asks == g->count);
-        sim_graph_destroy(s.engine, key_of((const fake_node_t *)g));
+        sim_graph_destroy(s.engine, c == MOVED ? parent : key_of((const fake_node_t *)g));
         graph_free(g);
         CHECK(sim_fini(&s));
     }
