@@ -161,22 +161,25 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *engine, uint64_t node, gm_marker_
  * small allocation). A marker made or destroyed meanwhile by another thread may be seen either way,
  * and one recorded without host memory is not seen: callers may only lose a proof by it. */
 bool gm_engine_is_marker(gm_engine_t *engine, uint64_t node);
-/* What the engine knows of `count` nodes of one graph level, in one critical section, for the
- * read-back at instantiation: whether each is a marker, and the dependencies a marker was made
- * with (gm_node_call_t.deps) while nothing can have changed them since: the application added or
- * removed no edge of its graph (gm_engine_graph_edges_edited), and no node was destroyed there
- * (the driver refuses that in a graph with memory nodes; under GRAPHMEM_LIFT_RESTRICTIONS no
- * dependencies are kept). */
+/* What the engine knows of the `count` nodes of `graph` (one level: a graph's own nodes) in the
+ * order the driver lists them, for the read-back at instantiation: whether each is a marker of
+ * the graph, and the dependencies its node was made with (gm_node_call_t.deps) while nothing can
+ * have changed them since: the application added no edge to the graph
+ * (gm_engine_graph_edges_edited), and no node or edge can have gone (the driver refuses that in a
+ * graph with memory nodes; under GRAPHMEM_LIFT_RESTRICTIONS nothing is known). The graph's
+ * markers are matched in the order they were made, forwards or backwards, so a node is found in
+ * constant time; a node not found that way reads as GM_MARKER_NONE with nothing known, and the
+ * caller asks the driver about it. */
 typedef struct gm_node_facts {
     gm_marker_kind_t kind;
     bool deps_known;
     uint8_t dep_count;
     uint64_t deps[GM_KNOWN_DEPS];
 } gm_node_facts_t;
-void gm_engine_node_facts(gm_engine_t *engine, const uint64_t *nodes, size_t count,
+void gm_engine_node_facts(gm_engine_t *engine, uint64_t graph, const uint64_t *nodes, size_t count,
                           gm_node_facts_t *facts_out);
-/* The application adds or removes edges of `graph` (cuGraphAddDependencies,
- * cuGraphRemoveDependencies): the dependencies its markers were made with are not trusted again. */
+/* The application adds edges to `graph` (cuGraphAddDependencies): the dependencies its markers
+ * were made with are not taken as all of theirs again. */
 void gm_engine_graph_edges_edited(gm_engine_t *engine, uint64_t graph);
 bool gm_engine_graph_has_markers(gm_engine_t *engine, uint64_t graph);
 /* Whether every allocation of `graph` is freed in it and it frees no other graph's: what a

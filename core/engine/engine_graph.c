@@ -79,31 +79,72 @@ size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *
     return found;
 }
 
-/* Keeps the dependencies `add` made the marker's node with (gm_node_call_t.deps), when there are
- * few enough. Under GRAPHMEM_LIFT_RESTRICTIONS a node or edge may go later without the graph
- * being marked edited: nothing is kept then. */
-static void marker_note_deps(const gm_engine_t *e, gm_marker_t *m, gm_node_call_t add) {
-    if (e->config.lift_restrictions || !add.deps || add.dep_count > GM_KNOWN_DEPS)
-        return;
-    for (size_t i = 0; i < add.dep_count; i++)
-        m->deps[i] = add.deps[i];
-    m->dep_count = (uint8_t)add.dep_count;
-    m->deps_known = true;
+/* Room for one more of the graph's node facts before its marker's node is added (nothing may
+ * fail after the driver made the node). False under GRAPHMEM_LIFT_RESTRICTIONS, where markers may
+ * go, or without host memory: the marker is then left out, and the read-back asks the driver about
+ * its node; the order of those kept is still the order they were made in. */
+static bool fact_room(const gm_engine_t *e, gm_graph_t *g) {
+    return !e->config.lift_restrictions &&
+           gm_grow((void **)&g->facts, &g->fact_cap, g->fact_count + 1, sizeof *g->facts) == GM_OK;
 }
 
-void gm_engine_node_facts(gm_engine_t *e, const uint64_t *nodes, size_t count,
-                          gm_node_facts_t *facts_out) {
-    pthread_mutex_lock(&e->lock);
-    for (size_t i = 0; i < count; i++) {
-        const gm_marker_t *m = gm_map_get(&e->nodes, nodes[i]);
-        gm_node_facts_t *f = &facts_out[i];
-        f->kind = m ? m->kind : GM_MARKER_NONE;
-        f->deps_known = m && m->deps_known && !m->graph->edges_edited;
-        f->dep_count = f->deps_known ? m->dep_count : 0;
-        for (uint8_t k = 0; k < f->dep_count; k++)
-            f->deps[k] = m->deps[k];
+static void fact_append(gm_graph_t *g, bool room, uint64_t node, gm_marker_kind_t kind,
+                        gm_node_call_t add) {
+    if (!room)
+        return;
+    gm_node_fact_t *f = &g->facts[g->fact_count++];
+    *f = (gm_node_fact_t){.node = node, .facts = {.kind = kind}};
+    if (!add.deps || add.dep_count > GM_KNOWN_DEPS)
+        return;
+    for (size_t i = 0; i < add.dep_count; i++)
+        f->facts.deps[i] = add.deps[i];
+    f->facts.dep_count = (uint8_t)add.dep_count;
+    f->facts.deps_known = true;
+}
+
+/* The walk of a graph's facts beside the driver's list of its nodes: which way, once a node
+ * matched one end, and the next fact expected. */
+typedef struct fact_walk {
+    int step; /* 0 until known, then +1 or -1 */
+    int64_t next;
+} fact_walk_t;
+
+static const gm_node_fact_t *fact_match(const gm_graph_t *g, fact_walk_t *w, uint64_t node) {
+    int64_t last = (int64_t)g->fact_count - 1;
+    if (last < 0)
+        return NULL;
+    if (w->step == 0) {
+        if (g->facts[0].node == node)
+            *w = (fact_walk_t){1, 0};
+        else if (g->facts[last].node == node)
+            *w = (fact_walk_t){-1, last};
+        else
+            return NULL;
     }
-    gm_engine_unlock_unchanged(e);
+    if (w->next < 0 || w->next > last || g->facts[w->next].node != node)
+        return NULL;
+    w->next += w->step;
+    return &g->facts[w->next - w->step];
+}
+
+/* Nodes matched a slice at a time, so the engine lock is never held long. */
+#define FACTS_SLICE 4096
+
+void gm_engine_node_facts(gm_engine_t *e, uint64_t graph, const uint64_t *nodes, size_t count,
+                          gm_node_facts_t *facts_out) {
+    fact_walk_t walk = {0, 0};
+    for (size_t at = 0; at < count; at += FACTS_SLICE) {
+        size_t end = count - at < FACTS_SLICE ? count : at + FACTS_SLICE;
+        pthread_mutex_lock(&e->lock);
+        const gm_graph_t *g = gm_graph_get(e, graph, false);
+        for (size_t i = at; i < end; i++) {
+            const gm_node_fact_t *f = g ? fact_match(g, &walk, nodes[i]) : NULL;
+            facts_out[i] = f ? f->facts : (gm_node_facts_t){.kind = GM_MARKER_NONE};
+            if (f && g->edges_edited)
+                facts_out[i].deps_known = false, facts_out[i].dep_count = 0;
+        }
+        gm_engine_unlock_unchanged(e);
+    }
 }
 
 void gm_engine_graph_edges_edited(gm_engine_t *e, uint64_t graph) {
@@ -138,6 +179,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
         (st = gm_proven_before(e, g, ancestors, &before)) != GM_OK ||
         (st = gm_record_create(e, g, params, before, &r)) != GM_OK)
         goto out;
+    bool fact_kept = fact_room(e, g);
     if (!add.fn(add.arg, &node)) {
         gm_record_abort(e, r); /* the address goes back: nobody saw it */
         st = GM_ERR_DRIVER;
@@ -145,7 +187,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     }
     g->records[g->record_count++] = r;
     r->alloc.node = node;
-    marker_note_deps(e, &r->alloc, add);
+    fact_append(g, fact_kept, node, GM_MARKER_ALLOC, add);
     gm_marker_place(e, g, &r->alloc);
     gm_map_put(&e->nodes, node, &r->alloc); /* reserved above */
     marker_known(e, node);
@@ -206,6 +248,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
     }
+    bool fact_kept = fact_room(e, g);
     if (!add.fn(add.arg, &node)) {
         gm_clock_release(&m->before);
         free(m);
@@ -213,7 +256,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         goto out;
     }
     m->node = node;
-    marker_note_deps(e, m, add);
+    fact_append(g, fact_kept, node, GM_MARKER_FREE, add);
     gm_marker_place(e, g, m);
     if (r->owner == g) {
         gm_run_forget(g, r);
@@ -341,6 +384,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     free(g->records);
     free(g->frees);
     free(g->chains);
+    free(g->facts);
     free(g);
 }
 
@@ -593,12 +637,10 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
         gm_map_put(&e->moved, child, (void *)1);
     /* The child's places are numbered on the child's chains, which mean nothing among the
      * parent's: its markers give theirs up, so nothing is proven about them (no marker of the
-     * parent is ever found to follow one: the search does not enter a child graph). Edges added
-     * to the child's graph through its own handle would not mark the parent edited: the
-     * dependencies they were made with are forgotten too. */
+     * parent is ever found to follow one: the search does not enter a child graph). Their node
+     * facts go with the child (the parent's are of its own level). */
     for (uint32_t i = 0; i < c->record_count; i++) {
         c->records[i]->alloc.position = 0;
-        c->records[i]->alloc.deps_known = false;
         gm_clock_release(&c->records[i]->alloc.before);
         c->records[i]->owner = p;
         c->records[i]->alloc.graph = p;
@@ -606,7 +648,6 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     }
     for (uint32_t i = 0; i < c->free_count; i++) {
         c->frees[i]->position = 0;
-        c->frees[i]->deps_known = false;
         gm_clock_release(&c->frees[i]->before);
         c->frees[i]->graph = p;
         p->frees[p->free_count++] = c->frees[i];

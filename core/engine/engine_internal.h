@@ -77,12 +77,6 @@ typedef struct gm_marker {
      * is that instantiation's token: one lookup of each node, no map from nodes to indices. */
     uint64_t seen;
     uint32_t seen_index;
-    /* The node's dependencies as it was made with them (gm_node_call_t), while its graph's edges
-     * were not edited since (gm_graph_t.edges_edited): the read-back takes them instead of asking
-     * the driver (gm_engine_node_facts). */
-    bool deps_known;
-    uint8_t dep_count;
-    uint64_t deps[GM_KNOWN_DEPS];
 } gm_marker_t;
 
 /* A padded window shared by several allocations: small ones of one packer, or a run. */
@@ -135,6 +129,11 @@ struct gm_record {
     gm_record_t *va_next, *va_prev;
 };
 
+typedef struct gm_node_fact {
+    uint64_t node;
+    gm_node_facts_t facts;
+} gm_node_fact_t;
+
 struct gm_graph {
     uint64_t key;
     uint64_t serial; /* unique in the engine's life: execs of one graph share its windows */
@@ -147,8 +146,16 @@ struct gm_graph {
     gm_chain_t *chains; /* gm_marker_place */
     uint32_t chain_count, chain_cap;
     uint64_t placements; /* markers placed on chains so far */
-    /* An edge was added or removed by the application after markers were made: the
-     * dependencies they were made with may no longer be their nodes' (gm_marker_t.deps_known). */
+    /* Its marker nodes in the order they were made, which is the order the driver made them in
+     * (each is added inside the engine's critical section that makes the marker), with the
+     * dependencies they were made with (gm_node_call_t.deps): the read-back walks them beside the
+     * driver's list of the graph's nodes, which comes in that order too (gm_engine_node_facts).
+     * Not kept under GRAPHMEM_LIFT_RESTRICTIONS (markers may go), nor for markers moved in from
+     * a child graph or copied into a clone (their nodes are asked about instead). */
+    gm_node_fact_t *facts;
+    uint32_t fact_count, fact_cap;
+    /* The application added edges to the graph: the dependencies above may no longer be all of
+     * a marker's. */
     bool edges_edited;
     /* Its execs not destroyed, linked by graph_next: one at most, as for the driver (§A3.7),
      * unless GRAPHMEM_LIFT_RESTRICTIONS lets it be instantiated again (they share its windows). */

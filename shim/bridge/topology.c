@@ -115,19 +115,17 @@ static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size
 
 /* What the engine knows of a level's nodes (gm_engine_node_facts): markers need no type asked,
  * and most need no dependencies asked either, which was most of reading back a graph of captured
- * allocations. Asked a slice at a time, so that the engine lock is never held long. NULL without
- * host memory. */
-#define FACTS_SLICE 512
-
-static gm_node_facts_t *node_facts(gm_engine_t *engine, const CUgraphNode *nodes, size_t count) {
+ * allocations. NULL without host memory. */
+static gm_node_facts_t *node_facts(gm_engine_t *engine, CUgraph graph, const CUgraphNode *nodes,
+                                   size_t count) {
     gm_node_facts_t *facts = calloc(count ? count : 1, sizeof *facts);
-    uint64_t keys[FACTS_SLICE];
-    for (size_t at = 0; facts && engine && at < count; at += FACTS_SLICE) {
-        size_t n = count - at < FACTS_SLICE ? count - at : FACTS_SLICE;
-        for (size_t i = 0; i < n; i++)
-            keys[i] = (uint64_t)(uintptr_t)nodes[at + i];
-        gm_engine_node_facts(engine, keys, n, facts + at);
+    uint64_t *keys = engine ? malloc((count ? count : 1) * sizeof *keys) : NULL;
+    if (facts && keys) {
+        for (size_t i = 0; i < count; i++)
+            keys[i] = (uint64_t)(uintptr_t)nodes[i];
+        gm_engine_node_facts(engine, (uint64_t)(uintptr_t)graph, keys, count, facts);
     }
+    free(keys);
     return facts;
 }
 
@@ -165,7 +163,7 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
           room_for_edges(buf, (uint64_t)count * (entry == UINT32_MAX ? 1 : 3))))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     gm_node_facts_t *facts = NULL;
-    if (r == CUDA_SUCCESS && !(facts = node_facts(engine, nodes, count)))
+    if (r == CUDA_SUCCESS && !(facts = node_facts(engine, graph, nodes, count)))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
