@@ -24,33 +24,59 @@ static gm_join_t beginning(CUstream stream, bool ptsz) {
     return gm_join_begin(stream, ptsz, false);
 }
 
-static CUresult began(CUresult result, gm_join_t join) {
+typedef CUresult (*capture_info_fn)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                                    const CUgraphNode **, const CUgraphEdgeData **, size_t *);
+
+/* A capture that began: the graph it captures into is noted for its end, which forgets the graph
+ * when the capture fails (whether or not a marker was captured: one may have been added to the
+ * graph through the graph API). A graph the driver made for the capture (`fresh`) has a handle
+ * the driver may have given out before, to a graph that died without graphmem's seeing it (a
+ * failed capture's graph is destroyed by the driver, at times before the capture ends): what
+ * graphmem still knows under that handle is the dead graph's, and goes now, before anything is
+ * added to the new one. */
+static void note_capture_graph(CUstream stream, bool ptsz, bool fresh) {
+    capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t capture = 0;
+    CUgraph graph = NULL;
+    if (info == NULL || info(stream, &status, &capture, &graph, NULL, NULL, NULL) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE || graph == NULL)
+        return;
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (fresh && engine != NULL)
+        gm_graph_forget_stale(engine, graph);
+    gm_joins_note(capture, stream, ptsz, graph);
+}
+
+static CUresult began(CUresult result, gm_join_t join, CUstream stream, bool ptsz, bool fresh) {
     gm_join_end(join);
-    if (result == CUDA_SUCCESS)
+    if (result == CUDA_SUCCESS) {
         gm_stat_add(GM_STAT_captures, 1);
-    else
+        note_capture_graph(stream, ptsz, fresh);
+    } else {
         atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
+    }
     return result;
 }
 
 CUresult gm_hook_cuStreamBeginCapture(CUstream hStream) {
     gm_join_t join = beginning(hStream, false);
-    return began(gm_real.cuStreamBeginCapture(hStream), join);
+    return began(gm_real.cuStreamBeginCapture(hStream), join, hStream, false, true);
 }
 
 CUresult gm_hook_cuStreamBeginCapture_ptsz(CUstream hStream) {
     gm_join_t join = beginning(hStream, true);
-    return began(gm_real.cuStreamBeginCapture_ptsz(hStream), join);
+    return began(gm_real.cuStreamBeginCapture_ptsz(hStream), join, hStream, true, true);
 }
 
 CUresult gm_hook_cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
     gm_join_t join = beginning(hStream, false);
-    return began(gm_real.cuStreamBeginCapture_v2(hStream, mode), join);
+    return began(gm_real.cuStreamBeginCapture_v2(hStream, mode), join, hStream, false, true);
 }
 
 CUresult gm_hook_cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
     gm_join_t join = beginning(hStream, true);
-    return began(gm_real.cuStreamBeginCapture_v2_ptsz(hStream, mode), join);
+    return began(gm_real.cuStreamBeginCapture_v2_ptsz(hStream, mode), join, hStream, true, true);
 }
 
 CUresult gm_hook_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
@@ -60,7 +86,7 @@ CUresult gm_hook_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
     gm_join_t join = beginning(hStream, false);
     return began(gm_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData,
                                                      numDependencies, mode),
-                 join);
+                 join, hStream, false, false);
 }
 
 CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
@@ -71,17 +97,60 @@ CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
     gm_join_t join = beginning(hStream, true);
     return began(gm_real.cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies,
                                                           dependencyData, numDependencies, mode),
-                 join);
+                 join, hStream, true, false);
+}
+
+static bool still_capturing(CUstream stream, bool ptsz) {
+    capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return info != NULL && info(stream, &status, NULL, NULL, NULL, NULL, NULL) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* The driver's EndCapture, as the application's call (gm_app_call_t), and graphmem's verdict on
+ * an unjoined capture the driver took: its graph is destroyed and the driver's error returned. */
+typedef struct end_call {
+    CUresult (*end)(CUstream, CUgraph *);
+    CUstream stream;
+    bool ptsz, unjoined;
+    CUgraph made;
+    bool ended; /* the capture is over (the stream no longer captures) */
+} end_call_t;
+
+static CUresult call_end(void *arg) {
+    end_call_t *c = arg;
+    CUresult result = c->end(c->stream, &c->made);
+    if (c->unjoined && result == CUDA_SUCCESS) {
+        /* The driver would have refused: no graph, the unjoined error. */
+        gm_real.cuGraphDestroy(c->made);
+        c->made = NULL;
+        result = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    }
+    c->ended = result == CUDA_SUCCESS || !still_capturing(c->stream, c->ptsz);
+    return result;
+}
+
+/* As gm_driver_call_t for forgetting the capture's graph: true when the call left no graph (the
+ * capture failed and is over), so the engine forgets it in the same step. */
+typedef struct ending {
+    gm_driver_call_t app; /* runs call_end */
+    const gm_app_call_t *call;
+    const end_call_t *end;
+} ending_t;
+
+static bool ended_without_graph(void *arg) {
+    ending_t *e = arg;
+    (void)e->app.fn(e->app.arg);
+    return e->call->result != CUDA_SUCCESS && e->end->ended;
 }
 
 /* A capture ends with EndCapture whatever its outcome (success, invalidated, unjoined): count it
- * out when the stream was capturing before the call. A capture that fails leaves no graph, so the
- * allocations made in it are forgotten (their addresses return to graphmem). */
+ * out when the capture is over. A capture that fails leaves no graph, so the allocations made in
+ * it are forgotten (their addresses return to graphmem), in the same step as the driver's call:
+ * the graph's handle may be given out again at once. */
 static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     CUresult (*end)(CUstream, CUgraph *) = GM_REAL_PT(cuStreamEndCapture, ptsz);
-    CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
-                     const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
-        GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
+    capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     cuuint64_t capture = 0;
     bool was_capturing = info != NULL &&
@@ -91,21 +160,22 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
         return end(stream, graph);
     gm_engine_t *engine = gm_glue_engine_if_started();
     CUgraph capture_graph = NULL;
-    bool unjoined = gm_joins_finish(stream, ptsz, capture, &capture_graph);
-    CUgraph made = NULL;
-    CUresult result = end(stream, &made);
-    atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
-    if (unjoined && result == CUDA_SUCCESS) {
-        /* The driver would have refused: no graph, the unjoined error. */
-        gm_real.cuGraphDestroy(made);
-        made = NULL;
-        result = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    end_call_t args = {end, stream, ptsz, false, NULL, false};
+    args.unjoined = gm_joins_finish(stream, ptsz, capture, &capture_graph);
+    CUresult result;
+    if (engine != NULL && capture_graph != NULL) {
+        gm_app_call_t call;
+        ending_t ending = {gm_app_call_begin(&call, call_end, &args), &call, &args};
+        gm_graph_destroy_nested(engine, capture_graph,
+                                (gm_driver_call_t){ended_without_graph, &ending});
+        gm_app_call_end(&call);
+        result = call.result;
+    } else {
+        result = call_end(&args);
     }
-    if (result != CUDA_SUCCESS && engine != NULL && capture_graph != NULL) {
-        gm_graph_destroy_nested(engine, capture_graph, GM_NO_CALL);
-    }
-    if (graph != NULL)
-        *graph = made;
+    if (args.ended)
+        atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
+    *graph = args.made;
     return result;
 }
 

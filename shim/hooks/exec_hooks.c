@@ -471,6 +471,15 @@ CUresult gm_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
     return call.result;
 }
 
+/* The new graph's handle may be a dead graph's (gm_graph_forget_stale). */
+CUresult gm_hook_cuGraphCreate(CUgraph *phGraph, unsigned int flags) {
+    CUresult result = gm_real.cuGraphCreate(phGraph, flags);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (result == CUDA_SUCCESS && engine != NULL)
+        gm_graph_forget_stale(engine, *phGraph);
+    return result;
+}
+
 static CUresult call_graph_destroy(void *arg) {
     return gm_real.cuGraphDestroy((CUgraph)arg);
 }
