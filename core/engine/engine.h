@@ -182,6 +182,9 @@ void gm_engine_node_facts(gm_engine_t *engine, uint64_t graph, const uint64_t *n
  * were made with are not taken as all of theirs again. */
 void gm_engine_graph_edges_edited(gm_engine_t *engine, uint64_t graph);
 bool gm_engine_graph_has_markers(gm_engine_t *engine, uint64_t graph);
+/* Whether the engine keeps anything under `graph`: markers, or a graph whose markers are gone
+ * (its execs, its family's windows), or a child moved into another graph. */
+bool gm_engine_graph_known(gm_engine_t *engine, uint64_t graph);
 /* Whether every allocation of `graph` is freed in it and it frees no other graph's: what a
  * conditional body holding markers must be (GRAPHMEM_LIFT_RESTRICTIONS), since it runs zero or
  * more times. */

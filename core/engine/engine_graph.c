@@ -312,6 +312,13 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_
     return kind;
 }
 
+bool gm_engine_graph_known(gm_engine_t *e, uint64_t graph) {
+    pthread_mutex_lock(&e->lock);
+    bool known = gm_graph_get(e, graph, false) || gm_map_get(&e->moved, graph);
+    gm_engine_unlock_unchanged(e);
+    return known;
+}
+
 bool gm_engine_graph_has_markers(gm_engine_t *e, uint64_t graph) {
     pthread_mutex_lock(&e->lock);
     gm_graph_t *g = gm_graph_get(e, graph, false);

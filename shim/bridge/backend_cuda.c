@@ -341,9 +341,11 @@ static gm_status_t stream_idle(void *ctx, uint64_t stream_key) {
     CUresult r = in_stream_context(context, query, stream, NULL);
     if (r == CUDA_ERROR_NOT_READY)
         return GM_ERR_NOT_READY;
+    /* Gone with its context, or with the driver at the process's exit (the runtime's teardown
+     * releases the primary context after the driver began to deinitialize): the engine logs it. */
     if (r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_CONTEXT ||
-        r == CUDA_ERROR_CONTEXT_IS_DESTROYED)
-        return GM_ERR_INVALID_VALUE; /* gone with its context: the engine logs it */
+        r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_DEINITIALIZED)
+        return GM_ERR_INVALID_VALUE;
     return status_of(r, "cuStreamQuery");
 }
 

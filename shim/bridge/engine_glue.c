@@ -3,7 +3,9 @@
 #include <pthread.h>
 
 #include "backend_cuda.h"
+#include "joins.h"
 #include "mempools.h"
+#include "nested.h"
 #include "streams.h"
 #include "interpose/driver.h"
 #include "log.h"
@@ -190,6 +192,15 @@ void gm_uaf_unmap_freed(gm_engine_t *started, bool wait, CUstream stream, bool p
 
 int gm_glue_device_count(void) {
     return device_count;
+}
+
+void gm_graph_forget_stale(CUgraph graph) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (graph == NULL || engine == NULL)
+        return;
+    if (gm_engine_graph_known(engine, (uint64_t)(uintptr_t)graph) || gm_nested_names(graph))
+        GM_RELAXED((void)gm_graph_destroy_nested(engine, graph, GM_NO_CALL));
+    gm_joins_forget_graph(graph);
 }
 
 gm_join_t gm_join_begin(CUstream stream, bool ptsz, bool every_stream) {

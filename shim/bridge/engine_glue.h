@@ -21,6 +21,13 @@ static inline gm_engine_t *gm_glue_engine_if_started(void) {
 /* The driver's number of devices (0 before the engine starts). */
 int gm_glue_device_count(void);
 
+/* `graph` was just made by the driver (a new graph, a capture's): anything known in the engine
+ * or the registry of nested graphs under its handle belongs to a graph that died without
+ * graphmem's seeing it (the driver destroys a failed capture's graph itself), and is forgotten
+ * now, before anything is added to the new graph; no note of a capture names the handle any more
+ * (joins.h). Costs two short lock holds when nothing is known (the usual case). */
+void gm_graph_forget_stale(CUgraph graph);
+
 CUresult gm_cuda_result(gm_status_t status);
 
 /* GRAPHMEM_UAF_CHECK (nothing else: a no-op without it): once a free is done or a launch has run,

@@ -19,7 +19,8 @@ typedef struct noted_stream {
     cuuint64_t capture;
     CUstream stream;
     bool ptsz;
-    CUgraph graph;
+    bool origin;        /* the capture began on it (gm_joins_note_begin) */
+    CUgraph graph;      /* NULL once its handle was given out again (gm_joins_forget_graph) */
     bool destroyed;     /* the stream is gone: `tails` is what it had captured last */
     CUgraphNode *tails; /* owned */
     size_t tail_count;
@@ -52,13 +53,45 @@ void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph
                !noted[i].destroyed;
     /* Without host memory for the note the check is skipped for this stream: never a refusal. */
     if (!seen && gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK) {
-        noted[noted_count++] = (noted_stream_t){capture, stream, ptsz, graph, false, NULL, 0};
+        noted[noted_count++] =
+            (noted_stream_t){capture, stream, ptsz, false, graph, false, NULL, 0};
         seen = true;
     }
     if (seen) {
         last.capture = capture, last.stream = stream, last.ptsz = ptsz, last.known = true;
         last.generation = atomic_load_explicit(&noted_generation, memory_order_relaxed);
     }
+    pthread_mutex_unlock(&noted_lock);
+}
+
+/* Removes note i (noted_lock held). */
+static void drop_note(uint32_t i) {
+    free(noted[i].tails);
+    noted[i] = noted[--noted_count];
+    atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
+}
+
+void gm_joins_note_begin(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph) {
+    pthread_mutex_lock(&noted_lock);
+    /* A stream takes part in one capture at a time: notes of it from another capture are left
+     * from one that ended without its notes found (and name a graph that may be gone). */
+    for (uint32_t i = 0; i < noted_count;) {
+        if (noted[i].stream == stream && noted[i].ptsz == ptsz && noted[i].capture != capture &&
+            !noted[i].destroyed)
+            drop_note(i);
+        else
+            i++;
+    }
+    if (gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK)
+        noted[noted_count++] = (noted_stream_t){capture, stream, ptsz, true, graph, false, NULL, 0};
+    pthread_mutex_unlock(&noted_lock);
+}
+
+void gm_joins_forget_graph(CUgraph graph) {
+    pthread_mutex_lock(&noted_lock);
+    for (uint32_t i = 0; i < noted_count; i++)
+        if (noted[i].graph == graph)
+            noted[i].graph = NULL;
     pthread_mutex_unlock(&noted_lock);
 }
 
@@ -149,14 +182,14 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *gr
     noted_stream_t *mine = NULL;
     uint32_t mine_count = 0, mine_cap = 0;
     pthread_mutex_lock(&noted_lock);
-    /* By capture id; an invalidated capture may no longer tell its id, then by the origin. */
-    bool by_stream = true;
-    for (uint32_t i = 0; i < noted_count && by_stream; i++)
-        by_stream = noted[i].capture != capture;
+    /* By capture id. An invalidated capture may no longer tell its id: then the id its origin
+     * was noted under when it began. */
+    for (uint32_t i = 0; i < noted_count && capture == 0; i++)
+        if (noted[i].origin && noted[i].stream == origin && noted[i].ptsz == ptsz &&
+            !noted[i].destroyed)
+            capture = noted[i].capture;
     for (uint32_t i = 0; i < noted_count;) {
-        bool match = by_stream ? noted[i].stream == origin && noted[i].ptsz == ptsz
-                               : noted[i].capture == capture;
-        if (!match) {
+        if (capture == 0 || noted[i].capture != capture) {
             i++;
             continue;
         }
@@ -168,8 +201,8 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *gr
         atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
     }
     pthread_mutex_unlock(&noted_lock);
-    if (mine_count > 0)
-        *graph_out = mine[0].graph;
+    for (uint32_t i = 0; i < mine_count && *graph_out == NULL; i++)
+        *graph_out = mine[i].graph;
     bool unjoined = finish_check(origin, ptsz, capture, mine, mine_count);
     for (uint32_t i = 0; i < mine_count; i++)
         free(mine[i].tails);

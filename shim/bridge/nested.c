@@ -269,16 +269,15 @@ gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_drive
     return st;
 }
 
-void gm_graph_forget_stale(gm_engine_t *engine, CUgraph graph) {
+bool gm_nested_names(CUgraph graph) {
     if (graph == NULL)
-        return;
-    bool stale = engine != NULL && gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph);
+        return false;
     pthread_mutex_lock(&nested_lock);
-    for (uint32_t i = 0; i < nested_count && !stale; i++)
-        stale = nested[i].parent == graph || (owns(&nested[i]) && nested[i].graph == graph);
+    bool named = false;
+    for (uint32_t i = 0; i < nested_count && !named; i++)
+        named = nested[i].parent == graph || (owns(&nested[i]) && nested[i].graph == graph);
     pthread_mutex_unlock(&nested_lock);
-    if (stale)
-        gm_graph_destroy_nested(engine, graph, GM_NO_CALL);
+    return named;
 }
 
 gm_status_t gm_node_destroy_nested(gm_engine_t *engine, CUgraphNode node, gm_driver_call_t call) {

@@ -44,11 +44,8 @@ bool gm_touches(CUgraph graph);
  * and forgets it and the graphs it owned, here and in the engine (NULL: not started), in one step.
  * GM_ERR_DRIVER when the call failed (nothing is forgotten). */
 gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call);
-/* `graph` was just made by the driver (a new graph, a capture's): anything known here or in the
- * engine under its handle belongs to a graph that died without graphmem's seeing it, and is
- * forgotten as by gm_graph_destroy_nested without a driver call. Nothing is locked for long when
- * nothing is known (the usual case). */
-void gm_graph_forget_stale(gm_engine_t *engine, CUgraph graph);
+/* Whether an entry here names `graph`, as a graph or as the parent of one. */
+bool gm_nested_names(CUgraph graph);
 /* The same for a node (cuGraphDestroyNode through `call`): the graphs it owns (a conditional
  * node's bodies) and those nested in them go with it. */
 gm_status_t gm_node_destroy_nested(gm_engine_t *engine, CUgraphNode node, gm_driver_call_t call);

@@ -4,6 +4,7 @@
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
+#include "bridge/nested.h"
 #include "bridge/topology.h"
 #include "stats.h"
 
@@ -39,13 +40,13 @@ static void note_capture_graph(CUstream stream, bool ptsz, bool fresh) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     cuuint64_t capture = 0;
     CUgraph graph = NULL;
-    if (info == NULL || info(stream, &status, &capture, &graph, NULL, NULL, NULL) != CUDA_SUCCESS ||
+    if (gm_glue_engine_if_started() == NULL || info == NULL ||
+        info(stream, &status, &capture, &graph, NULL, NULL, NULL) != CUDA_SUCCESS ||
         status != CU_STREAM_CAPTURE_STATUS_ACTIVE || graph == NULL)
         return;
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    if (fresh && engine != NULL)
-        gm_graph_forget_stale(engine, graph);
-    gm_joins_note(capture, stream, ptsz, graph);
+    if (fresh)
+        gm_graph_forget_stale(graph);
+    gm_joins_note_begin(capture, stream, ptsz, graph);
 }
 
 static CUresult began(CUresult result, gm_join_t join, CUstream stream, bool ptsz, bool fresh) {
@@ -100,11 +101,14 @@ CUresult gm_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
                  join, hStream, true, false);
 }
 
-static bool still_capturing(CUstream stream, bool ptsz) {
+/* Whether `stream` still takes part in capture `capture` (0: in any capture; the id of one that
+ * began since on another thread differs). */
+static bool still_capturing(CUstream stream, bool ptsz, cuuint64_t capture) {
     capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    return info != NULL && info(stream, &status, NULL, NULL, NULL, NULL, NULL) == CUDA_SUCCESS &&
-           status != CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t now = 0;
+    return info != NULL && info(stream, &status, &now, NULL, NULL, NULL, NULL) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE && (capture == 0 || now == capture);
 }
 
 /* The driver's EndCapture, as the application's call (gm_app_call_t), and graphmem's verdict on
@@ -112,6 +116,7 @@ static bool still_capturing(CUstream stream, bool ptsz) {
 typedef struct end_call {
     CUresult (*end)(CUstream, CUgraph *);
     CUstream stream;
+    cuuint64_t capture;
     bool ptsz, unjoined;
     CUgraph made;
     bool ended; /* the capture is over (the stream no longer captures) */
@@ -126,7 +131,7 @@ static CUresult call_end(void *arg) {
         c->made = NULL;
         result = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
     }
-    c->ended = result == CUDA_SUCCESS || !still_capturing(c->stream, c->ptsz);
+    c->ended = result == CUDA_SUCCESS || !still_capturing(c->stream, c->ptsz, c->capture);
     return result;
 }
 
@@ -142,6 +147,15 @@ static bool ended_without_graph(void *arg) {
     ending_t *e = arg;
     (void)e->app.fn(e->app.arg);
     return e->call->result != CUDA_SUCCESS && e->end->ended;
+}
+
+/* Whether anything is known of `graph` here (a marker went in, a child was added): else a failed
+ * capture leaves nothing to forget, and its end holds no lock over the driver's call. Only the
+ * capture's own calls could add something meanwhile, and the application ends a capture after
+ * them. */
+static bool graph_known(gm_engine_t *engine, CUgraph graph) {
+    return engine != NULL && graph != NULL &&
+           (gm_engine_graph_known(engine, (uint64_t)(uintptr_t)graph) || gm_nested_names(graph));
 }
 
 /* A capture ends with EndCapture whatever its outcome (success, invalidated, unjoined): count it
@@ -160,10 +174,10 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
         return end(stream, graph);
     gm_engine_t *engine = gm_glue_engine_if_started();
     CUgraph capture_graph = NULL;
-    end_call_t args = {end, stream, ptsz, false, NULL, false};
+    end_call_t args = {end, stream, capture, ptsz, false, NULL, false};
     args.unjoined = gm_joins_finish(stream, ptsz, capture, &capture_graph);
     CUresult result;
-    if (engine != NULL && capture_graph != NULL) {
+    if (graph_known(engine, capture_graph)) {
         gm_app_call_t call;
         ending_t ending = {gm_app_call_begin(&call, call_end, &args), &call, &args};
         gm_graph_destroy_nested(engine, capture_graph,
@@ -175,6 +189,8 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     }
     if (args.ended)
         atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
+    else if (capture_graph != NULL) /* it goes on (another thread's to end): noted again */
+        gm_joins_note_begin(capture, stream, ptsz, capture_graph);
     *graph = args.made;
     return result;
 }

@@ -474,9 +474,8 @@ CUresult gm_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
 /* The new graph's handle may be a dead graph's (gm_graph_forget_stale). */
 CUresult gm_hook_cuGraphCreate(CUgraph *phGraph, unsigned int flags) {
     CUresult result = gm_real.cuGraphCreate(phGraph, flags);
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    if (result == CUDA_SUCCESS && engine != NULL)
-        gm_graph_forget_stale(engine, *phGraph);
+    if (result == CUDA_SUCCESS)
+        gm_graph_forget_stale(*phGraph);
     return result;
 }
 
