@@ -143,6 +143,26 @@ def test_escape_chain_at_the_drivers_footprint(tmp_path):
     assert execs[0]["escape_bytes"] == 48 << 20, execs
 
 
+def test_added_edge_lets_memory_be_shared():
+    """tests/gpu/scn_added_edge.cu orders two 64 MiB allocations only by an edge added after their
+    memory nodes were made. graphmem reads a marker's dependencies from what its node was made
+    with unless an edge was added to its graph since (cuGraphAddDependencies is hooked for that):
+    the second allocation must take the first's memory, holding one allocation's memory at the
+    high where the driver holds both; without the edge both are live."""
+    gh.require_gpu()
+    prog = [gh.program("scn_added_edge")]
+    native = gh.run_native(prog)
+    assert native.returncode == 0, native.describe()
+    under = gh.run_graphmem(prog)
+    assert under.returncode == 0, under.describe()
+    obs = dict(under.obs)
+    assert obs.get("data_a") == "ok" and obs.get("data_b") == "ok", under.describe()
+    info, driver = dict(under.info), dict(native.info)
+    assert int(info["ordered_used_high"]) <= 64 << 20, under.describe()
+    assert int(info["ordered_used_high"]) <= int(driver["ordered_used_high"]), (info, driver)
+    assert int(info["unordered_used_high"]) >= 128 << 20, under.describe()
+
+
 def _stress_ok(r):
     obs = dict(r.obs)
     assert obs.get("corruption") == "0", f"corrupted words\n{r.describe()}"
