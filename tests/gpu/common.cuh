@@ -180,6 +180,19 @@ static inline bool end_capture_observed(cudaStream_t s, cudaError_t rc, cudaGrap
     return rc == cudaSuccess && end == cudaSuccess;
 }
 
+// A call a GLOBAL capture forbids (cudaMalloc) invalidates the capture on `s`, which then ends
+// with no graph (§A4.10): observed as "forbidden_malloc", "end_capture", "end_capture_graph_null".
+static inline void fail_global_capture(cudaStream_t s) {
+    void *forbidden = nullptr;
+    obs_rc("forbidden_malloc", cudaMalloc(&forbidden, 64));
+    cudaGraph_t made = nullptr;
+    obs_rc("end_capture", cudaStreamEndCapture(s, &made));
+    obs_yes("end_capture_graph_null", made == nullptr);
+    (void)cudaGetLastError();
+    if (forbidden)
+        cudaFree(forbidden);
+}
+
 static inline cudaError_t fill_words(cudaStream_t s, void *p, size_t n, uint32_t v) {
     k_fill<<<kGrid, kBlock, 0, s>>>((uint32_t *)p, n, v);
     return cudaGetLastError();

@@ -26,14 +26,7 @@ static cudaGraph_t failed_capture(cudaStream_t s, bool explicit_node) {
     } else {
         obs_rc("captured_alloc", cudaMallocAsync(&p, bytes, s));
     }
-    void *forbidden = nullptr;
-    obs_rc("forbidden_malloc", cudaMalloc(&forbidden, 64)); // invalidates a global capture
-    cudaGraph_t made = nullptr;
-    obs_rc("end_capture", cudaStreamEndCapture(s, &made));
-    obs_yes("end_capture_graph_null", made == nullptr);
-    (void)cudaGetLastError();
-    if (forbidden)
-        cudaFree(forbidden);
+    fail_global_capture(s);
     return graph;
 }
 
