@@ -194,11 +194,16 @@ int gm_glue_device_count(void) {
     return device_count;
 }
 
+bool gm_graph_known(gm_engine_t *engine, CUgraph graph) {
+    return graph != NULL &&
+           (gm_engine_graph_known(engine, (uint64_t)(uintptr_t)graph) || gm_nested_names(graph));
+}
+
 void gm_graph_forget_stale(CUgraph graph) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (graph == NULL || engine == NULL)
         return;
-    if (gm_engine_graph_known(engine, (uint64_t)(uintptr_t)graph) || gm_nested_names(graph))
+    if (gm_graph_known(engine, graph))
         GM_RELAXED((void)gm_graph_destroy_nested(engine, graph, GM_NO_CALL));
     gm_joins_forget_graph(graph);
 }

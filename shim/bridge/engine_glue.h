@@ -21,6 +21,9 @@ static inline gm_engine_t *gm_glue_engine_if_started(void) {
 /* The driver's number of devices (0 before the engine starts). */
 int gm_glue_device_count(void);
 
+/* Whether anything is known of `graph` (NULL: never) in the engine or the registry of nested
+ * graphs: a marker went into it, a child or body was added, a node of it touches graph memory. */
+bool gm_graph_known(gm_engine_t *engine, CUgraph graph);
 /* `graph` was just made by the driver (a new graph, a capture's): anything known in the engine
  * or the registry of nested graphs under its handle belongs to a graph that died without
  * graphmem's seeing it (the driver destroys a failed capture's graph itself), and is forgotten

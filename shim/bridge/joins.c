@@ -15,7 +15,7 @@
 #include "interpose/driver.h"
 #include "util.h"
 
-typedef struct noted_stream {
+struct noted_stream {
     cuuint64_t capture;
     CUstream stream;
     bool ptsz;
@@ -24,7 +24,8 @@ typedef struct noted_stream {
     bool destroyed;     /* the stream is gone: `tails` is what it had captured last */
     CUgraphNode *tails; /* owned */
     size_t tail_count;
-} noted_stream_t;
+};
+typedef struct noted_stream noted_stream_t;
 
 static noted_stream_t *noted;
 static uint32_t noted_count, noted_cap;
@@ -32,6 +33,9 @@ static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Raised whenever a note is marked destroyed or removed: a thread's memory of the note it made
  * last (gm_joins_note) holds only while this is unchanged. */
 static atomic_uint_fast64_t noted_generation;
+/* Ends in flight (gm_joins_finish to gm_joins_ended), holding their captures' notes: a graph
+ * handle given out again meanwhile is marked in them too (noted_lock). */
+static gm_joins_ending_t *endings;
 
 void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph) {
     /* A capture puts its markers on a few streams, one after another: the note this thread made
@@ -64,11 +68,17 @@ void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph
     pthread_mutex_unlock(&noted_lock);
 }
 
-/* Removes note i (noted_lock held). */
-static void drop_note(uint32_t i) {
-    free(noted[i].tails);
+/* Takes note i out of the list and returns it, its `tails` now the caller's (noted_lock held). */
+static noted_stream_t take_note(uint32_t i) {
+    noted_stream_t note = noted[i];
     noted[i] = noted[--noted_count];
     atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
+    return note;
+}
+
+/* Removes note i (noted_lock held). */
+static void drop_note(uint32_t i) {
+    free(take_note(i).tails);
 }
 
 void gm_joins_note_begin(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph) {
@@ -92,6 +102,8 @@ void gm_joins_forget_graph(CUgraph graph) {
     for (uint32_t i = 0; i < noted_count; i++)
         if (noted[i].graph == graph)
             noted[i].graph = NULL;
+    for (gm_joins_ending_t *e = endings; e != NULL; e = e->next)
+        e->given_out |= e->graph == graph && graph != NULL;
     pthread_mutex_unlock(&noted_lock);
 }
 
@@ -174,13 +186,11 @@ static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgra
     return all;
 }
 
-static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture, const noted_stream_t *mine,
-                         uint32_t mine_count);
+static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture,
+                         const struct noted_stream *mine, uint32_t mine_count);
 
-bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *graph_out) {
-    *graph_out = NULL;
-    noted_stream_t *mine = NULL;
-    uint32_t mine_count = 0, mine_cap = 0;
+bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, gm_joins_ending_t *ending) {
+    *ending = (gm_joins_ending_t){0};
     pthread_mutex_lock(&noted_lock);
     /* By capture id. An invalidated capture may no longer tell its id: then the id its origin
      * was noted under when it began. */
@@ -189,25 +199,69 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *gr
             !noted[i].destroyed)
             capture = noted[i].capture;
     for (uint32_t i = 0; i < noted_count;) {
-        if (capture == 0 || noted[i].capture != capture) {
+        if (capture == 0 || noted[i].capture != capture)
             i++;
-            continue;
-        }
-        if (gm_grow((void **)&mine, &mine_cap, mine_count + 1, sizeof *mine) == GM_OK)
-            mine[mine_count++] = noted[i];
+        else if (gm_grow((void **)&ending->notes, &ending->cap, ending->count + 1,
+                         sizeof *ending->notes) == GM_OK)
+            ending->notes[ending->count++] = take_note(i);
         else
-            free(noted[i].tails); /* cannot check it: never refuse a capture for that */
-        noted[i] = noted[--noted_count];
-        atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
+            drop_note(i); /* cannot check it: never refuse a capture for that */
+    }
+    for (uint32_t i = 0; i < ending->count && ending->graph == NULL; i++)
+        ending->graph = ending->notes[i].graph;
+    ending->next = endings;
+    endings = ending;
+    pthread_mutex_unlock(&noted_lock);
+    /* The notes are this end's alone now: the check reads them without the lock. */
+    return finish_check(origin, ptsz, capture, ending->notes, ending->count);
+}
+
+bool gm_joins_graph_still_mine(gm_joins_ending_t *ending) {
+    pthread_mutex_lock(&noted_lock);
+    bool mine = ending->graph != NULL && !ending->given_out;
+    pthread_mutex_unlock(&noted_lock);
+    return mine;
+}
+
+/* Puts a taken note back (noted_lock held): beside a note of the same stream made meanwhile it
+ * only adds what it knew (the origin's mark, the graph). Without host memory it is lost: the
+ * check then skips that stream, never a refusal. */
+static void put_back(noted_stream_t note) {
+    for (uint32_t i = 0; i < noted_count && !note.destroyed; i++) {
+        noted_stream_t *n = &noted[i];
+        if (n->capture == note.capture && n->stream == note.stream && n->ptsz == note.ptsz &&
+            !n->destroyed) {
+            n->origin |= note.origin;
+            if (n->graph == NULL)
+                n->graph = note.graph;
+            return;
+        }
+    }
+    if (gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK)
+        noted[noted_count++] = note;
+    else
+        free(note.tails);
+}
+
+void gm_joins_ended(gm_joins_ending_t *ending, bool over) {
+    pthread_mutex_lock(&noted_lock);
+    for (gm_joins_ending_t **link = &endings; *link != NULL; link = &(*link)->next)
+        if (*link == ending) {
+            *link = ending->next;
+            break;
+        }
+    for (uint32_t i = 0; i < ending->count; i++) {
+        noted_stream_t note = ending->notes[i];
+        if (ending->given_out && note.graph == ending->graph)
+            note.graph = NULL;
+        if (over)
+            free(note.tails);
+        else
+            put_back(note);
     }
     pthread_mutex_unlock(&noted_lock);
-    for (uint32_t i = 0; i < mine_count && *graph_out == NULL; i++)
-        *graph_out = mine[i].graph;
-    bool unjoined = finish_check(origin, ptsz, capture, mine, mine_count);
-    for (uint32_t i = 0; i < mine_count; i++)
-        free(mine[i].tails);
-    free(mine);
-    return unjoined;
+    free(ending->notes);
+    *ending = (gm_joins_ending_t){0};
 }
 
 /* Whether a noted stream's last nodes are not all ancestors of the origin's frontier. */

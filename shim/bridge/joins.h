@@ -13,11 +13,29 @@ void gm_joins_note_begin(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph
 void gm_joins_forget_graph(CUgraph graph);
 /* `stream` is about to be destroyed (cuStreamDestroy): its notes keep what it captured last. */
 void gm_joins_stream_destroyed(CUstream stream);
-/* Called before capture `capture` of `origin` ends (0: the driver no longer says which); forgets
- * its notes. Returns whether a stream that received markers never rejoined `origin` (the driver's
- * CUDA_ERROR_STREAM_CAPTURE_UNJOINED) and, in *graph_out, the graph the capture went into (NULL
- * if unknown, or given out again since): once a capture is invalidated the driver no longer says
- * which graph it was. */
-bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, CUgraph *graph_out);
+/* A capture's end in flight: what gm_joins_finish took for it until gm_joins_ended. The caller's
+ * (on its stack); only joins.c touches the fields. */
+typedef struct gm_joins_ending {
+    struct noted_stream *notes; /* the capture's notes, out of the list */
+    uint32_t count, cap;
+    CUgraph graph;  /* the graph the capture went into (NULL: unknown, or given out again) */
+    bool given_out; /* `graph`'s handle was given out again since gm_joins_finish */
+    struct gm_joins_ending *next;
+} gm_joins_ending_t;
+
+/* Called before capture `capture` of `origin` ends (0: the driver no longer says which, and the
+ * id its origin was noted under is used): takes the capture's notes into *ending. Returns whether
+ * a stream that received markers never rejoined `origin` (the driver's
+ * CUDA_ERROR_STREAM_CAPTURE_UNJOINED), and in ending->graph the graph the capture went into:
+ * once a capture is invalidated the driver no longer says which graph it was. */
+bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, gm_joins_ending_t *ending);
+/* Whether ending->graph is still the capture's graph: its handle was not given out again to a
+ * new graph since gm_joins_finish (gm_joins_forget_graph). Asked in the end's locked step, after
+ * the driver's call, so that a new graph under that handle is never forgotten with the dead one. */
+bool gm_joins_graph_still_mine(gm_joins_ending_t *ending);
+/* The driver's end returned. `over`: the capture is over and its notes go. Else it goes on
+ * (another thread's to end): its notes go back under the ids they were made with, side streams'
+ * and destroyed streams' last nodes included. */
+void gm_joins_ended(gm_joins_ending_t *ending, bool over);
 
 #endif

@@ -136,32 +136,27 @@ static CUresult call_end(void *arg) {
 }
 
 /* As gm_driver_call_t for forgetting the capture's graph: true when the call left no graph (the
- * capture failed and is over), so the engine forgets it in the same step. */
+ * capture failed and is over) and the handle is still that graph's, so the engine forgets it in
+ * the same step. A handle the driver gave out again before this step belongs to a new graph,
+ * whose records the stale forget of its making already cleared of the dead one's. */
 typedef struct ending {
     gm_driver_call_t app; /* runs call_end */
     const gm_app_call_t *call;
     const end_call_t *end;
+    gm_joins_ending_t *joins;
 } ending_t;
 
 static bool ended_without_graph(void *arg) {
     ending_t *e = arg;
     (void)e->app.fn(e->app.arg);
-    return e->call->result != CUDA_SUCCESS && e->end->ended;
-}
-
-/* Whether anything is known of `graph` here (a marker went in, a child was added): else a failed
- * capture leaves nothing to forget, and its end holds no lock over the driver's call. Only the
- * capture's own calls could add something meanwhile, and the application ends a capture after
- * them. */
-static bool graph_known(gm_engine_t *engine, CUgraph graph) {
-    return engine != NULL && graph != NULL &&
-           (gm_engine_graph_known(engine, (uint64_t)(uintptr_t)graph) || gm_nested_names(graph));
+    return e->call->result != CUDA_SUCCESS && e->end->ended && gm_joins_graph_still_mine(e->joins);
 }
 
 /* A capture ends with EndCapture whatever its outcome (success, invalidated, unjoined): count it
  * out when the capture is over. A capture that fails leaves no graph, so the allocations made in
  * it are forgotten (their addresses return to graphmem), in the same step as the driver's call:
- * the graph's handle may be given out again at once. */
+ * the graph's handle may be given out again at once. An end that leaves the capture going puts
+ * its notes back for the end that comes. */
 static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     CUresult (*end)(CUstream, CUgraph *) = GM_REAL_PT(cuStreamEndCapture, ptsz);
     capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
@@ -173,14 +168,18 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     if (!was_capturing || graph == NULL) /* NULL: the driver's error, the capture goes on */
         return end(stream, graph);
     gm_engine_t *engine = gm_glue_engine_if_started();
-    CUgraph capture_graph = NULL;
+    gm_joins_ending_t joins;
     end_call_t args = {end, stream, capture, ptsz, false, NULL, false};
-    args.unjoined = gm_joins_finish(stream, ptsz, capture, &capture_graph);
+    args.unjoined = gm_joins_finish(stream, ptsz, capture, &joins);
     CUresult result;
-    if (graph_known(engine, capture_graph)) {
+    /* Nothing known of the graph (no marker went in, no child was added): a failed capture
+     * leaves nothing to forget, and the end holds no lock over the driver's call. Only the
+     * capture's own calls could add something meanwhile, and the application ends a capture
+     * after them. */
+    if (engine != NULL && gm_graph_known(engine, joins.graph)) {
         gm_app_call_t call;
-        ending_t ending = {gm_app_call_begin(&call, call_end, &args), &call, &args};
-        gm_graph_destroy_nested(engine, capture_graph,
+        ending_t ending = {gm_app_call_begin(&call, call_end, &args), &call, &args, &joins};
+        gm_graph_destroy_nested(engine, joins.graph,
                                 (gm_driver_call_t){ended_without_graph, &ending});
         gm_app_call_end(&call);
         result = call.result;
@@ -189,8 +188,7 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     }
     if (args.ended)
         atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
-    else if (capture_graph != NULL) /* it goes on (another thread's to end): noted again */
-        gm_joins_note_begin(capture, stream, ptsz, capture_graph);
+    gm_joins_ended(&joins, args.ended);
     *graph = args.made;
     return result;
 }

@@ -1,0 +1,215 @@
+/* The unjoined-fork notes of captures (shim/bridge/joins.c) over a driver of plain structs: an end
+ * that leaves its capture going (the driver refused it from the wrong thread) puts back every
+ * note, under the capture id they were made with, so the end that comes still finds the capture's
+ * graph and an unjoined side stream, live or destroyed; a graph handle given out again while an
+ * end is in flight is no longer the capture's. Only the two driver entries the notes call are
+ * filled in. */
+#include "check.h"
+#include "interpose/driver.h"
+#include "joins.h"
+
+gm_driver_table_t gm_drv;
+gm_real_table_t gm_real;
+
+typedef struct fake_node {
+    unsigned dep_count;
+    struct fake_node *deps[4];
+} fake_node_t;
+
+typedef struct fake_stream {
+    CUstreamCaptureStatus status;
+    cuuint64_t id; /* what the driver tells (0 once an invalidated capture no longer says) */
+    unsigned tail_count;
+    CUgraphNode tails[4];
+} fake_stream_t;
+
+static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                     CUgraph *graph, const CUgraphNode **tails,
+                                     const CUgraphEdgeData **edges, size_t *tail_count) {
+    const fake_stream_t *s = (const fake_stream_t *)stream;
+    (void)edges;
+    *status = s->status;
+    if (id != NULL)
+        *id = s->id;
+    if (graph != NULL)
+        *graph = NULL;
+    if (tails != NULL)
+        *tails = s->tails;
+    if (tail_count != NULL)
+        *tail_count = s->tail_count;
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI dependencies(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
+                                     size_t *count) {
+    const fake_node_t *n = (const fake_node_t *)node;
+    if (deps == NULL) {
+        *count = n->dep_count;
+        return CUDA_SUCCESS;
+    }
+    size_t written = *count < n->dep_count ? *count : n->dep_count;
+    for (size_t i = 0; i < written; i++) {
+        deps[i] = (CUgraphNode)n->deps[i];
+        if (edges != NULL)
+            edges[i] = (CUgraphEdgeData){0};
+    }
+    *count = written;
+    return CUDA_SUCCESS;
+}
+
+static CUstream handle(fake_stream_t *s) {
+    return (CUstream)s;
+}
+
+static CUgraph graph_of(uintptr_t key) {
+    return (CUgraph)key;
+}
+
+/* The origin's frontier is `root`; the side stream last captured `side_tail`, which the origin
+ * joined when `joined` (an edge side_tail -> root). */
+typedef struct capture {
+    fake_node_t root, side_tail;
+    fake_stream_t origin, side;
+} capture_t;
+
+static void capture_init(capture_t *c, cuuint64_t id, bool joined) {
+    *c = (capture_t){0};
+    if (joined)
+        c->root = (fake_node_t){1, {&c->side_tail}};
+    c->origin = (fake_stream_t){CU_STREAM_CAPTURE_STATUS_ACTIVE, id, 1, {(CUgraphNode)&c->root}};
+    c->side = (fake_stream_t){CU_STREAM_CAPTURE_STATUS_ACTIVE, id, 1, {(CUgraphNode)&c->side_tail}};
+}
+
+/* The end of capture `id` on `c->origin`: whether it was found unjoined, and the graph found. */
+static bool finish(capture_t *c, cuuint64_t id, bool over, CUgraph *graph, uint32_t *notes) {
+    gm_joins_ending_t ending;
+    bool unjoined = gm_joins_finish(handle(&c->origin), false, id, &ending);
+    *graph = ending.graph;
+    if (notes != NULL)
+        *notes = ending.count;
+    gm_joins_ended(&ending, over);
+    return unjoined;
+}
+
+/* An end refused from the wrong thread leaves the capture going: the end that comes finds the
+ * unjoined side stream as the first did (the side's note was lost before). */
+static void test_wrong_thread_end_keeps_side_notes(void) {
+    capture_t c;
+    capture_init(&c, 7, false);
+    const CUgraph g = graph_of(0x7000);
+    gm_joins_note_begin(7, handle(&c.origin), false, g);
+    gm_joins_note(7, handle(&c.side), false, g);
+    CUgraph found = NULL;
+    uint32_t notes = 0;
+    CHECK(finish(&c, 7, false, &found, &notes));
+    CHECK(found == g);
+    CHECK_EQ_INT(notes, 2);
+    CHECK(finish(&c, 7, true, &found, &notes));
+    CHECK(found == g);
+    CHECK_EQ_INT(notes, 2);
+    CHECK(!finish(&c, 7, true, &found, &notes)); /* over: nothing noted any more */
+    CHECK(found == NULL);
+    CHECK_EQ_INT(notes, 0);
+
+    /* Joined: no verdict either time. */
+    capture_init(&c, 8, true);
+    gm_joins_note_begin(8, handle(&c.origin), false, g);
+    gm_joins_note(8, handle(&c.side), false, g);
+    CHECK(!finish(&c, 8, false, &found, NULL));
+    CHECK(!finish(&c, 8, true, &found, NULL));
+}
+
+/* An invalidated capture that no longer tells its id: its notes go back under the id its origin
+ * was noted under at begin, so the next end still finds the graph to forget (the origin went back
+ * under id 0 before, where no end looks). */
+static void test_invalidated_end_keeps_the_id(void) {
+    capture_t c;
+    capture_init(&c, 9, false);
+    c.origin.status = c.side.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    const CUgraph g = graph_of(0x9000);
+    gm_joins_note_begin(9, handle(&c.origin), false, g);
+    gm_joins_note(9, handle(&c.side), false, g);
+    c.origin.id = c.side.id = 0;
+    CUgraph found = NULL;
+    uint32_t notes = 0;
+    CHECK(!finish(&c, 0, false, &found, &notes)); /* invalidated: no unjoined verdict */
+    CHECK(found == g);
+    CHECK_EQ_INT(notes, 2);
+    CHECK(!finish(&c, 0, true, &found, &notes));
+    CHECK(found == g);
+    CHECK_EQ_INT(notes, 2);
+    CHECK(!finish(&c, 0, true, &found, &notes));
+    CHECK(found == NULL);
+}
+
+/* A side stream destroyed before the ends: its last nodes, kept at its destruction, survive an
+ * end that leaves the capture going. */
+static void test_destroyed_side_survives(void) {
+    capture_t c;
+    capture_init(&c, 11, false);
+    const CUgraph g = graph_of(0xb000);
+    gm_joins_note_begin(11, handle(&c.origin), false, g);
+    gm_joins_note(11, handle(&c.side), false, g);
+    gm_joins_stream_destroyed(handle(&c.side));
+    c.side = (fake_stream_t){CU_STREAM_CAPTURE_STATUS_NONE, 0, 0, {NULL}}; /* gone */
+    CUgraph found = NULL;
+    CHECK(finish(&c, 11, false, &found, NULL));
+    CHECK(finish(&c, 11, true, &found, NULL));
+    CHECK(found == g);
+}
+
+/* Notes made while an end is in flight (another thread captures into the same capture) merge
+ * with those put back: one note a stream. */
+static void test_notes_made_meanwhile_merge(void) {
+    capture_t c;
+    capture_init(&c, 13, true);
+    fake_stream_t other = c.side;
+    const CUgraph g = graph_of(0xd000);
+    gm_joins_note_begin(13, handle(&c.origin), false, g);
+    gm_joins_note(13, handle(&c.side), false, g);
+    gm_joins_ending_t ending;
+    CHECK(!gm_joins_finish(handle(&c.origin), false, 13, &ending));
+    gm_joins_note(13, handle(&c.side), false, g);
+    gm_joins_note(13, handle(&other), false, g);
+    gm_joins_ended(&ending, false);
+    CUgraph found = NULL;
+    uint32_t notes = 0;
+    CHECK(!finish(&c, 13, true, &found, &notes));
+    CHECK_EQ_INT(notes, 3);
+    CHECK(found == g);
+}
+
+/* The graph's handle given out again to a new graph while the end is in flight (what
+ * gm_graph_forget_stale does): the end must not take the new graph for the capture's. */
+static void test_handle_given_out_during_the_end(void) {
+    capture_t c;
+    capture_init(&c, 15, true);
+    const CUgraph g = graph_of(0xf000);
+    gm_joins_note_begin(15, handle(&c.origin), false, g);
+    gm_joins_ending_t ending;
+    (void)gm_joins_finish(handle(&c.origin), false, 15, &ending);
+    CHECK(ending.graph == g);
+    CHECK(gm_joins_graph_still_mine(&ending));
+    gm_joins_forget_graph(graph_of(0xf001));
+    CHECK(gm_joins_graph_still_mine(&ending));
+    gm_joins_forget_graph(g);
+    CHECK(!gm_joins_graph_still_mine(&ending));
+    gm_joins_ended(&ending, false);
+    CUgraph found = graph_of(1);
+    uint32_t notes = 0;
+    (void)finish(&c, 15, true, &found, &notes);
+    CHECK_EQ_INT(notes, 1); /* the origin's note went back, without the handle */
+    CHECK(found == NULL);
+}
+
+int main(void) {
+    gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
+    gm_real.cuStreamGetCaptureInfo_v3_ptsz = capture_info;
+    gm_drv.cuGraphNodeGetDependencies_v2 = dependencies;
+    RUN_TEST(test_wrong_thread_end_keeps_side_notes);
+    RUN_TEST(test_invalidated_end_keeps_the_id);
+    RUN_TEST(test_destroyed_side_survives);
+    RUN_TEST(test_notes_made_meanwhile_merge);
+    RUN_TEST(test_handle_given_out_during_the_end);
+    return gm_check_summary();
+}

@@ -1,0 +1,125 @@
+/* The unjoined-fork notes (shim/bridge/joins.c) under threads: each capturing thread notes its
+ * captures and ends them, some ends leaving the capture going, while another thread gives the
+ * capture graphs' handles out again (gm_joins_forget_graph, as gm_graph_forget_stale does) and
+ * destroys streams. An end asked after a handle was given out never takes it for its capture's
+ * graph, the notes an end puts back are found by the next, and no note is lost or doubled. Also
+ * run under ThreadSanitizer. */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "check.h"
+#include "interpose/driver.h"
+#include "joins.h"
+
+gm_driver_table_t gm_drv;
+gm_real_table_t gm_real;
+
+#define THREADS 4
+#define ROUNDS 3000
+
+/* Every stream captures in its thread's capture, with one node, joined (no unjoined verdict). */
+typedef struct fake_stream {
+    _Atomic cuuint64_t id; /* 0: not capturing */
+    CUgraphNode tail;
+} fake_stream_t;
+
+static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                     CUgraph *graph, const CUgraphNode **tails,
+                                     const CUgraphEdgeData **edges, size_t *tail_count) {
+    fake_stream_t *s = (fake_stream_t *)stream;
+    (void)edges;
+    cuuint64_t now = atomic_load_explicit(&s->id, memory_order_relaxed);
+    *status = now ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    if (id != NULL)
+        *id = now;
+    if (graph != NULL)
+        *graph = NULL;
+    if (tails != NULL)
+        *tails = &s->tail;
+    if (tail_count != NULL)
+        *tail_count = 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI dependencies(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
+                                     size_t *count) {
+    (void)node, (void)deps, (void)edges;
+    *count = 0;
+    return CUDA_SUCCESS;
+}
+
+/* The capture graph a thread's end is in flight for, and the last handle the giver gave out. */
+static _Atomic uintptr_t in_flight[THREADS], given_out[THREADS];
+static atomic_bool giving = true;
+
+static void *capturer(void *arg) {
+    long t = (long)arg;
+    /* The origin and the side share a node: the side's tail is the origin's frontier. */
+    static _Thread_local fake_stream_t origin, side;
+    for (uint32_t round = 1; round <= ROUNDS; round++) {
+        cuuint64_t id = ((cuuint64_t)(t + 1) << 32) | round;
+        const CUgraph graph = (CUgraph)(uintptr_t)(((uintptr_t)(t + 1) << 40) | round << 4);
+        atomic_store_explicit(&origin.id, id, memory_order_relaxed);
+        atomic_store_explicit(&side.id, id, memory_order_relaxed);
+        origin.tail = side.tail = (CUgraphNode)&origin;
+        gm_joins_note_begin(id, (CUstream)&origin, false, graph);
+        gm_joins_note(id, (CUstream)&side, round % 2, graph);
+        /* An end that leaves the capture going, then the one that ends it. */
+        for (int end = 0; end < 2; end++) {
+            gm_joins_ending_t ending;
+            CHECK(!gm_joins_finish((CUstream)&origin, false, id, &ending));
+            CHECK_EQ_INT(ending.count, 2);
+            atomic_store(&in_flight[t], (uintptr_t)ending.graph);
+            for (volatile int spin = 0; spin < 50; spin++)
+                ;
+            bool gone = atomic_load(&given_out[t]) == (uintptr_t)graph;
+            bool mine = gm_joins_graph_still_mine(&ending);
+            /* Given out before the question: never the capture's any more. */
+            CHECK(!gone || !mine);
+            CHECK(ending.graph == graph || (ending.graph == NULL && end == 1));
+            gm_joins_ended(&ending, end == 1);
+        }
+        atomic_store(&in_flight[t], 0);
+    }
+    return NULL;
+}
+
+/* Gives the graphs of ends in flight out again, and notes and destroys streams of its own. */
+static void *giver(void *unused) {
+    (void)unused;
+    static fake_stream_t mine;
+    mine.tail = (CUgraphNode)&mine;
+    for (uint64_t i = 0; atomic_load(&giving); i++) {
+        long t = (long)(i % THREADS);
+        uintptr_t graph = atomic_load(&in_flight[t]);
+        if (graph != 0) {
+            gm_joins_forget_graph((CUgraph)graph);
+            atomic_store(&given_out[t], graph);
+        }
+        gm_joins_note(i + 1, (CUstream)&mine, false, NULL);
+        gm_joins_stream_destroyed((CUstream)&mine);
+        gm_joins_ending_t ending;
+        (void)gm_joins_finish((CUstream)&mine, false, i + 1, &ending);
+        gm_joins_ended(&ending, true);
+    }
+    return NULL;
+}
+
+static void test_ends_and_given_out_handles(void) {
+    pthread_t ids[THREADS], other;
+    pthread_create(&other, NULL, giver, NULL);
+    for (long t = 0; t < THREADS; t++)
+        pthread_create(&ids[t], NULL, capturer, (void *)t);
+    for (long t = 0; t < THREADS; t++)
+        pthread_join(ids[t], NULL);
+    atomic_store(&giving, false);
+    pthread_join(other, NULL);
+}
+
+int main(void) {
+    gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
+    gm_real.cuStreamGetCaptureInfo_v3_ptsz = capture_info;
+    gm_drv.cuGraphNodeGetDependencies_v2 = dependencies;
+    RUN_TEST(test_ends_and_given_out_handles);
+    return gm_check_summary();
+}
