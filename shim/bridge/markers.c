@@ -12,11 +12,19 @@
  * launch with the programmatic-event attribute leaves on the frontier) becomes a full one. The
  * driver refuses those into an empty node where it takes them into its own memory node (driver
  * 580); a full edge orders the marker after the kernel's end, later than the driver's node would
- * start, never earlier. */
+ * start, never earlier. Only the type and the kernel port change: what must be zero (to_port, the
+ * reserved bytes) and a type or port the driver does not know stay, for the driver to refuse as it
+ * refuses them into its memory node. */
 static CUgraphEdgeData marker_edge(CUgraphEdgeData edge) {
-    if (edge.type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT ||
-        edge.from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC)
-        memset(&edge, 0, sizeof edge);
+    bool known_type = edge.type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT ||
+                      edge.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+    if (!known_type || (edge.type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT &&
+                        edge.from_port != CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC))
+        return edge;
+    edge.type = CU_GRAPH_DEPENDENCY_TYPE_DEFAULT;
+    if (edge.from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC ||
+        edge.from_port == CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER)
+        edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_DEFAULT;
     return edge;
 }
 
