@@ -5,57 +5,8 @@
  * end is in flight is no longer the capture's. Only the two driver entries the notes call are
  * filled in. */
 #include "check.h"
-#include "interpose/driver.h"
+#include "fake_capture.h"
 #include "joins.h"
-
-gm_driver_table_t gm_drv;
-gm_real_table_t gm_real;
-
-typedef struct fake_node {
-    unsigned dep_count;
-    struct fake_node *deps[4];
-} fake_node_t;
-
-typedef struct fake_stream {
-    CUstreamCaptureStatus status;
-    cuuint64_t id; /* what the driver tells (0 once an invalidated capture no longer says) */
-    unsigned tail_count;
-    CUgraphNode tails[4];
-} fake_stream_t;
-
-static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
-                                     CUgraph *graph, const CUgraphNode **tails,
-                                     const CUgraphEdgeData **edges, size_t *tail_count) {
-    const fake_stream_t *s = (const fake_stream_t *)stream;
-    (void)edges;
-    *status = s->status;
-    if (id != NULL)
-        *id = s->id;
-    if (graph != NULL)
-        *graph = NULL;
-    if (tails != NULL)
-        *tails = s->tails;
-    if (tail_count != NULL)
-        *tail_count = s->tail_count;
-    return CUDA_SUCCESS;
-}
-
-static CUresult CUDAAPI dependencies(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
-                                     size_t *count) {
-    const fake_node_t *n = (const fake_node_t *)node;
-    if (deps == NULL) {
-        *count = n->dep_count;
-        return CUDA_SUCCESS;
-    }
-    size_t written = *count < n->dep_count ? *count : n->dep_count;
-    for (size_t i = 0; i < written; i++) {
-        deps[i] = (CUgraphNode)n->deps[i];
-        if (edges != NULL)
-            edges[i] = (CUgraphEdgeData){0};
-    }
-    *count = written;
-    return CUDA_SUCCESS;
-}
 
 static CUstream handle(fake_stream_t *s) {
     return (CUstream)s;
@@ -76,8 +27,8 @@ static void capture_init(capture_t *c, cuuint64_t id, bool joined) {
     *c = (capture_t){0};
     if (joined)
         c->root = (fake_node_t){1, {&c->side_tail}};
-    c->origin = (fake_stream_t){CU_STREAM_CAPTURE_STATUS_ACTIVE, id, 1, {(CUgraphNode)&c->root}};
-    c->side = (fake_stream_t){CU_STREAM_CAPTURE_STATUS_ACTIVE, id, 1, {(CUgraphNode)&c->side_tail}};
+    fake_stream_capture(&c->origin, id, (CUgraphNode)&c->root);
+    fake_stream_capture(&c->side, id, (CUgraphNode)&c->side_tail);
 }
 
 /* The end of capture `id` on `c->origin`: whether it was found unjoined, and the graph found. */
@@ -125,11 +76,13 @@ static void test_wrong_thread_end_keeps_side_notes(void) {
 static void test_invalidated_end_keeps_the_id(void) {
     capture_t c;
     capture_init(&c, 9, false);
-    c.origin.status = c.side.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    c.origin.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    c.side.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
     const CUgraph g = graph_of(0x9000);
     gm_joins_note_begin(9, handle(&c.origin), false, g);
     gm_joins_note(9, handle(&c.side), false, g);
-    c.origin.id = c.side.id = 0;
+    c.origin.id = 0;
+    c.side.id = 0;
     CUgraph found = NULL;
     uint32_t notes = 0;
     CHECK(!finish(&c, 0, false, &found, &notes)); /* invalidated: no unjoined verdict */
@@ -151,7 +104,7 @@ static void test_destroyed_side_survives(void) {
     gm_joins_note_begin(11, handle(&c.origin), false, g);
     gm_joins_note(11, handle(&c.side), false, g);
     gm_joins_stream_destroyed(handle(&c.side));
-    c.side = (fake_stream_t){CU_STREAM_CAPTURE_STATUS_NONE, 0, 0, {NULL}}; /* gone */
+    c.side.status = CU_STREAM_CAPTURE_STATUS_NONE; /* gone */
     CUgraph found = NULL;
     CHECK(finish(&c, 11, false, &found, NULL));
     CHECK(finish(&c, 11, true, &found, NULL));
@@ -163,7 +116,8 @@ static void test_destroyed_side_survives(void) {
 static void test_notes_made_meanwhile_merge(void) {
     capture_t c;
     capture_init(&c, 13, true);
-    fake_stream_t other = c.side;
+    fake_stream_t other = {0};
+    fake_stream_capture(&other, 13, (CUgraphNode)&c.side_tail);
     const CUgraph g = graph_of(0xd000);
     gm_joins_note_begin(13, handle(&c.origin), false, g);
     gm_joins_note(13, handle(&c.side), false, g);
@@ -203,9 +157,7 @@ static void test_handle_given_out_during_the_end(void) {
 }
 
 int main(void) {
-    gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
-    gm_real.cuStreamGetCaptureInfo_v3_ptsz = capture_info;
-    gm_drv.cuGraphNodeGetDependencies_v2 = dependencies;
+    fake_capture_install();
     RUN_TEST(test_wrong_thread_end_keeps_side_notes);
     RUN_TEST(test_invalidated_end_keeps_the_id);
     RUN_TEST(test_destroyed_side_survives);

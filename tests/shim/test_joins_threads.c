@@ -8,45 +8,11 @@
 #include <stdatomic.h>
 
 #include "check.h"
-#include "interpose/driver.h"
+#include "fake_capture.h"
 #include "joins.h"
-
-gm_driver_table_t gm_drv;
-gm_real_table_t gm_real;
 
 #define THREADS 4
 #define ROUNDS 3000
-
-/* Every stream captures in its thread's capture, with one node, joined (no unjoined verdict). */
-typedef struct fake_stream {
-    _Atomic cuuint64_t id; /* 0: not capturing */
-    CUgraphNode tail;
-} fake_stream_t;
-
-static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
-                                     CUgraph *graph, const CUgraphNode **tails,
-                                     const CUgraphEdgeData **edges, size_t *tail_count) {
-    fake_stream_t *s = (fake_stream_t *)stream;
-    (void)edges;
-    cuuint64_t now = atomic_load_explicit(&s->id, memory_order_relaxed);
-    *status = now ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-    if (id != NULL)
-        *id = now;
-    if (graph != NULL)
-        *graph = NULL;
-    if (tails != NULL)
-        *tails = &s->tail;
-    if (tail_count != NULL)
-        *tail_count = 1;
-    return CUDA_SUCCESS;
-}
-
-static CUresult CUDAAPI dependencies(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
-                                     size_t *count) {
-    (void)node, (void)deps, (void)edges;
-    *count = 0;
-    return CUDA_SUCCESS;
-}
 
 /* The capture graph a thread's end is in flight for, and the last handle the giver gave out. */
 static _Atomic uintptr_t in_flight[THREADS], given_out[THREADS];
@@ -56,12 +22,12 @@ static void *capturer(void *arg) {
     long t = (long)arg;
     /* The origin and the side share a node: the side's tail is the origin's frontier. */
     static _Thread_local fake_stream_t origin, side;
+    static _Thread_local fake_node_t shared;
     for (uint32_t round = 1; round <= ROUNDS; round++) {
         cuuint64_t id = ((cuuint64_t)(t + 1) << 32) | round;
         const CUgraph graph = (CUgraph)(uintptr_t)(((uintptr_t)(t + 1) << 40) | round << 4);
-        atomic_store_explicit(&origin.id, id, memory_order_relaxed);
-        atomic_store_explicit(&side.id, id, memory_order_relaxed);
-        origin.tail = side.tail = (CUgraphNode)&origin;
+        fake_stream_capture(&origin, id, (CUgraphNode)&shared);
+        fake_stream_capture(&side, id, (CUgraphNode)&shared);
         gm_joins_note_begin(id, (CUstream)&origin, false, graph);
         gm_joins_note(id, (CUstream)&side, round % 2, graph);
         /* An end that leaves the capture going, then the one that ends it. */
@@ -87,8 +53,7 @@ static void *capturer(void *arg) {
 /* Gives the graphs of ends in flight out again, and notes and destroys streams of its own. */
 static void *giver(void *unused) {
     (void)unused;
-    static fake_stream_t mine;
-    mine.tail = (CUgraphNode)&mine;
+    static fake_stream_t mine; /* captures nothing */
     for (uint64_t i = 0; atomic_load(&giving); i++) {
         long t = (long)(i % THREADS);
         uintptr_t graph = atomic_load(&in_flight[t]);
@@ -117,9 +82,7 @@ static void test_ends_and_given_out_handles(void) {
 }
 
 int main(void) {
-    gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
-    gm_real.cuStreamGetCaptureInfo_v3_ptsz = capture_info;
-    gm_drv.cuGraphNodeGetDependencies_v2 = dependencies;
+    fake_capture_install();
     RUN_TEST(test_ends_and_given_out_handles);
     return gm_check_summary();
 }

@@ -1,0 +1,78 @@
+/* A driver of plain structs for the capture queries the unjoined-fork notes make
+ * (shim/bridge/joins.c): streams that tell their capture's status, id and last nodes, and nodes
+ * that tell their dependencies. A stream's status and id may change while other threads ask. */
+#ifndef GRAPHMEM_TEST_FAKE_CAPTURE_H
+#define GRAPHMEM_TEST_FAKE_CAPTURE_H
+
+#include <stdatomic.h>
+
+#include "interpose/driver.h"
+
+gm_driver_table_t gm_drv;
+gm_real_table_t gm_real;
+
+typedef struct fake_node {
+    unsigned dep_count;
+    struct fake_node *deps[4];
+} fake_node_t;
+
+typedef struct fake_stream {
+    _Atomic int status; /* a CUstreamCaptureStatus */
+    _Atomic cuuint64_t
+        id; /* what the driver tells (0 once an invalidated capture no longer says) */
+    unsigned tail_count;
+    CUgraphNode tails[4];
+} fake_stream_t;
+
+static inline CUresult CUDAAPI fake_capture_info(CUstream stream, CUstreamCaptureStatus *status,
+                                                 cuuint64_t *id, CUgraph *graph,
+                                                 const CUgraphNode **tails,
+                                                 const CUgraphEdgeData **edges,
+                                                 size_t *tail_count) {
+    fake_stream_t *s = (fake_stream_t *)stream;
+    (void)edges;
+    *status = (CUstreamCaptureStatus)atomic_load_explicit(&s->status, memory_order_relaxed);
+    if (id != NULL)
+        *id = atomic_load_explicit(&s->id, memory_order_relaxed);
+    if (graph != NULL)
+        *graph = NULL;
+    if (tails != NULL)
+        *tails = s->tails;
+    if (tail_count != NULL)
+        *tail_count = s->tail_count;
+    return CUDA_SUCCESS;
+}
+
+/* As the driver: with an array, at most *count written and *count set to how many. */
+static inline CUresult CUDAAPI fake_dependencies(CUgraphNode node, CUgraphNode *deps,
+                                                 CUgraphEdgeData *edges, size_t *count) {
+    const fake_node_t *n = (const fake_node_t *)node;
+    if (deps == NULL) {
+        *count = n->dep_count;
+        return CUDA_SUCCESS;
+    }
+    size_t written = *count < n->dep_count ? *count : n->dep_count;
+    for (size_t i = 0; i < written; i++) {
+        deps[i] = (CUgraphNode)n->deps[i];
+        if (edges != NULL)
+            edges[i] = (CUgraphEdgeData){0};
+    }
+    *count = written;
+    return CUDA_SUCCESS;
+}
+
+static inline void fake_capture_install(void) {
+    gm_real.cuStreamGetCaptureInfo_v3 = fake_capture_info;
+    gm_real.cuStreamGetCaptureInfo_v3_ptsz = fake_capture_info;
+    gm_drv.cuGraphNodeGetDependencies_v2 = fake_dependencies;
+}
+
+/* A stream capturing in `id` whose last node is `tail`. */
+static inline void fake_stream_capture(fake_stream_t *s, cuuint64_t id, CUgraphNode tail) {
+    atomic_store(&s->status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    atomic_store(&s->id, id);
+    s->tail_count = 1;
+    s->tails[0] = tail;
+}
+
+#endif
