@@ -35,8 +35,7 @@ gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t 
 /* One lookup of each node of the topology: its kind in the shape, the position of each marker
  * among them (stamped with `token`), and the allocations of other graphs whose alloc markers the
  * topology holds: those of conditional bodies read into it (GRAPHMEM_LIFT_RESTRICTIONS), planned
- * with g's own. Their graphs join g's window family: anything else using their windows (the body
- * instantiated or cloned itself) then takes turns with g's execs. */
+ * with g's own. Their graphs join g's window family at the commit (gm_exec_settle). */
 static gm_status_t scan_nodes(gm_engine_t *e, const gm_graph_t *g, const gm_topology_t *topo,
                               uint64_t token, gm_shape_t *shape, gm_record_t ***out,
                               uint32_t *count) {
@@ -55,8 +54,6 @@ static gm_status_t scan_nodes(gm_engine_t *e, const gm_graph_t *g, const gm_topo
         if (gm_grow((void **)out, &cap, *count + 1, sizeof **out) != GM_OK)
             return GM_ERR_OUT_OF_MEMORY;
         (*out)[(*count)++] = m->record;
-        if (m->record->owner)
-            gm_family_merge(e, m->record->owner->serial, g->serial);
     }
     return GM_OK;
 }
@@ -75,10 +72,7 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
     x->key = exec;
     x->graph = g;
     x->flags = flags;
-    /* Its plan takes the run's allocations as they are: one added later goes apart, so that the
-     * items of this exec stay those of any later exec of the graph (escape_takeover compares
-     * them), and none lands where this exec's mappings of the run reach past its end. */
-    g->run = (gm_run_t){0};
+    /* The run stays open until the commit (gm_exec_settle). */
     if ((st = gm_shape_build(&x->shape, topo->node_count, topo->nodes, topo->edge_count,
                              topo->edge_from, topo->edge_to)) != GM_OK ||
         (st = scan_nodes(e, g, topo, token, &x->shape, &inner, &inner_count)) != GM_OK ||
@@ -142,26 +136,84 @@ bool gm_topology_valid(const gm_topology_t *topo) {
            (!topo->edge_count || (topo->edge_from && topo->edge_to));
 }
 
-/* Whether a live exec's part (a pinned one, with `pinned_only`) belongs to window family `serial`.
- */
-static bool family_has_exec(const gm_engine_t *e, uint64_t serial, bool pinned_only) {
-    for (const gm_part_t *q = e->parts; q; q = q->all_next)
-        if (q->graph_serial == serial && !q->exec->destroyed && (q->pinned || !pinned_only))
-            return true;
+/* The window families `x` belongs to once committed: its graph's, and those of the other graphs
+ * whose allocations it plans (conditional bodies read into it under GRAPHMEM_LIFT_RESTRICTIONS;
+ * none otherwise), which gm_exec_settle merges into it. Up to `cap` (at least 1) into `out`;
+ * returns how many there are. */
+static uint32_t exec_families(const gm_exec_t *x, uint64_t *out, uint32_t cap) {
+    uint32_t count = 0;
+    out[count++] = x->graph->serial;
+    for (uint32_t i = 0; i < x->part_count; i++)
+        for (uint32_t k = 0; k < x->parts[i]->record_count; k++) {
+            const gm_graph_t *o = x->parts[i]->records[k]->owner;
+            if (!o || o == x->graph)
+                continue;
+            bool listed = false;
+            for (uint32_t f = 0; f < count && f < cap && !listed; f++)
+                listed = out[f] == o->serial;
+            if (!listed && count++ < cap)
+                out[count - 1] = o->serial;
+        }
+    return count;
+}
+
+/* What the build left for the commit, so that a plan abandoned or refused leaves no trace: the
+ * graph's run is closed (its plan takes the run's allocations as they are: one added later goes
+ * apart, so that the items of this exec stay those of any later exec of the graph, as
+ * escape_takeover compares them, and none lands where this exec's mappings of the run reach past
+ * its end), and the families of the graphs whose allocations it plans join the graph's (anything
+ * else using their windows, the body instantiated or cloned itself, then takes turns with it). */
+void gm_exec_settle(gm_engine_t *e, gm_exec_t *x) {
+    gm_graph_t *g = x->graph;
+    g->run = (gm_run_t){0};
+    for (uint32_t i = 0; i < x->part_count; i++)
+        for (uint32_t k = 0; k < x->parts[i]->record_count; k++) {
+            const gm_graph_t *o = x->parts[i]->records[k]->owner;
+            if (o && o != g)
+                gm_family_merge(e, o->serial, g->serial); /* nothing to do once merged */
+        }
+    /* The graph's family may also have merged into another since the plan (a clone moved into a
+     * parent, gm_family_merge), which renamed the graph's serial but not the parts no list held
+     * yet: they take the family's name now, before the launches use it. */
+    for (uint32_t i = 0; i < x->part_count; i++)
+        x->parts[i]->graph_serial = g->serial;
+}
+
+/* Whether a live exec's part (a pinned one, with `pinned_only`) belongs to one of the window
+ * families `serials`. */
+static bool family_has_exec(const gm_engine_t *e, const uint64_t *serials, uint32_t count,
+                            bool pinned_only) {
+    for (const gm_part_t *q = e->parts; q; q = q->all_next) {
+        if (q->exec->destroyed || (pinned_only && !q->pinned))
+            continue;
+        for (uint32_t f = 0; f < count; f++)
+            if (q->graph_serial == serials[f])
+                return true;
+    }
     return false;
 }
 
 /* GM_EXEC_PINNED (engine.h): what it refuses, once the exec is built; then its parts are pinned.
  * Any exec of a family with a pinned exec alive is refused too. */
 gm_status_t gm_exec_pin_check(const gm_engine_t *e, gm_exec_t *x) {
+    if (x->part_count == 0)
+        return GM_OK;
     bool pinned = x->flags & GM_EXEC_PINNED;
-    for (uint32_t i = 0; i < x->part_count; i++) {
-        const gm_part_t *p = x->parts[i];
-        if (family_has_exec(e, p->graph_serial, !pinned))
-            return GM_ERR_NOT_SUPPORTED;
-        if (pinned && (p->escaping_count || x->foreign_count))
-            return GM_ERR_INVALID_VALUE;
+    uint64_t few[8], *families = few;
+    uint32_t count = exec_families(x, few, 8);
+    if (count > 8) {
+        if (!(families = malloc(count * sizeof *families)))
+            return GM_ERR_OUT_OF_MEMORY;
+        (void)exec_families(x, families, count);
     }
+    bool taken = family_has_exec(e, families, count, !pinned);
+    if (families != few)
+        free(families);
+    if (taken)
+        return GM_ERR_NOT_SUPPORTED;
+    for (uint32_t i = 0; i < x->part_count; i++)
+        if (pinned && (x->parts[i]->escaping_count || x->foreign_count))
+            return GM_ERR_INVALID_VALUE;
     for (uint32_t i = 0; pinned && i < x->part_count; i++)
         x->parts[i]->pinned = true;
     return GM_OK;
@@ -175,10 +227,22 @@ gm_status_t gm_engine_instantiate_plan(gm_engine_t *e, uint64_t graph, const gm_
     if (!gm_topology_valid(topo))
         return GM_ERR_INVALID_VALUE;
     pthread_mutex_lock(&e->lock);
-    gm_graph_t *g = gm_graph_get(e, graph, true);
+    gm_graph_t *g = gm_graph_get(e, graph, false);
+    bool own = false;
+    /* A graph graphmem does not know (its conditional bodies hold the markers) is listed at the
+     * commit only: an abandoned plan leaves it unknown. */
+    if (!g && (g = calloc(1, sizeof *g))) {
+        g->key = graph;
+        g->serial = ++e->next_graph_serial;
+        own = true;
+    }
     /* One exec per graph is checked at the commit, once an exec gone under the new handle is
      * forgotten (the driver gave the handle again: its graph may be this one). */
     gm_status_t st = g ? gm_exec_build(e, g, topo, 0, flags, out) : GM_ERR_OUT_OF_MEMORY;
+    if (st == GM_OK)
+        (*out)->owns_graph = own;
+    else if (own)
+        free(g);
     gm_engine_unlock(e);
     return st;
 }
@@ -191,17 +255,14 @@ gm_status_t gm_engine_instantiate_commit(gm_engine_t *e, gm_planned_exec_t *x, u
     gm_status_t st = GM_ERR_NOT_SUPPORTED;
     /* Its graph, still the one planned (destroying a graph while it is instantiated is the
      * caller's race; the exec is refused then, never tied to another graph). */
-    if (gm_graph_get(e, x->report.graph, false) != x->graph)
+    gm_graph_t *now = gm_graph_get(e, x->report.graph, false);
+    if (x->owns_graph ? now != NULL : now != x->graph)
         goto out;
     if (x->graph->execs && !e->config.lift_restrictions)
         goto out; /* one exec per graph at a time (§A3.7) */
-    /* Its window family may have merged into another since the plan (a clone moved into a
-     * parent, gm_family_merge), which renamed the graph's serial but not the parts no list held
-     * yet: they take the family's name now, before the pinned check and the launches use it. */
-    for (uint32_t i = 0; i < x->part_count; i++)
-        x->parts[i]->graph_serial = x->graph->serial;
     st = GM_ERR_OUT_OF_MEMORY;
-    if (gm_map_reserve(&e->execs, 1) || gm_keyset_insert(&e->served, exec))
+    if (gm_map_reserve(&e->execs, 1) || (x->owns_graph && gm_map_reserve(&e->graphs, 1)) ||
+        gm_keyset_insert(&e->served, exec))
         goto out;
     if ((st = gm_exec_pin_check(e, x)) != GM_OK) {
         gm_keyset_remove(&e->served, exec);
@@ -209,6 +270,10 @@ gm_status_t gm_engine_instantiate_commit(gm_engine_t *e, gm_planned_exec_t *x, u
     }
     x->key = exec;
     x->report.exec = exec;
+    if (x->owns_graph)
+        gm_map_put(&e->graphs, x->graph->key, x->graph); /* reserved above */
+    x->owns_graph = false;
+    gm_exec_settle(e, x);
     gm_exec_register(e, x);
     x = NULL;
 out:

@@ -11,6 +11,7 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
 void gm_exec_discard(gm_engine_t *e, gm_exec_t *x);
 /* GM_EXEC_PINNED's refusals for a built exec (engine.h); pins its parts when it is one. */
 gm_status_t gm_exec_pin_check(const gm_engine_t *e, gm_exec_t *x);
+void gm_exec_settle(gm_engine_t *e, gm_exec_t *x); /* taken: run closed, families merged */
 void gm_exec_register(gm_engine_t *e, gm_exec_t *x);
 void gm_exec_retire(gm_engine_t *e, gm_exec_t *x); /* destroyed: its parts go when reclaimed */
 void gm_execs_destroy_all(gm_engine_t *e);

@@ -268,6 +268,8 @@ struct gm_exec {
     gm_record_t **foreign; /* allocations of other graphs its launches free */
     uint32_t foreign_count;
     bool destroyed;
+    bool owns_graph; /* planned for a graph graphmem did not know: `graph` is its own until the
+                        commit */
     /* The launch fast path (engine_launch.c): its last launch, on steady_stream, left nothing for
      * a relaunch there to do but the driver's call, as long as the engine's epoch is still
      * steady_epoch and steady_fence (the stream's deferred fence) is not realized. */

@@ -184,6 +184,8 @@ void gm_exec_free(gm_engine_t *e, gm_exec_t *x) {
         gm_record_unref_check(e, x->foreign[i]);
     }
     free(x->foreign);
+    if (x->owns_graph)
+        free(x->graph); /* empty, never listed */
     free(x->parts);
     gm_shape_free(&x->shape);
     free(x);

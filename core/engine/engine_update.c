@@ -61,6 +61,7 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
         y->report.launches = x->report.launches;
         y->report.uploads = x->report.uploads;
         gm_exec_retire(e, x); /* as a destroyed exec: live allocations stay live */
+        gm_exec_settle(e, y);
         gm_exec_register(e, y);
         y = NULL;
     }

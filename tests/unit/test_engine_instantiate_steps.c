@@ -170,6 +170,126 @@ static void test_pinned_family_between_plan_and_commit(void) {
     family_merge_between(true, true);
 }
 
+/* A plan abandoned (the driver refused) or refused at its commit leaves the graph's run open: the
+ * next allocation of the same size still goes right after the last (one window, one mapping), as
+ * when no plan was made. `how`: 0 no plan, 1 abandoned, 2 refused at the commit (pinned with an
+ * escaping allocation, GRAPHMEM_LIFT_RESTRICTIONS). */
+static void run_after_plan(int how) {
+    sim_t s;
+    REQUIRE(how == 2 ? sim_init_lifted(&s) : sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_one_alloc_graph(&s, &g, sim_page(), true); /* escaping: the run stays open */
+    gm_topology_t t = sim_topology(&g);
+    gm_planned_exec_t *x = NULL;
+    if (how == 1) {
+        REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &x) == GM_OK);
+        gm_engine_instantiate_abandon(s.engine, x);
+    } else if (how == 2) {
+        REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, GM_EXEC_PINNED, &x) == GM_OK);
+        CHECK_EQ_INT(gm_engine_instantiate_commit(s.engine, x, 0xE1), GM_ERR_INVALID_VALUE);
+    }
+    uint32_t b = sim_alloc(&s, &g, sim_page(), NULL, 0);
+    REQUIRE(b != UINT32_MAX);
+    CHECK_EQ_U64(g.va[b], g.va[0] + sim_page());
+    REQUIRE(sim_instantiate(&s, &g, 0xE5, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xE5, S1) == GM_OK);
+    CHECK_EQ_U64(sim_report(&s).mappings, 1);
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE5, GM_NO_CALL);
+    CHECK(sim_forget_live(&s, g.va[0]));
+    CHECK(sim_forget_live(&s, g.va[b]));
+    sim_graph_destroy(s.engine, g.key);
+    CHECK(sim_fini(&s));
+}
+
+static void test_run_open_without_plan(void) {
+    run_after_plan(0);
+}
+static void test_run_open_after_abandon(void) {
+    run_after_plan(1);
+}
+static void test_run_open_after_refused_commit(void) {
+    run_after_plan(2);
+}
+
+/* `body`'s nodes appended to `parent`'s, as the shim reads a conditional body into its parent's
+ * topology (GRAPHMEM_LIFT_RESTRICTIONS). */
+static void read_body_into(sim_graph_t *parent, const sim_graph_t *body) {
+    uint32_t first = parent->node_count;
+    for (uint32_t i = 0; i < body->node_count; i++) {
+        parent->nodes[first + i] = body->nodes[i];
+        parent->kind[first + i] = body->kind[i];
+        parent->va[first + i] = body->va[i];
+        parent->size[first + i] = body->size[i];
+        parent->freed[first + i] = body->freed[i];
+    }
+    for (uint32_t e = 0; e < body->edge_count; e++) {
+        parent->edge_from[parent->edge_count] = body->edge_from[e] + first;
+        parent->edge_to[parent->edge_count++] = body->edge_to[e] + first;
+    }
+    parent->node_count += body->node_count;
+}
+
+/* GRAPHMEM_LIFT_RESTRICTIONS. A plan of P with its body B read in joins B's window family to P's
+ * only when committed: abandoned, it leaves B's family alone, so that a pinned exec of B is
+ * accepted beside an exec of P alone, as when no plan was made. */
+static void body_family_after_abandon(bool abandon) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t b, p, with_body;
+    sim_one_alloc_graph(&s, &b, sim_page(), false);
+    sim_one_alloc_graph(&s, &p, sim_page(), false);
+    with_body = p;
+    read_body_into(&with_body, &b);
+    if (abandon) {
+        gm_topology_t t = sim_topology(&with_body);
+        gm_planned_exec_t *x = NULL;
+        REQUIRE(gm_engine_instantiate_plan(s.engine, p.key, &t, 0, &x) == GM_OK);
+        gm_engine_instantiate_abandon(s.engine, x);
+    }
+    REQUIRE(sim_instantiate(&s, &p, 0xE1, 0) == GM_OK); /* P without the body */
+    gm_status_t pinned = sim_instantiate(&s, &b, 0xE2, GM_EXEC_PINNED);
+    CHECK_EQ_INT(pinned, GM_OK);
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    if (pinned == GM_OK)
+        gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
+    gm_engine_device_idle(s.engine, 0, gm_engine_sync_mark(s.engine));
+    sim_graph_destroy(s.engine, p.key);
+    sim_graph_destroy(s.engine, b.key);
+    CHECK(sim_fini(&s));
+}
+
+static void test_body_family_without_plan(void) {
+    body_family_after_abandon(false);
+}
+static void test_body_family_after_abandon(void) {
+    body_family_after_abandon(true);
+}
+
+/* GRAPHMEM_LIFT_RESTRICTIONS. A graph graphmem does not know (its body holds the markers) becomes
+ * known at the commit only: an abandoned plan leaves it unknown, a committed one known. */
+static void test_unknown_graph_known_at_commit(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t b, q;
+    sim_one_alloc_graph(&s, &b, sim_page(), false);
+    sim_graph_init(&s, &q);
+    read_body_into(&q, &b);
+    gm_topology_t t = sim_topology(&q);
+    gm_planned_exec_t *x = NULL;
+    REQUIRE(gm_engine_instantiate_plan(s.engine, q.key, &t, 0, &x) == GM_OK);
+    gm_engine_instantiate_abandon(s.engine, x);
+    CHECK(!gm_engine_graph_known(s.engine, q.key));
+    REQUIRE(gm_engine_instantiate_plan(s.engine, q.key, &t, 0, &x) == GM_OK);
+    CHECK(!gm_engine_graph_known(s.engine, q.key));
+    REQUIRE(gm_engine_instantiate_commit(s.engine, x, 0xE1) == GM_OK);
+    CHECK(gm_engine_graph_known(s.engine, q.key));
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &b, NULL));
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){q.key, b.key}, 2));
+}
+
 int main(void) {
     RUN_TEST(test_plan_then_commit);
     RUN_TEST(test_abandon_leaves_nothing);
@@ -180,5 +300,11 @@ int main(void) {
     RUN_TEST(test_family_merge_between_plan_and_commit);
     RUN_TEST(test_pinned_family_one_step);
     RUN_TEST(test_pinned_family_between_plan_and_commit);
+    RUN_TEST(test_run_open_without_plan);
+    RUN_TEST(test_run_open_after_abandon);
+    RUN_TEST(test_run_open_after_refused_commit);
+    RUN_TEST(test_body_family_without_plan);
+    RUN_TEST(test_body_family_after_abandon);
+    RUN_TEST(test_unknown_graph_known_at_commit);
     return gm_check_summary();
 }
