@@ -155,6 +155,23 @@ void gm_engine_graph_edges_edited(gm_engine_t *e, uint64_t graph) {
     gm_engine_unlock_unchanged(e);
 }
 
+static void graph_free(gm_engine_t *e, gm_graph_t *g);
+
+/* `graph`'s entry, and whether this call listed it (a marker call that fails unlists it again
+ * with graph_unlist_new, so that it leaves no trace: the graph stays unknown). */
+static gm_graph_t *graph_for_marker(gm_engine_t *e, uint64_t graph, bool *created) {
+    gm_graph_t *g = gm_graph_get(e, graph, false);
+    *created = g == NULL;
+    return g ? g : gm_graph_get(e, graph, true);
+}
+
+static void graph_unlist_new(gm_engine_t *e, gm_graph_t *g, bool created) {
+    if (!created || !g)
+        return;
+    gm_map_remove(&e->graphs, g->key);
+    graph_free(e, g);
+}
+
 /* ---- alloc markers ------------------------------------------------------------------------- */
 
 gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_alloc_params_t *params,
@@ -169,7 +186,8 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
         return GM_ERR_OUT_OF_MEMORY; /* more than the device can ever back (§A1.6) */
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    gm_graph_t *g = gm_graph_get(e, graph, true);
+    bool created;
+    gm_graph_t *g = graph_for_marker(e, graph, &created);
     gm_clock_t before;
     gm_record_t *r;
     uint64_t node = 0;
@@ -193,6 +211,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     marker_known(e, node);
     *va_out = r->va;
     *node_out = node;
+    st = GM_OK;
     if (GM_LOG_ENABLED(GM_LOG_TRACE))
         gm_log(GM_LOG_TRACE, "capture: graph %#llx: %llu B at %#llx (%s %#llx + %llu)",
                (unsigned long long)graph, (unsigned long long)params->size,
@@ -200,6 +219,8 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
                (unsigned long long)(r->chunk ? r->chunk->va : r->va),
                (unsigned long long)(r->chunk ? r->chunk_offset : 0));
 out:
+    if (st != GM_OK)
+        graph_unlist_new(e, g, created);
     gm_engine_unlock(e);
     return st;
 }
@@ -233,7 +254,8 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         return GM_ERR_INVALID_VALUE;
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_INVALID_VALUE;
-    gm_graph_t *g = gm_graph_get(e, graph, true);
+    bool created;
+    gm_graph_t *g = graph_for_marker(e, graph, &created);
     gm_record_t *r = g ? free_target(e, g, va) : NULL;
     gm_marker_t *m = r ? calloc(1, sizeof *m) : NULL;
     uint64_t node = 0;
@@ -278,6 +300,8 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         gm_log(GM_LOG_TRACE, "capture: graph %#llx: free of %#llx%s", (unsigned long long)graph,
                (unsigned long long)va, r->owner == g ? "" : " (made by another graph)");
 out:
+    if (st != GM_OK)
+        graph_unlist_new(e, g, created);
     gm_engine_unlock(e);
     return st;
 }

@@ -398,8 +398,8 @@ static bool refuse_node(void *arg, uint64_t *node_out) {
     return false;
 }
 
-/* A marker the driver refuses leaves nothing behind; a moved child's markers belong to the parent.
- */
+/* A marker the driver refuses leaves nothing behind (not even the graph, when it was the graph's
+ * first); a moved child's markers belong to the parent. */
 static void test_abort_and_move(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -411,6 +411,11 @@ static void test_abort_and_move(void) {
                  GM_ERR_DRIVER);
     CHECK_EQ_INT(calls, 1);
     CHECK(!gm_engine_graph_has_markers(s.engine, 0x77));
+    /* Nor is the graph known: the refused marker was its first (a failed call leaves no trace). */
+    CHECK(!gm_engine_graph_known(s.engine, 0x77));
+    CHECK_EQ_INT(gm_engine_free_marker(s.engine, 0x78, 0x1000, NULL, refuse, &node),
+                 GM_ERR_INVALID_VALUE); /* no allocation there: refused before the driver */
+    CHECK(!gm_engine_graph_known(s.engine, 0x78));
     /* Refused by the engine before the driver is asked. */
     p.device = 5;
     CHECK_EQ_INT(gm_engine_alloc_marker(s.engine, 0x77, &p, NULL, refuse, &va, &node),
@@ -420,6 +425,7 @@ static void test_abort_and_move(void) {
     CHECK_EQ_INT(gm_engine_alloc_marker(s.engine, 0x77, &p, NULL, refuse, &va, &node),
                  GM_ERR_OUT_OF_MEMORY);
     CHECK_EQ_INT(calls, 1);
+    CHECK(!gm_engine_graph_known(s.engine, 0x77));
 
     sim_graph_t child, parent;
     sim_graph_init(&s, &child);
@@ -434,6 +440,7 @@ static void test_abort_and_move(void) {
     CHECK_EQ_INT(gm_engine_free_marker(s.engine, child.key, child.va[a], NULL, refuse, &node),
                  GM_ERR_DRIVER);
     CHECK_EQ_INT(calls, 2);
+    CHECK(gm_engine_graph_known(s.engine, child.key)); /* a graph known before stays known */
     gm_engine_graph_moved(s.engine, child.key, parent.key);
     /* The markers are the parent's now, but the child still holds memory nodes to the driver:
      * its edges and nodes stay fixed (§A3.5), and node searches must look into it. */
