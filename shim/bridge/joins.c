@@ -107,28 +107,49 @@ void gm_joins_forget_graph(CUgraph graph) {
     pthread_mutex_unlock(&noted_lock);
 }
 
+/* What `stream`, about to be destroyed, captured last in capture `capture`: into *tails_out
+ * (owned; NULL and 0 when it no longer takes part, or without host memory). */
+static void last_nodes(CUstream stream, cuuint64_t capture, CUgraphNode **tails_out,
+                       size_t *count_out) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t now = 0;
+    const CUgraphNode *tails = NULL;
+    size_t count = 0;
+    *tails_out = NULL;
+    *count_out = 0;
+    if (gm_real.cuStreamGetCaptureInfo_v3(stream, &status, &now, NULL, &tails, NULL, &count) !=
+            CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE || now != capture || count == 0)
+        return; /* not in the capture any more: nothing to check */
+    if ((*tails_out = malloc(count * sizeof *tails)) != NULL) {
+        memcpy(*tails_out, tails, count * sizeof *tails);
+        *count_out = count;
+    }
+}
+
 void gm_joins_stream_destroyed(CUstream stream) {
     pthread_mutex_lock(&noted_lock);
     for (uint32_t i = 0; i < noted_count; i++) {
         noted_stream_t *n = &noted[i];
         if (n->stream != stream || n->ptsz || n->destroyed)
             continue;
-        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-        cuuint64_t capture = 0;
-        const CUgraphNode *tails = NULL;
-        size_t count = 0;
         n->destroyed = true;
         atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
-        if (gm_real.cuStreamGetCaptureInfo_v3(stream, &status, &capture, NULL, &tails, NULL,
-                                              &count) != CUDA_SUCCESS ||
-            status != CU_STREAM_CAPTURE_STATUS_ACTIVE || capture != n->capture)
-            continue; /* not in the capture any more: nothing to check */
-        n->tails = count ? malloc(count * sizeof *tails) : NULL;
-        if (n->tails) {
-            memcpy(n->tails, tails, count * sizeof *tails);
-            n->tail_count = count;
-        }
+        last_nodes(stream, n->capture, &n->tails, &n->tail_count);
     }
+    /* A note an end in flight holds is that end's to read without the lock: the stream's fate
+     * waits beside it (`gone`) for the end to put the note back. */
+    for (gm_joins_ending_t *e = endings; e != NULL; e = e->next)
+        for (uint32_t i = 0; i < e->count; i++) {
+            const noted_stream_t *n = &e->notes[i];
+            if (n->stream != stream || n->ptsz || n->destroyed ||
+                gm_grow((void **)&e->gone, &e->gone_cap, e->gone_count + 1, sizeof *e->gone))
+                continue;
+            noted_stream_t *g = &e->gone[e->gone_count++];
+            *g = *n;
+            g->destroyed = true;
+            last_nodes(stream, n->capture, &g->tails, &g->tail_count);
+        }
     pthread_mutex_unlock(&noted_lock);
 }
 
@@ -252,6 +273,12 @@ void gm_joins_ended(gm_joins_ending_t *ending, bool over) {
         }
     for (uint32_t i = 0; i < ending->count; i++) {
         noted_stream_t note = ending->notes[i];
+        for (uint32_t k = 0; k < ending->gone_count && !over; k++)
+            if (ending->gone[k].stream == note.stream && ending->gone[k].capture == note.capture &&
+                !note.ptsz && !note.destroyed) {
+                note = ending->gone[k]; /* destroyed meanwhile: what it captured last */
+                ending->gone[k].tails = NULL;
+            }
         if (ending->given_out && note.graph == ending->graph)
             note.graph = NULL;
         if (over)
@@ -260,6 +287,9 @@ void gm_joins_ended(gm_joins_ending_t *ending, bool over) {
             put_back(note);
     }
     pthread_mutex_unlock(&noted_lock);
+    for (uint32_t k = 0; k < ending->gone_count; k++)
+        free(ending->gone[k].tails);
+    free(ending->gone);
     free(ending->notes);
     *ending = (gm_joins_ending_t){0};
 }

@@ -11,7 +11,8 @@ void gm_joins_note_begin(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph
 /* `graph`'s handle was given out again to a new graph: no note names it any more, so the end of
  * the capture it was made for cannot forget the new graph. */
 void gm_joins_forget_graph(CUgraph graph);
-/* `stream` is about to be destroyed (cuStreamDestroy): its notes keep what it captured last. */
+/* `stream` is about to be destroyed (cuStreamDestroy): its notes keep what it captured last,
+ * those an end in flight holds too. */
 void gm_joins_stream_destroyed(CUstream stream);
 /* A capture's end in flight: what gm_joins_finish took for it until gm_joins_ended. The caller's
  * (on its stack); only joins.c touches the fields. */
@@ -20,6 +21,9 @@ typedef struct gm_joins_ending {
     uint32_t count, cap;
     CUgraph graph;  /* the graph the capture went into (NULL: unknown, or given out again) */
     bool given_out; /* `graph`'s handle was given out again since gm_joins_finish */
+    /* Streams of `notes` destroyed since gm_joins_finish, with what they captured last. */
+    struct noted_stream *gone;
+    uint32_t gone_count, gone_cap;
     struct gm_joins_ending *next;
 } gm_joins_ending_t;
 

@@ -1,6 +1,8 @@
 /* Capture begin/end: keeps the process-wide count of captures in flight (bridge/captures.h) that
  * gates the capture path of every allocation hook (outside captures, a hook costs one relaxed
  * load). */
+#include <pthread.h>
+
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
@@ -152,12 +154,30 @@ static bool ended_without_graph(void *arg) {
     return e->call->result != CUDA_SUCCESS && e->end->ended && gm_joins_graph_still_mine(e->joins);
 }
 
+/* Ends run one at a time, from the capture query to the notes' fate. Two threads may end one
+ * capture at once (one from the wrong thread, or both in relaxed mode): alone, each judges the
+ * capture as it finds it after the other's end, so an end the driver refused because the other
+ * had ended the capture never takes that capture's graph for a failed one, and a capture is
+ * counted out once. An end is rare next to the calls inside a capture. */
+static pthread_mutex_t ends_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph);
+
 /* A capture ends with EndCapture whatever its outcome (success, invalidated, unjoined): count it
  * out when the capture is over. A capture that fails leaves no graph, so the allocations made in
  * it are forgotten (their addresses return to graphmem), in the same step as the driver's call:
  * the graph's handle may be given out again at once. An end that leaves the capture going puts
  * its notes back for the end that comes. */
 static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
+    if (graph == NULL) /* the driver's error, the capture goes on */
+        return GM_REAL_PT(cuStreamEndCapture, ptsz)(stream, graph);
+    pthread_mutex_lock(&ends_lock);
+    CUresult result = end_capture_alone(ptsz, stream, graph);
+    pthread_mutex_unlock(&ends_lock);
+    return result;
+}
+
+static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph) {
     CUresult (*end)(CUstream, CUgraph *) = GM_REAL_PT(cuStreamEndCapture, ptsz);
     capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -165,7 +185,7 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     bool was_capturing = info != NULL &&
                          info(stream, &status, &capture, NULL, NULL, NULL, NULL) == CUDA_SUCCESS &&
                          status != CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!was_capturing || graph == NULL) /* NULL: the driver's error, the capture goes on */
+    if (!was_capturing)
         return end(stream, graph);
     gm_engine_t *engine = gm_glue_engine_if_started();
     gm_joins_ending_t joins;

@@ -22,6 +22,7 @@ typedef struct fake_stream {
         id; /* what the driver tells (0 once an invalidated capture no longer says) */
     unsigned tail_count;
     CUgraphNode tails[4];
+    _Atomic unsigned asks; /* capture queries made of it */
 } fake_stream_t;
 
 static inline CUresult CUDAAPI fake_capture_info(CUstream stream, CUstreamCaptureStatus *status,
@@ -31,6 +32,7 @@ static inline CUresult CUDAAPI fake_capture_info(CUstream stream, CUstreamCaptur
                                                  size_t *tail_count) {
     fake_stream_t *s = (fake_stream_t *)stream;
     (void)edges;
+    atomic_fetch_add_explicit(&s->asks, 1, memory_order_relaxed);
     *status = (CUstreamCaptureStatus)atomic_load_explicit(&s->status, memory_order_relaxed);
     if (id != NULL)
         *id = atomic_load_explicit(&s->id, memory_order_relaxed);

@@ -156,6 +156,36 @@ static void test_handle_given_out_during_the_end(void) {
     CHECK(found == NULL);
 }
 
+/* A side stream destroyed while an end is in flight (its notes taken): the end that leaves the
+ * capture going puts the side's note back as destroyed, with what it captured last, so the next
+ * end finds it unjoined without asking the dead stream (it came back as a live stream before). */
+static void test_side_destroyed_during_the_end(void) {
+    capture_t c;
+    capture_init(&c, 17, false);
+    const CUgraph g = graph_of(0x11000);
+    gm_joins_note_begin(17, handle(&c.origin), false, g);
+    gm_joins_note(17, handle(&c.side), false, g);
+    gm_joins_ending_t ending;
+    CHECK(gm_joins_finish(handle(&c.origin), false, 17, &ending));
+    gm_joins_stream_destroyed(handle(&c.side)); /* another thread, meanwhile */
+    c.side.status = CU_STREAM_CAPTURE_STATUS_NONE;
+    unsigned asks = c.side.asks;
+    gm_joins_ended(&ending, false);
+    CUgraph found = NULL;
+    uint32_t notes = 0;
+    CHECK(finish(&c, 17, true, &found, &notes));
+    CHECK_EQ_INT(notes, 2);
+    CHECK_EQ_INT(c.side.asks, asks);
+    CHECK(found == g);
+    /* Ended over: the kept nodes go with the notes (no leak under AddressSanitizer). */
+    gm_joins_note_begin(18, handle(&c.origin), false, g);
+    fake_stream_capture(&c.side, 18, (CUgraphNode)&c.side_tail);
+    gm_joins_note(18, handle(&c.side), false, g);
+    CHECK(gm_joins_finish(handle(&c.origin), false, 18, &ending));
+    gm_joins_stream_destroyed(handle(&c.side));
+    gm_joins_ended(&ending, true);
+}
+
 int main(void) {
     fake_capture_install();
     RUN_TEST(test_wrong_thread_end_keeps_side_notes);
@@ -163,5 +193,6 @@ int main(void) {
     RUN_TEST(test_destroyed_side_survives);
     RUN_TEST(test_notes_made_meanwhile_merge);
     RUN_TEST(test_handle_given_out_during_the_end);
+    RUN_TEST(test_side_destroyed_during_the_end);
     return gm_check_summary();
 }

@@ -1,9 +1,9 @@
 /* The unjoined-fork notes (shim/bridge/joins.c) under threads: each capturing thread notes its
  * captures and ends them, some ends leaving the capture going, while another thread gives the
  * capture graphs' handles out again (gm_joins_forget_graph, as gm_graph_forget_stale does) and
- * destroys streams. An end asked after a handle was given out never takes it for its capture's
- * graph, the notes an end puts back are found by the next, and no note is lost or doubled. Also
- * run under ThreadSanitizer. */
+ * destroys the capturers' side streams and streams of its own. An end asked after a handle was
+ * given out never takes it for its capture's graph, the notes an end puts back are found by the
+ * next, and no note is lost or doubled. Also run under ThreadSanitizer. */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -18,22 +18,26 @@
 static _Atomic uintptr_t in_flight[THREADS], given_out[THREADS];
 static atomic_bool giving = true;
 
+/* Each capturer's streams: the origin and the side share a node (the side's tail is the origin's
+ * frontier), set before the threads start; only the capture id changes. The giver destroys the
+ * sides while their notes may be held by an end in flight. */
+static fake_stream_t origins[THREADS], sides[THREADS];
+static fake_node_t shared[THREADS];
+
 static void *capturer(void *arg) {
     long t = (long)arg;
-    /* The origin and the side share a node: the side's tail is the origin's frontier. */
-    static _Thread_local fake_stream_t origin, side;
-    static _Thread_local fake_node_t shared;
+    fake_stream_t *origin = &origins[t], *side = &sides[t];
     for (uint32_t round = 1; round <= ROUNDS; round++) {
         cuuint64_t id = ((cuuint64_t)(t + 1) << 32) | round;
         const CUgraph graph = (CUgraph)(uintptr_t)(((uintptr_t)(t + 1) << 40) | round << 4);
-        fake_stream_capture(&origin, id, (CUgraphNode)&shared);
-        fake_stream_capture(&side, id, (CUgraphNode)&shared);
-        gm_joins_note_begin(id, (CUstream)&origin, false, graph);
-        gm_joins_note(id, (CUstream)&side, round % 2, graph);
+        atomic_store(&origin->id, id);
+        atomic_store(&side->id, id);
+        gm_joins_note_begin(id, (CUstream)origin, false, graph);
+        gm_joins_note(id, (CUstream)side, round % 2, graph);
         /* An end that leaves the capture going, then the one that ends it. */
         for (int end = 0; end < 2; end++) {
             gm_joins_ending_t ending;
-            CHECK(!gm_joins_finish((CUstream)&origin, false, id, &ending));
+            CHECK(!gm_joins_finish((CUstream)origin, false, id, &ending));
             CHECK_EQ_INT(ending.count, 2);
             atomic_store(&in_flight[t], (uintptr_t)ending.graph);
             for (volatile int spin = 0; spin < 50; spin++)
@@ -61,6 +65,7 @@ static void *giver(void *unused) {
             gm_joins_forget_graph((CUgraph)graph);
             atomic_store(&given_out[t], graph);
         }
+        gm_joins_stream_destroyed((CUstream)&sides[t]);
         gm_joins_note(i + 1, (CUstream)&mine, false, NULL);
         gm_joins_stream_destroyed((CUstream)&mine);
         gm_joins_ending_t ending;
@@ -71,6 +76,10 @@ static void *giver(void *unused) {
 }
 
 static void test_ends_and_given_out_handles(void) {
+    for (int t = 0; t < THREADS; t++) {
+        fake_stream_capture(&origins[t], 0, (CUgraphNode)&shared[t]);
+        fake_stream_capture(&sides[t], 0, (CUgraphNode)&shared[t]);
+    }
     pthread_t ids[THREADS], other;
     pthread_create(&other, NULL, giver, NULL);
     for (long t = 0; t < THREADS; t++)
