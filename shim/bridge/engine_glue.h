@@ -24,11 +24,13 @@ int gm_glue_device_count(void);
 /* Whether anything is known of `graph` (NULL: never) in the engine or the registry of nested
  * graphs: a marker went into it, a child or body was added, a node of it touches graph memory. */
 bool gm_graph_known(gm_engine_t *engine, CUgraph graph);
-/* `graph` was just made by the driver (a new graph, a capture's): anything known in the engine
- * or the registry of nested graphs under its handle belongs to a graph that died without
- * graphmem's seeing it (the driver destroys a failed capture's graph itself), and is forgotten
- * now, before anything is added to the new graph; no note of a capture names the handle any more
- * (joins.h). Costs two short lock holds when nothing is known (the usual case). */
+/* `graph` was just made by the driver (created, a capture's, a clone, a child node's copy, a
+ * conditional body, a device-launch copy): anything known in the engine or the registry of nested
+ * graphs under its handle belongs to a graph that died without graphmem's seeing it (the driver
+ * destroys a failed capture's graph itself), and is forgotten now, before anything is added to the
+ * new graph; no note of a capture names the handle any more, and an end in flight no longer takes
+ * it for its capture's graph (joins.h). Costs two short lock holds when nothing is known (the
+ * usual case). */
 void gm_graph_forget_stale(CUgraph graph);
 
 CUresult gm_cuda_result(gm_status_t status);

@@ -209,6 +209,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
             gm_topology_free(&inst->topology);
             return r;
         }
+        gm_graph_forget_stale(inst->device_copy); /* a new graph: a new handle */
     }
     inst->engine = engine;
     gm_scratch_begin(&inst->cover, engine);

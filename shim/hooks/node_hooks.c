@@ -207,12 +207,17 @@ static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
     if (result != CUDA_SUCCESS || p == NULL)
         return;
     gm_engine_t *engine = gm_glue_engine_if_started();
-    if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && p->conditional.phGraph_out != NULL)
+    if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && p->conditional.phGraph_out != NULL) {
+        for (unsigned i = 0; i < p->conditional.size; i++)
+            gm_graph_forget_stale(p->conditional.phGraph_out[i]); /* new graphs: new handles */
         gm_nested_record(graph, node, p->conditional.phGraph_out, p->conditional.size,
                          GM_NESTED_BODY);
+    }
     CUgraph child = NULL;
     if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
         gm_real.cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) {
+        if (child != p->graph.graph)
+            gm_graph_forget_stale(child); /* a copy: a new handle */
         gm_nested_record(graph, node, &child, 1, GM_NESTED_CHILD);
         if (child != p->graph.graph && gm_touches(p->graph.graph))
             gm_touch_note(child); /* a clone touches what its original touches */
@@ -265,6 +270,7 @@ CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGra
     CUgraph clone = NULL;
     if (result == CUDA_SUCCESS &&
         gm_real.cuGraphChildGraphNodeGetGraph(*phGraphNode, &clone) == CUDA_SUCCESS) {
+        gm_graph_forget_stale(clone);
         gm_nested_record(hGraph, *phGraphNode, &clone, 1, GM_NESTED_CHILD);
         if (gm_touches(childGraph))
             gm_touch_note(clone); /* the clone touches what its original touches */
@@ -298,6 +304,7 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     CUresult result = gm_real.cuGraphClone(phGraphClone, originalGraph);
     if (result != CUDA_SUCCESS)
         return result;
+    gm_graph_forget_stale(*phGraphClone);
     if (gm_touches(originalGraph))
         gm_touch_note(*phGraphClone);
     if (!markers)
