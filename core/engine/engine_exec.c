@@ -204,7 +204,7 @@ gm_status_t gm_exec_pin_check(const gm_engine_t *e, gm_exec_t *x) {
     if (count > 8) {
         if (!(families = malloc(count * sizeof *families)))
             return GM_ERR_OUT_OF_MEMORY;
-        (void)exec_families(x, families, count);
+        count = exec_families(x, families, count); /* no more than counted with less room */
     }
     bool taken = family_has_exec(e, families, count, !pinned);
     if (families != few)
@@ -256,8 +256,21 @@ gm_status_t gm_engine_instantiate_commit(gm_engine_t *e, gm_planned_exec_t *x, u
     /* Its graph, still the one planned (destroying a graph while it is instantiated is the
      * caller's race; the exec is refused then, never tied to another graph). */
     gm_graph_t *now = gm_graph_get(e, x->report.graph, false);
+    if (x->owns_graph && now && !now->record_count && !now->free_count) {
+        /* Listed meanwhile by another plan's commit of the same graph, still without markers of
+         * its own: this plan's graph is that one. */
+        free(x->graph);
+        x->graph = now;
+        x->owns_graph = false;
+    }
     if (x->owns_graph ? now != NULL : now != x->graph)
         goto out;
+    /* The graphs whose allocations it plans, still there (a body destroyed meanwhile, the
+     * caller's race, would leave its window out of this exec's family). */
+    for (uint32_t i = 0; i < x->part_count; i++)
+        for (uint32_t k = 0; k < x->parts[i]->record_count; k++)
+            if (!x->parts[i]->records[k]->owner)
+                goto out;
     if (x->graph->execs && !e->config.lift_restrictions)
         goto out; /* one exec per graph at a time (§A3.7) */
     st = GM_ERR_OUT_OF_MEMORY;

@@ -290,6 +290,114 @@ static void test_unknown_graph_known_at_commit(void) {
     CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){q.key, b.key}, 2));
 }
 
+/* GRAPHMEM_LIFT_RESTRICTIONS. A parent planned with more than eight bodies' families (ten here,
+ * one body with two allocations) is checked against exactly those: a pinned exec of a body of
+ * another parent does not refuse it (the check once read past the families it had counted). */
+static void test_many_body_families(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    static sim_graph_t other[10], bodies[9], other_parent, parent;
+    for (int i = 0; i < 10; i++)
+        sim_one_alloc_graph(&s, &other[i], sim_page(), false);
+    for (int i = 0; i < 9; i++)
+        sim_one_alloc_graph(&s, &bodies[i], sim_page(), false);
+    uint32_t a = sim_alloc(&s, &bodies[8], sim_page(), NULL, 0);
+    uint32_t k = sim_plain(&s, &bodies[8], &a, 1);
+    REQUIRE(sim_free(&s, &bodies[8], bodies[8].va[a], &k, 1, NULL) != UINT32_MAX);
+    REQUIRE(sim_instantiate(&s, &other[9], 0xD1, GM_EXEC_PINNED) == GM_OK);
+    sim_graph_init(&s, &other_parent);
+    for (int i = 0; i < 10; i++)
+        read_body_into(&other_parent, &other[i]);
+    sim_graph_init(&s, &parent);
+    for (int i = 0; i < 9; i++)
+        read_body_into(&parent, &bodies[i]);
+    gm_topology_t t = sim_topology(&parent);
+    gm_planned_exec_t *x = NULL;
+    REQUIRE(gm_engine_instantiate_plan(s.engine, parent.key, &t, 0, &x) == GM_OK);
+    /* Refused, rightly: the pinned exec is in one of its bodies' families. */
+    CHECK_EQ_INT(sim_instantiate(&s, &other_parent, 0xE1, 0), GM_ERR_NOT_SUPPORTED);
+    gm_status_t committed = gm_engine_instantiate_commit(s.engine, x, 0xE2);
+    CHECK_EQ_INT(committed, GM_OK);
+    host_backend_complete_all(s.hb);
+    if (committed == GM_OK)
+        gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
+    gm_engine_device_idle(s.engine, 0, gm_engine_sync_mark(s.engine));
+    sim_graph_destroy(s.engine, other_parent.key);
+    sim_graph_destroy(s.engine, parent.key);
+    for (int i = 0; i < 10; i++)
+        sim_graph_destroy(s.engine, other[i].key);
+    for (int i = 0; i < 9; i++)
+        sim_graph_destroy(s.engine, bodies[i].key);
+    CHECK(sim_fini(&s));
+}
+
+/* GRAPHMEM_LIFT_RESTRICTIONS. Two plans of one graph graphmem does not know (two threads
+ * instantiating it at once): the second commit takes the graph the first listed, as it would a
+ * known graph's (lifted, a graph may have several execs). */
+static void test_two_plans_of_an_unknown_graph(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t b, q;
+    sim_one_alloc_graph(&s, &b, sim_page(), false);
+    sim_graph_init(&s, &q);
+    read_body_into(&q, &b);
+    gm_topology_t t = sim_topology(&q);
+    gm_planned_exec_t *x = NULL, *y = NULL;
+    REQUIRE(gm_engine_instantiate_plan(s.engine, q.key, &t, 0, &x) == GM_OK);
+    REQUIRE(gm_engine_instantiate_plan(s.engine, q.key, &t, 0, &y) == GM_OK);
+    REQUIRE(gm_engine_instantiate_commit(s.engine, x, 0xE1) == GM_OK);
+    gm_status_t second = gm_engine_instantiate_commit(s.engine, y, 0xE2);
+    CHECK_EQ_INT(second, GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &b, NULL));
+    if (second == GM_OK) {
+        CHECK_EQ_INT(sim_launch(&s, 0xE2, S1), GM_OK);
+        CHECK(sim_run_data(&s, &b, NULL));
+    }
+    host_backend_complete_all(s.hb);
+    gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    if (second == GM_OK)
+        gm_engine_exec_destroy(s.engine, 0xE2, GM_NO_CALL);
+    sim_graph_destroy(s.engine, q.key);
+    sim_graph_destroy(s.engine, b.key);
+    CHECK(sim_fini(&s));
+}
+
+/* GRAPHMEM_LIFT_RESTRICTIONS. A body's allocation marker destroyed between its parent's plan and
+ * commit (the caller's race) while an exec of the body maps its window: the commit is refused, so
+ * no exec maps that window outside the body's family (the two execs mapped it at once before). */
+static void test_body_marker_gone_before_commit(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t b, p;
+    sim_one_alloc_graph(&s, &b, 4 * sim_page(), false);
+    sim_one_alloc_graph(&s, &p, sim_page(), false);
+    read_body_into(&p, &b);
+    REQUIRE(sim_instantiate(&s, &b, 0xD1, 0) == GM_OK);
+    CHECK_EQ_INT(sim_launch(&s, 0xD1, S1), GM_OK);
+    gm_topology_t t = sim_topology(&p);
+    gm_planned_exec_t *x = NULL;
+    REQUIRE(gm_engine_instantiate_plan(s.engine, p.key, &t, 0, &x) == GM_OK);
+    for (uint32_t i = 0; i < b.node_count; i++)
+        if (b.kind[i] == SIM_ALLOC)
+            CHECK_EQ_INT(gm_engine_marker_destroy(s.engine, b.nodes[i], GM_NO_CALL), GM_OK);
+    gm_status_t committed = gm_engine_instantiate_commit(s.engine, x, 0xE1);
+    CHECK_EQ_INT(committed, GM_ERR_NOT_SUPPORTED);
+    uint64_t misuses = host_backend_counts(s.hb).misuses;
+    if (committed == GM_OK)
+        (void)sim_launch(&s, 0xE1, S1);
+    CHECK_EQ_INT(sim_launch(&s, 0xD1, S1), GM_OK);
+    CHECK_EQ_U64(host_backend_counts(s.hb).misuses - misuses, 0);
+    host_backend_complete_all(s.hb);
+    if (committed == GM_OK)
+        gm_engine_exec_destroy(s.engine, 0xE1, GM_NO_CALL);
+    gm_engine_exec_destroy(s.engine, 0xD1, GM_NO_CALL);
+    sim_graph_destroy(s.engine, p.key);
+    sim_graph_destroy(s.engine, b.key);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_plan_then_commit);
     RUN_TEST(test_abandon_leaves_nothing);
@@ -306,5 +414,8 @@ int main(void) {
     RUN_TEST(test_body_family_without_plan);
     RUN_TEST(test_body_family_after_abandon);
     RUN_TEST(test_unknown_graph_known_at_commit);
+    RUN_TEST(test_many_body_families);
+    RUN_TEST(test_two_plans_of_an_unknown_graph);
+    RUN_TEST(test_body_marker_gone_before_commit);
     return gm_check_summary();
 }
