@@ -30,7 +30,8 @@ bool gm_graph_known(gm_engine_t *engine, CUgraph graph);
  * destroys a failed capture's graph itself), and is forgotten now, before anything is added to the
  * new graph; no note of a capture names the handle any more, and an end in flight no longer takes
  * it for its capture's graph (joins.h). Costs two short lock holds when nothing is known (the
- * usual case). */
+ * usual case). The graphs nested in a copy (its own child graphs and bodies) get new handles too
+ * and are not walked. */
 void gm_graph_forget_stale(CUgraph graph);
 
 CUresult gm_cuda_result(gm_status_t status);

@@ -131,7 +131,7 @@ void gm_joins_stream_destroyed(CUstream stream) {
     pthread_mutex_lock(&noted_lock);
     for (uint32_t i = 0; i < noted_count; i++) {
         noted_stream_t *n = &noted[i];
-        if (n->stream != stream || n->ptsz || n->destroyed)
+        if (n->stream != stream || n->destroyed)
             continue;
         n->destroyed = true;
         atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
@@ -142,7 +142,7 @@ void gm_joins_stream_destroyed(CUstream stream) {
     for (gm_joins_ending_t *e = endings; e != NULL; e = e->next)
         for (uint32_t i = 0; i < e->count; i++) {
             const noted_stream_t *n = &e->notes[i];
-            if (n->stream != stream || n->ptsz || n->destroyed ||
+            if (n->stream != stream || n->destroyed ||
                 gm_grow((void **)&e->gone, &e->gone_cap, e->gone_count + 1, sizeof *e->gone))
                 continue;
             noted_stream_t *g = &e->gone[e->gone_count++];
@@ -275,7 +275,7 @@ void gm_joins_ended(gm_joins_ending_t *ending, bool over) {
         noted_stream_t note = ending->notes[i];
         for (uint32_t k = 0; k < ending->gone_count && !over; k++)
             if (ending->gone[k].stream == note.stream && ending->gone[k].capture == note.capture &&
-                !note.ptsz && !note.destroyed) {
+                ending->gone[k].ptsz == note.ptsz && !note.destroyed) {
                 note = ending->gone[k]; /* destroyed meanwhile: what it captured last */
                 ending->gone[k].tails = NULL;
             }

@@ -11,8 +11,8 @@ void gm_joins_note_begin(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph
 /* `graph`'s handle was given out again to a new graph: no note names it any more, so the end of
  * the capture it was made for cannot forget the new graph. */
 void gm_joins_forget_graph(CUgraph graph);
-/* `stream` is about to be destroyed (cuStreamDestroy): its notes keep what it captured last,
- * those an end in flight holds too. */
+/* `stream` (no default stream) is about to be destroyed (cuStreamDestroy): its notes, made
+ * through either ABI, keep what it captured last, those an end in flight holds too. */
 void gm_joins_stream_destroyed(CUstream stream);
 /* A capture's end in flight: what gm_joins_finish took for it until gm_joins_ended. The caller's
  * (on its stack); only joins.c touches the fields. */

@@ -96,19 +96,28 @@ static void test_invalidated_end_keeps_the_id(void) {
 }
 
 /* A side stream destroyed before the ends: its last nodes, kept at its destruction, survive an
- * end that leaves the capture going. */
-static void test_destroyed_side_survives(void) {
+ * end that leaves the capture going. `ptsz`: its marker came through a per-thread-stream entry
+ * (a program built with --default-stream per-thread), which names the same stream. */
+static void destroyed_side_survives(bool ptsz) {
     capture_t c;
-    capture_init(&c, 11, false);
-    const CUgraph g = graph_of(0xb000);
-    gm_joins_note_begin(11, handle(&c.origin), false, g);
-    gm_joins_note(11, handle(&c.side), false, g);
+    cuuint64_t id = ptsz ? 12 : 11;
+    capture_init(&c, id, false);
+    const CUgraph g = graph_of(0xb000 + id);
+    gm_joins_note_begin(id, handle(&c.origin), false, g);
+    gm_joins_note(id, handle(&c.side), ptsz, g);
     gm_joins_stream_destroyed(handle(&c.side));
     c.side.status = CU_STREAM_CAPTURE_STATUS_NONE; /* gone */
+    unsigned asks = c.side.asks;
     CUgraph found = NULL;
-    CHECK(finish(&c, 11, false, &found, NULL));
-    CHECK(finish(&c, 11, true, &found, NULL));
+    CHECK(finish(&c, id, false, &found, NULL));
+    CHECK(finish(&c, id, true, &found, NULL));
     CHECK(found == g);
+    CHECK_EQ_INT(c.side.asks, asks); /* the dead stream is never asked */
+}
+
+static void test_destroyed_side_survives(void) {
+    destroyed_side_survives(false);
+    destroyed_side_survives(true);
 }
 
 /* Notes made while an end is in flight (another thread captures into the same capture) merge
@@ -159,31 +168,37 @@ static void test_handle_given_out_during_the_end(void) {
 /* A side stream destroyed while an end is in flight (its notes taken): the end that leaves the
  * capture going puts the side's note back as destroyed, with what it captured last, so the next
  * end finds it unjoined without asking the dead stream (it came back as a live stream before). */
-static void test_side_destroyed_during_the_end(void) {
+static void side_destroyed_during_the_end(bool ptsz) {
     capture_t c;
-    capture_init(&c, 17, false);
-    const CUgraph g = graph_of(0x11000);
-    gm_joins_note_begin(17, handle(&c.origin), false, g);
-    gm_joins_note(17, handle(&c.side), false, g);
+    cuuint64_t id = ptsz ? 19 : 17;
+    capture_init(&c, id, false);
+    const CUgraph g = graph_of(0x11000 + id);
+    gm_joins_note_begin(id, handle(&c.origin), false, g);
+    gm_joins_note(id, handle(&c.side), ptsz, g);
     gm_joins_ending_t ending;
-    CHECK(gm_joins_finish(handle(&c.origin), false, 17, &ending));
+    CHECK(gm_joins_finish(handle(&c.origin), false, id, &ending));
     gm_joins_stream_destroyed(handle(&c.side)); /* another thread, meanwhile */
     c.side.status = CU_STREAM_CAPTURE_STATUS_NONE;
     unsigned asks = c.side.asks;
     gm_joins_ended(&ending, false);
     CUgraph found = NULL;
     uint32_t notes = 0;
-    CHECK(finish(&c, 17, true, &found, &notes));
+    CHECK(finish(&c, id, true, &found, &notes));
     CHECK_EQ_INT(notes, 2);
     CHECK_EQ_INT(c.side.asks, asks);
     CHECK(found == g);
     /* Ended over: the kept nodes go with the notes (no leak under AddressSanitizer). */
-    gm_joins_note_begin(18, handle(&c.origin), false, g);
-    fake_stream_capture(&c.side, 18, (CUgraphNode)&c.side_tail);
-    gm_joins_note(18, handle(&c.side), false, g);
-    CHECK(gm_joins_finish(handle(&c.origin), false, 18, &ending));
+    gm_joins_note_begin(id + 1, handle(&c.origin), false, g);
+    fake_stream_capture(&c.side, id + 1, (CUgraphNode)&c.side_tail);
+    gm_joins_note(id + 1, handle(&c.side), ptsz, g);
+    CHECK(gm_joins_finish(handle(&c.origin), false, id + 1, &ending));
     gm_joins_stream_destroyed(handle(&c.side));
     gm_joins_ended(&ending, true);
+}
+
+static void test_side_destroyed_during_the_end(void) {
+    side_destroyed_during_the_end(false);
+    side_destroyed_during_the_end(true);
 }
 
 int main(void) {
