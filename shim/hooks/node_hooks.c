@@ -46,6 +46,17 @@ static bool servable_alloc(const CUDA_MEM_ALLOC_NODE_PARAMS *p, gm_alloc_params_
 }
 
 /* Returns true and sets *result when graphmem made the node; false to let the driver do it. */
+/* A programmatic edge (the type, or a kernel's programmatic port) into a memory node added
+ * through the graph API: the driver refuses it (CUDA_ERROR_INVALID_VALUE on driver 580,
+ * tests/gpu/scn_memory_node_edge_data.cu), where a captured one it takes (bridge/markers.c). */
+static bool programmatic_edge(const CUgraphEdgeData *edge_data, size_t count) {
+    for (size_t i = 0; edge_data != NULL && i < count; i++)
+        if (edge_data[i].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ||
+            edge_data[i].from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC)
+            return true;
+    return false;
+}
+
 static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *deps,
                            const CUgraphEdgeData *edge_data, size_t count,
                            CUDA_MEM_ALLOC_NODE_PARAMS *p, CUresult *result) {
@@ -53,6 +64,10 @@ static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNo
         return false;
     if (gm_nested_is_child(graph)) { /* §A3.5-§A3.6: the driver refuses it */
         *result = CUDA_ERROR_NOT_SUPPORTED;
+        return true;
+    }
+    if (programmatic_edge(edge_data, count)) {
+        *result = CUDA_ERROR_INVALID_VALUE;
         return true;
     }
     gm_engine_t *engine = gm_glue_engine();
@@ -80,6 +95,10 @@ static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNod
         return false;
     if (gm_nested_is_child(graph)) {
         *result = CUDA_ERROR_NOT_SUPPORTED;
+        return true;
+    }
+    if (programmatic_edge(edge_data, count)) {
+        *result = CUDA_ERROR_INVALID_VALUE;
         return true;
     }
     gm_engine_t *engine = gm_glue_engine_if_started();
