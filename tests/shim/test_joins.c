@@ -31,6 +31,13 @@ static void capture_init(capture_t *c, cuuint64_t id, bool joined) {
     fake_stream_capture(&c->side, id, (CUgraphNode)&c->side_tail);
 }
 
+/* Capture `id` began on the origin into `g`; its side stream received a marker (through a
+ * per-thread-stream entry with `ptsz`). */
+static void note_capture(capture_t *c, cuuint64_t id, bool ptsz, CUgraph g) {
+    gm_joins_note_begin(id, handle(&c->origin), false, g);
+    gm_joins_note(id, handle(&c->side), ptsz, g);
+}
+
 /* The end of capture `id` on `c->origin`: whether it was found unjoined, and the graph found. */
 static bool finish(capture_t *c, cuuint64_t id, bool over, CUgraph *graph, uint32_t *notes) {
     gm_joins_ending_t ending;
@@ -48,8 +55,7 @@ static void test_wrong_thread_end_keeps_side_notes(void) {
     capture_t c;
     capture_init(&c, 7, false);
     const CUgraph g = graph_of(0x7000);
-    gm_joins_note_begin(7, handle(&c.origin), false, g);
-    gm_joins_note(7, handle(&c.side), false, g);
+    note_capture(&c, 7, false, g);
     CUgraph found = NULL;
     uint32_t notes = 0;
     CHECK(finish(&c, 7, false, &found, &notes));
@@ -64,8 +70,7 @@ static void test_wrong_thread_end_keeps_side_notes(void) {
 
     /* Joined: no verdict either time. */
     capture_init(&c, 8, true);
-    gm_joins_note_begin(8, handle(&c.origin), false, g);
-    gm_joins_note(8, handle(&c.side), false, g);
+    note_capture(&c, 8, false, g);
     CHECK(!finish(&c, 8, false, &found, NULL));
     CHECK(!finish(&c, 8, true, &found, NULL));
 }
@@ -79,8 +84,7 @@ static void test_invalidated_end_keeps_the_id(void) {
     c.origin.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
     c.side.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
     const CUgraph g = graph_of(0x9000);
-    gm_joins_note_begin(9, handle(&c.origin), false, g);
-    gm_joins_note(9, handle(&c.side), false, g);
+    note_capture(&c, 9, false, g);
     c.origin.id = 0;
     c.side.id = 0;
     CUgraph found = NULL;
@@ -103,8 +107,7 @@ static void destroyed_side_survives(bool ptsz) {
     cuuint64_t id = ptsz ? 12 : 11;
     capture_init(&c, id, false);
     const CUgraph g = graph_of(0xb000 + id);
-    gm_joins_note_begin(id, handle(&c.origin), false, g);
-    gm_joins_note(id, handle(&c.side), ptsz, g);
+    note_capture(&c, id, ptsz, g);
     gm_joins_stream_destroyed(handle(&c.side));
     c.side.status = CU_STREAM_CAPTURE_STATUS_NONE; /* gone */
     unsigned asks = c.side.asks;
@@ -128,8 +131,7 @@ static void test_notes_made_meanwhile_merge(void) {
     fake_stream_t other = {0};
     fake_stream_capture(&other, 13, (CUgraphNode)&c.side_tail);
     const CUgraph g = graph_of(0xd000);
-    gm_joins_note_begin(13, handle(&c.origin), false, g);
-    gm_joins_note(13, handle(&c.side), false, g);
+    note_capture(&c, 13, false, g);
     gm_joins_ending_t ending;
     CHECK(!gm_joins_finish(handle(&c.origin), false, 13, &ending));
     gm_joins_note(13, handle(&c.side), false, g);
@@ -173,8 +175,7 @@ static void side_destroyed_during_the_end(bool ptsz) {
     cuuint64_t id = ptsz ? 19 : 17;
     capture_init(&c, id, false);
     const CUgraph g = graph_of(0x11000 + id);
-    gm_joins_note_begin(id, handle(&c.origin), false, g);
-    gm_joins_note(id, handle(&c.side), ptsz, g);
+    note_capture(&c, id, ptsz, g);
     gm_joins_ending_t ending;
     CHECK(gm_joins_finish(handle(&c.origin), false, id, &ending));
     gm_joins_stream_destroyed(handle(&c.side)); /* another thread, meanwhile */

@@ -230,6 +230,14 @@ static void read_body_into(sim_graph_t *parent, const sim_graph_t *body) {
     parent->node_count += body->node_count;
 }
 
+/* GRAPHMEM_LIFT_RESTRICTIONS: `q`, a graph graphmem does not know, read with its conditional body
+ * `b` (one allocation) in its topology. */
+static void unknown_graph_with_body(sim_t *s, sim_graph_t *b, sim_graph_t *q) {
+    sim_one_alloc_graph(s, b, sim_page(), false);
+    sim_graph_init(s, q);
+    read_body_into(q, b);
+}
+
 /* GRAPHMEM_LIFT_RESTRICTIONS. A plan of P with its body B read in joins B's window family to P's
  * only when committed: abandoned, it leaves B's family alone, so that a pinned exec of B is
  * accepted beside an exec of P alone, as when no plan was made. */
@@ -273,9 +281,7 @@ static void test_unknown_graph_known_at_commit(void) {
     sim_t s;
     REQUIRE(sim_init_lifted(&s));
     sim_graph_t b, q;
-    sim_one_alloc_graph(&s, &b, sim_page(), false);
-    sim_graph_init(&s, &q);
-    read_body_into(&q, &b);
+    unknown_graph_with_body(&s, &b, &q);
     gm_topology_t t = sim_topology(&q);
     gm_planned_exec_t *x = NULL;
     REQUIRE(gm_engine_instantiate_plan(s.engine, q.key, &t, 0, &x) == GM_OK);
@@ -339,9 +345,7 @@ static void test_two_plans_of_an_unknown_graph(void) {
     sim_t s;
     REQUIRE(sim_init_lifted(&s));
     sim_graph_t b, q;
-    sim_one_alloc_graph(&s, &b, sim_page(), false);
-    sim_graph_init(&s, &q);
-    read_body_into(&q, &b);
+    unknown_graph_with_body(&s, &b, &q);
     gm_topology_t t = sim_topology(&q);
     gm_planned_exec_t *x = NULL, *y = NULL;
     REQUIRE(gm_engine_instantiate_plan(s.engine, q.key, &t, 0, &x) == GM_OK);
