@@ -45,10 +45,22 @@ static void unlist(gm_engine_t *e, gm_fence_t *f) {
 static void realize_locked(gm_engine_t *e, gm_fence_t *f, gm_status_t idle) {
     const gm_backend_t *b = &e->backend;
     gm_status_t st = idle;
-    if (st == GM_ERR_NOT_READY)
+    if (st == GM_ERR_NOT_READY) {
         st = b->fence_record(b->ctx, f->stream, &f->handle);
-    else if (st == GM_OK)
+        /* The stream is there and busy, so a failed record (no memory for the event) proves
+         * nothing: waiting for the stream on the host is the proof left, as for a launch's own
+         * fence (gm_fence_launch_end). */
+        if (st != GM_OK) {
+            gm_log(GM_LOG_DEBUG, "deferred fence on stream %#llx: no event (%s), waiting for it",
+                   (unsigned long long)f->stream, gm_status_name(st));
+            f->handle = 0;
+            b->stream_sync(b->ctx, f->stream);
+            f->done = true;
+            st = GM_OK;
+        }
+    } else if (st == GM_OK) {
         f->done = true;
+    }
     if (st != GM_OK) {
         gm_log(GM_LOG_DEBUG, "deferred fence on stream %#llx: the stream is gone (%s)",
                (unsigned long long)f->stream, gm_status_name(st));

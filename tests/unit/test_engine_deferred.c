@@ -186,6 +186,36 @@ static void test_fast_path(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A busy stream whose deferred fence cannot get an event (recording fails: no memory) is waited
+ * for on the host before the fence counts as done: a trim never unmaps the memory of a launch
+ * still queued, and an exec of the same group launched on another stream never overlaps it (the
+ * fence was marked done with the launch still queued before). `peer`: the second case. */
+static void failed_record_waits(bool peer) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b); /* A then B queued on S1, a deferred fence */
+    host_backend_fail_nth(s.hb, HOST_OP_FENCE_RECORD, 1, GM_ERR_OUT_OF_MEMORY);
+    if (peer) {
+        CHECK_EQ_INT(sim_launch(&s, 0xA, S2), GM_OK);
+        /* Before S2's work may run, S1's two launches are done. */
+        CHECK_EQ_U64(host_backend_completed(s.hb, S1), 2);
+        CHECK(sim_run_data(&s, &a, NULL));
+    } else {
+        CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+        CHECK(host_backend_completed(s.hb, S1) == 2 ||
+              host_backend_handle_at(s.hb, a.va[0], NULL) != 0);
+    }
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+}
+
+static void test_failed_record_trim(void) {
+    failed_record_waits(false);
+}
+static void test_failed_record_peer(void) {
+    failed_record_waits(true);
+}
+
 int main(void) {
     RUN_TEST(test_trim_realizes);
     RUN_TEST(test_other_stream_waits);
@@ -193,5 +223,7 @@ int main(void) {
     RUN_TEST(test_join_every_stream);
     RUN_TEST(test_unreachable_stream);
     RUN_TEST(test_fast_path);
+    RUN_TEST(test_failed_record_trim);
+    RUN_TEST(test_failed_record_peer);
     return gm_check_summary();
 }
