@@ -73,7 +73,8 @@ CUresult gm_hook_cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
 CUresult gm_hook_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
                                    CUgraphNode *hErrorNode_out,
                                    CUgraphExecUpdateResult *updateResult_out) {
-    if (hErrorNode_out == NULL || updateResult_out == NULL)
+    /* A driver before CUDA 12.0 has no _v2 (and graphmem's engine does not start on it). */
+    if (hErrorNode_out == NULL || updateResult_out == NULL || gm_real.cuGraphExecUpdate_v2 == NULL)
         return gm_real.cuGraphExecUpdate(hGraphExec, hGraph, hErrorNode_out, updateResult_out);
     CUgraphExecUpdateResultInfo info = {0};
     CUresult r = update(hGraphExec, hGraph, &info);
