@@ -413,9 +413,12 @@ static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, g
         /* A scratch page left there (its unmap failed) would make this a map over a mapping. */
         if (e->scratch_idle && !gm_cover_clear(e, va, gm_handle_bytes(arena->handles[k])))
             return GM_ERR_BACKEND;
-        if ((st = gm_pool_map(e->pools[p->device], arena->handles[k], va, devs, n)) != GM_OK)
+        uint32_t maps_before = gm_handle_map_count(arena->handles[k]);
+        st = gm_pool_map(e->pools[p->device], arena->handles[k], va, devs, n);
+        if (st == GM_OK || gm_handle_map_count(arena->handles[k]) > maps_before)
+            ml->maps[ml->count++] = (gm_mapping_t){arena->handles[k], va}; /* kept to unmap */
+        if (st != GM_OK)
             return st;
-        ml->maps[ml->count++] = (gm_mapping_t){arena->handles[k], va};
     }
     return GM_OK;
 }

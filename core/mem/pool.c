@@ -162,18 +162,18 @@ gm_status_t gm_pool_map(gm_pool_t *pool, gm_handle_t *h, uint64_t va, const int 
     gm_status_t st = b->map(b->ctx, va, h->bytes, h->backend_handle);
     if (st != GM_OK)
         return st;
-    st = b->set_access(b->ctx, va, h->bytes, devices, device_count);
-    if (st != GM_OK) {
-        b->unmap(b->ctx, va, h->bytes);
-        return st;
-    }
+    gm_status_t access = b->set_access(b->ctx, va, h->bytes, devices, device_count);
+    /* Taken back; a mapping whose unmap failed too stays counted, so that its caller keeps it
+     * for a later unmap and the handle is never released while mapped. */
+    if (access != GM_OK && b->unmap(b->ctx, va, h->bytes) == GM_OK)
+        return access;
     if (h->maps++ == 0) {
         pool->idle -= h->bytes;
         pool->stats.used += h->bytes;
         if (pool->stats.used > pool->stats.used_high)
             pool->stats.used_high = pool->stats.used;
     }
-    return GM_OK;
+    return access;
 }
 
 gm_status_t gm_pool_unmap(gm_pool_t *pool, gm_handle_t *h, uint64_t va) {

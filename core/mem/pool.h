@@ -58,7 +58,9 @@ gm_status_t gm_pool_fill(gm_pool_t *pool, gm_arena_t *arena, uint32_t index);
 /* Releases the handle of a filled, unmapped slot; on backend failure the slot stays filled. */
 gm_status_t gm_pool_empty(gm_pool_t *pool, gm_arena_t *arena, uint32_t index);
 
-/* Maps the whole handle at `va` and gives the devices access; on failure nothing stays mapped. */
+/* Maps the whole handle at `va` and gives the devices access. On failure nothing stays mapped,
+ * except when the access failed and so did taking the mapping back: then the mapping is counted
+ * (gm_handle_map_count) for the caller to keep and unmap later. */
 gm_status_t gm_pool_map(gm_pool_t *pool, gm_handle_t *handle, uint64_t va, const int *devices,
                         int device_count);
 gm_status_t gm_pool_unmap(gm_pool_t *pool, gm_handle_t *handle, uint64_t va);

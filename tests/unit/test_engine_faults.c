@@ -185,9 +185,31 @@ static void test_faults_uaf(void) {
     run_all("uaf", &c);
 }
 
+/* Two failures in a row: a mapping's access cannot be set, and taking the mapping back fails too.
+ * The launch fails cleanly, the mapping is kept to unmap later (the handle was released while
+ * still mapped before, and every later launch mapped over it), and the next launch goes through
+ * with its data. */
+static void test_access_then_unmap_fail(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    sim_one_alloc_graph(&s, &g, 64 * KiB, false);
+    REQUIRE(sim_instantiate(&s, &g, 0xA, 0) == GM_OK);
+    host_backend_fail_nth(s.hb, HOST_OP_SET_ACCESS, 1, GM_ERR_BACKEND);
+    host_backend_fail_nth(s.hb, HOST_OP_UNMAP, 1, GM_ERR_BACKEND);
+    CHECK(sim_launch(&s, 0xA, S1) != GM_OK);
+    CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    CHECK(sim_run_data(&s, &g, NULL));
+    CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xA}, 1, (uint64_t[]){g.key}, 1));
+}
+
 int main(void) {
     RUN_TEST(test_faults_serialize);
     RUN_TEST(test_faults_remap_tight_threshold);
     RUN_TEST(test_faults_uaf);
+    RUN_TEST(test_access_then_unmap_fail);
     return gm_check_summary();
 }
