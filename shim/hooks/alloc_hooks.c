@@ -210,8 +210,10 @@ static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, 
         return gm_cuda_result(status);
     }
     gm_stat_add(GM_STAT_outside_frees, 1);
-    /* An async free on the legacy default stream, like cuMemFree, is not waited for. */
-    gm_uaf_unmap_freed(engine, async && (stream != NULL || ptsz), stream, ptsz);
+    /* An async free on the legacy default stream (NULL, or CU_STREAM_LEGACY named), like
+     * cuMemFree, is not waited for. */
+    bool legacy = stream == CU_STREAM_LEGACY || (stream == NULL && !ptsz);
+    gm_uaf_unmap_freed(engine, async && !legacy, stream, ptsz);
     return CUDA_SUCCESS;
 }
 

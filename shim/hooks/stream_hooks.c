@@ -187,14 +187,18 @@ static bool primary_still_there(CUdevice device, unsigned long long released_id)
  * at the state. */
 static bool end_context(void *arg) {
     context_end_t *end = arg;
+    CUdevice device = (CUdevice)(uintptr_t)end->handle;
+    /* graphmem's own calls in RELAXED mode (a global capture on another thread must not see
+     * them); the application's call in its own mode. */
     if (end->primary)
-        end->context = primary_of((CUdevice)(uintptr_t)end->handle, &end->released_id);
+        GM_RELAXED(end->context = primary_of(device, &end->released_id));
     if (end->context)
         gm_backend_cuda_context_ending();
     end->result = end->call(end->handle);
-    end->gone =
-        end->result == CUDA_SUCCESS && end->context != NULL &&
-        !(end->release && primary_still_there((CUdevice)(uintptr_t)end->handle, end->released_id));
+    bool still_there = false;
+    if (end->result == CUDA_SUCCESS && end->context != NULL && end->release)
+        GM_RELAXED(still_there = primary_still_there(device, end->released_id));
+    end->gone = end->result == CUDA_SUCCESS && end->context != NULL && !still_there;
     if (end->context)
         gm_backend_cuda_context_ended(end->context, end->gone);
     return end->result == CUDA_SUCCESS;
