@@ -231,11 +231,8 @@ gm_status_t gm_engine_instantiate_plan(gm_engine_t *e, uint64_t graph, const gm_
     bool own = false;
     /* A graph graphmem does not know (its conditional bodies hold the markers) is listed at the
      * commit only: an abandoned plan leaves it unknown. */
-    if (!g && (g = calloc(1, sizeof *g))) {
-        g->key = graph;
-        g->serial = ++e->next_graph_serial;
+    if (!g && (g = gm_graph_new(e, graph)))
         own = true;
-    }
     /* One exec per graph is checked at the commit, once an exec gone under the new handle is
      * forgotten (the driver gave the handle again: its graph may be this one). */
     gm_status_t st = g ? gm_exec_build(e, g, topo, 0, flags, out) : GM_ERR_OUT_OF_MEMORY;

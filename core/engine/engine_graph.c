@@ -10,15 +10,21 @@
 #include "engine_record.h"
 #include "log.h"
 
+gm_graph_t *gm_graph_new(gm_engine_t *e, uint64_t key) {
+    gm_graph_t *g = calloc(1, sizeof *g);
+    if (g) {
+        g->key = key;
+        g->serial = ++e->next_graph_serial;
+    }
+    return g;
+}
+
 gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
     gm_graph_t *g = gm_map_get(&e->graphs, key);
     if (g || !create)
         return g;
-    g = calloc(1, sizeof *g);
-    if (!g)
+    if (!(g = gm_graph_new(e, key)))
         return NULL;
-    g->key = key;
-    g->serial = ++e->next_graph_serial;
     if (gm_map_put(&e->graphs, key, g) != GM_OK) {
         free(g);
         return NULL;
@@ -157,15 +163,13 @@ void gm_engine_graph_edges_edited(gm_engine_t *e, uint64_t graph) {
 
 static void graph_free(gm_engine_t *e, gm_graph_t *g);
 
-/* `graph`'s entry, and whether this call listed it (a marker call that fails unlists it again
- * with graph_unlist_new, so that it leaves no trace: the graph stays unknown). */
-static gm_graph_t *graph_for_marker(gm_engine_t *e, uint64_t graph, bool *created) {
+gm_graph_t *gm_graph_take(gm_engine_t *e, uint64_t graph, bool *created) {
     gm_graph_t *g = gm_graph_get(e, graph, false);
     *created = g == NULL;
     return g ? g : gm_graph_get(e, graph, true);
 }
 
-static void graph_unlist_new(gm_engine_t *e, gm_graph_t *g, bool created) {
+void gm_graph_unlist_new(gm_engine_t *e, gm_graph_t *g, bool created) {
     if (!created || !g)
         return;
     gm_map_remove(&e->graphs, g->key);
@@ -187,7 +191,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     bool created;
-    gm_graph_t *g = graph_for_marker(e, graph, &created);
+    gm_graph_t *g = gm_graph_take(e, graph, &created);
     gm_clock_t before;
     gm_record_t *r;
     uint64_t node = 0;
@@ -220,7 +224,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
                (unsigned long long)(r->chunk ? r->chunk_offset : 0));
 out:
     if (st != GM_OK)
-        graph_unlist_new(e, g, created);
+        gm_graph_unlist_new(e, g, created);
     gm_engine_unlock(e);
     return st;
 }
@@ -255,7 +259,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     bool created;
-    gm_graph_t *g = graph_for_marker(e, graph, &created);
+    gm_graph_t *g = gm_graph_take(e, graph, &created);
     gm_record_t *r = g ? free_target(e, g, va) : NULL;
     gm_marker_t *m = r ? calloc(1, sizeof *m) : NULL;
     uint64_t node = 0;
@@ -301,7 +305,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
                (unsigned long long)va, r->owner == g ? "" : " (made by another graph)");
 out:
     if (st != GM_OK)
-        graph_unlist_new(e, g, created);
+        gm_graph_unlist_new(e, g, created);
     gm_engine_unlock(e);
     return st;
 }

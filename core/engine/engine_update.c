@@ -15,6 +15,8 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
     pthread_mutex_lock(&e->lock);
     gm_exec_t *x = gm_map_get(&e->execs, exec), *y = NULL;
     gm_shape_t b = {0};
+    gm_graph_t *g = NULL;
+    bool listed_here = false; /* g was unknown: a refused update unlists it again */
     uint32_t at = 0;
     gm_status_t st = gm_exec_shape(e, topo, &b);
     if (st != GM_OK)
@@ -40,8 +42,7 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
         st = GM_ERR_UPDATE_FAILURE;
         goto out;
     }
-    gm_graph_t *g = gm_graph_get(e, graph, true);
-    if (!g) {
+    if (!(g = gm_graph_take(e, graph, &listed_here))) {
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
     }
@@ -65,9 +66,11 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
         gm_exec_register(e, y);
         y = NULL;
     }
+    listed_here = false;
 out:
     if (y)
         gm_exec_discard(e, y);
+    gm_graph_unlist_new(e, g, listed_here); /* after y, which planned against it */
     gm_shape_free(&b);
     gm_engine_unlock(e);
     return st;

@@ -402,6 +402,35 @@ static void test_body_marker_gone_before_commit(void) {
     CHECK(sim_fini(&s));
 }
 
+static bool driver_answers(void *arg) {
+    return *(const bool *)arg;
+}
+
+/* GRAPHMEM_LIFT_RESTRICTIONS. An exec updated from a graph graphmem did not know (its body holds
+ * the markers): an update the driver refuses leaves that graph unknown, one it takes lists it. */
+static void test_update_from_unknown_graph(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    sim_graph_t b, q, b2, q2;
+    unknown_graph_with_body(&s, &b, &q);
+    unknown_graph_with_body(&s, &b2, &q2);
+    REQUIRE(sim_instantiate(&s, &q, 0xE1, 0) == GM_OK);
+    gm_topology_t t = sim_topology(&q2);
+    uint64_t node = 0;
+    bool taken = false;
+    gm_driver_call_t call = {driver_answers, &taken};
+    CHECK_EQ_INT(gm_engine_exec_update(s.engine, 0xE1, q2.key, &t, call, &node), GM_ERR_DRIVER);
+    CHECK(!gm_engine_graph_known(s.engine, q2.key));
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK); /* still q's exec */
+    CHECK(sim_run_data(&s, &b, NULL));
+    taken = true;
+    CHECK_EQ_INT(gm_engine_exec_update(s.engine, 0xE1, q2.key, &t, call, &node), GM_OK);
+    CHECK(gm_engine_graph_known(s.engine, q2.key));
+    CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
+    CHECK(sim_run_data(&s, &b2, NULL));
+    CHECK(sim_teardown(&s, (uint64_t[]){0xE1}, 1, (uint64_t[]){q.key, b.key, q2.key, b2.key}, 4));
+}
+
 int main(void) {
     RUN_TEST(test_plan_then_commit);
     RUN_TEST(test_abandon_leaves_nothing);
@@ -421,5 +450,6 @@ int main(void) {
     RUN_TEST(test_many_body_families);
     RUN_TEST(test_two_plans_of_an_unknown_graph);
     RUN_TEST(test_body_marker_gone_before_commit);
+    RUN_TEST(test_update_from_unknown_graph);
     return gm_check_summary();
 }
