@@ -136,6 +136,25 @@ bool gm_topology_valid(const gm_topology_t *topo) {
            (!topo->edge_count || (topo->edge_from && topo->edge_to));
 }
 
+/* Where next_other_owner goes on: a part, and a record of it. */
+typedef struct owner_cursor {
+    uint32_t part, record;
+} owner_cursor_t;
+
+/* The next graph other than x's own whose allocation x plans (a body's, under lift), walking the
+ * parts' records from `at` (zeroed to start; NULL at the end). A graph may come more than once. */
+static const gm_graph_t *next_other_owner(const gm_exec_t *x, owner_cursor_t *at) {
+    for (; at->part < x->part_count; at->part++, at->record = 0) {
+        const gm_part_t *p = x->parts[at->part];
+        while (at->record < p->record_count) {
+            const gm_graph_t *o = p->records[at->record++]->owner;
+            if (o && o != x->graph)
+                return o;
+        }
+    }
+    return NULL;
+}
+
 /* The window families `x` belongs to once committed: its graph's, and those of the other graphs
  * whose allocations it plans (conditional bodies read into it under GRAPHMEM_LIFT_RESTRICTIONS;
  * none otherwise), which gm_exec_settle merges into it. Up to `cap` (at least 1) into `out`;
@@ -143,17 +162,14 @@ bool gm_topology_valid(const gm_topology_t *topo) {
 static uint32_t exec_families(const gm_exec_t *x, uint64_t *out, uint32_t cap) {
     uint32_t count = 0;
     out[count++] = x->graph->serial;
-    for (uint32_t i = 0; i < x->part_count; i++)
-        for (uint32_t k = 0; k < x->parts[i]->record_count; k++) {
-            const gm_graph_t *o = x->parts[i]->records[k]->owner;
-            if (!o || o == x->graph)
-                continue;
-            bool listed = false;
-            for (uint32_t f = 0; f < count && f < cap && !listed; f++)
-                listed = out[f] == o->serial;
-            if (!listed && count++ < cap)
-                out[count - 1] = o->serial;
-        }
+    owner_cursor_t at = {0};
+    for (const gm_graph_t *o; (o = next_other_owner(x, &at));) {
+        bool listed = false;
+        for (uint32_t f = 0; f < count && f < cap && !listed; f++)
+            listed = out[f] == o->serial;
+        if (!listed && count++ < cap)
+            out[count - 1] = o->serial;
+    }
     return count;
 }
 
@@ -166,12 +182,9 @@ static uint32_t exec_families(const gm_exec_t *x, uint64_t *out, uint32_t cap) {
 void gm_exec_settle(gm_engine_t *e, gm_exec_t *x) {
     gm_graph_t *g = x->graph;
     g->run = (gm_run_t){0};
-    for (uint32_t i = 0; i < x->part_count; i++)
-        for (uint32_t k = 0; k < x->parts[i]->record_count; k++) {
-            const gm_graph_t *o = x->parts[i]->records[k]->owner;
-            if (o && o != g)
-                gm_family_merge(e, o->serial, g->serial); /* nothing to do once merged */
-        }
+    owner_cursor_t at = {0};
+    for (const gm_graph_t *o; (o = next_other_owner(x, &at));)
+        gm_family_merge(e, o->serial, g->serial); /* nothing to do once merged */
     /* The graph's family may also have merged into another since the plan (a clone moved into a
      * parent, gm_family_merge), which renamed the graph's serial but not the parts no list held
      * yet: they take the family's name now, before the launches use it. */
