@@ -108,7 +108,7 @@ static void with_another_member(const gm_engine_config_t *config, uint64_t unit,
     escape_graph_t x;
     build(&s, &x, unit);
     REQUIRE(sim_instantiate(&s, &x.g, 0xE1, GM_EXEC_AUTO_FREE) == GM_OK);
-    CHECK_EQ_U64(sim_report(&s).planned_bytes, 12 * unit);
+    CHECK_EQ_U64(sim_report_of(&s, 0xE1).planned_bytes, 12 * unit);
     for (int round = 0; round < 4; round++) {
         REQUIRE(sim_launch(&s, 0xE1, S1) == GM_OK);
         CHECK(sim_run_data(&s, &x.g, NULL));

@@ -335,6 +335,18 @@ gm_exec_report_t sim_report(sim_t *s) {
     return report;
 }
 
+static void copy_report_of(const gm_exec_report_t *report, void *arg) {
+    gm_exec_report_t *want = arg;
+    if (report->exec == want->exec)
+        *want = *report;
+}
+
+gm_exec_report_t sim_report_of(sim_t *s, uint64_t exec) {
+    gm_exec_report_t report = {.exec = exec};
+    gm_engine_report(s->engine, copy_report_of, &report);
+    return report;
+}
+
 void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape) {
     sim_graph_init(s, g);
     uint32_t a = sim_alloc(s, g, size, NULL, 0);

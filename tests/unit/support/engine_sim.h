@@ -90,6 +90,8 @@ uint64_t sim_attr(sim_t *s, int attr);
 /* The report of an exec of the engine (the last one gm_engine_report gives when there are several).
  */
 gm_exec_report_t sim_report(sim_t *s);
+/* The report of `exec` (zeroed but for .exec when there is none). */
+gm_exec_report_t sim_report_of(sim_t *s, uint64_t exec);
 /* A clone of g as the driver makes it (cuGraphClone): a graph of its own holding the same nodes
  * under handles of its own, the original's plus SIM_CLONE_OFFSET. */
 #define SIM_CLONE_OFFSET 0x1000000ull
