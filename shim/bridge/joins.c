@@ -4,7 +4,14 @@
  * each stream that received a marker, and when the capture ends checks that the stream's last
  * nodes are ancestors of the origin stream's frontier, as the driver would have. A noted stream
  * destroyed before the capture ends (NVIDIA's graph-memory sample does it after joining) is asked
- * for its last nodes while it is handed over for destruction, never afterwards. */
+ * for its last nodes while it is handed over for destruction, never afterwards.
+ *
+ * A note names its stream by its identity (gm_stream_key), not by its handle: NULL through a _ptsz
+ * entry and CU_STREAM_PER_THREAD name the calling thread's own per-thread default stream (in the
+ * current context), so two threads' per-thread streams are two streams, which may take part in
+ * two captures at once, or both in one. Another thread's per-thread stream cannot be named from
+ * the thread that ends the capture: the driver would answer for the ending thread's own. Such a
+ * note is judged by the last marker its own thread put on it instead (below, `marker`). */
 #include "joins.h"
 
 #include <pthread.h>
@@ -13,17 +20,24 @@
 #include <string.h>
 
 #include "interpose/driver.h"
+#include "streams.h"
 #include "util.h"
 
 struct noted_stream {
     cuuint64_t capture;
-    CUstream stream;
+    uint64_t key;    /* gm_stream_key: a per-thread default stream's tells its thread and context */
+    CUstream stream; /* the handle and ABI it was named with, by its own thread (key's) */
     bool ptsz;
     bool origin;        /* the capture began on it (gm_joins_note_begin) */
     CUgraph graph;      /* NULL once its handle was given out again (gm_joins_forget_graph) */
     bool destroyed;     /* the stream is gone: `tails` is what it had captured last */
     CUgraphNode *tails; /* owned */
     size_t tail_count;
+    /* A default stream's last marker (gm_joins_note), what an end on another thread (or in
+     * another context), which cannot ask the stream, judges it by: whatever the stream captured
+     * after it depends on it (the marker was the stream's only dependency), so work after it
+     * that never rejoined is the driver's to refuse, and the marker itself is graphmem's. */
+    CUgraphNode marker;
 };
 typedef struct noted_stream noted_stream_t;
 
@@ -37,32 +51,38 @@ static atomic_uint_fast64_t noted_generation;
  * handle given out again meanwhile is marked in them too (noted_lock). */
 static gm_joins_ending_t *endings;
 
-void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph) {
+void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph,
+                   CUgraphNode marker) {
     /* A capture puts its markers on a few streams, one after another: the note this thread made
-     * last is usually the one asked for again, and then the list needs no lock or scan. */
+     * last is usually the one asked for again, and then the list needs no lock or scan. Not for
+     * a default stream, whose note keeps its last marker. */
     static _Thread_local struct {
         cuuint64_t capture;
-        CUstream stream;
-        bool ptsz, known;
+        uint64_t key;
+        bool known;
         uint_fast64_t generation;
     } last;
+    uint64_t key = gm_stream_key(stream, ptsz);
+    bool keeps_marker = gm_stream_is_default(stream);
     uint_fast64_t generation = atomic_load_explicit(&noted_generation, memory_order_acquire);
-    if (last.known && last.capture == capture && last.stream == stream && last.ptsz == ptsz &&
-        last.generation == generation)
+    if (last.known && last.capture == capture && last.key == key && last.generation == generation &&
+        !keeps_marker)
         return;
     pthread_mutex_lock(&noted_lock);
-    bool seen = false;
-    for (uint32_t i = 0; i < noted_count && !seen; i++)
-        seen = noted[i].capture == capture && noted[i].stream == stream && noted[i].ptsz == ptsz &&
-               !noted[i].destroyed;
+    noted_stream_t *seen = NULL;
+    for (uint32_t i = 0; i < noted_count && seen == NULL; i++)
+        if (noted[i].capture == capture && noted[i].key == key && !noted[i].destroyed)
+            seen = &noted[i];
     /* Without host memory for the note the check is skipped for this stream: never a refusal. */
-    if (!seen && gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK) {
-        noted[noted_count++] =
-            (noted_stream_t){capture, stream, ptsz, false, graph, false, NULL, 0};
-        seen = true;
+    if (seen == NULL &&
+        gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK) {
+        seen = &noted[noted_count++];
+        *seen = (noted_stream_t){capture, key, stream, ptsz, false, graph, false, NULL, 0, NULL};
     }
-    if (seen) {
-        last.capture = capture, last.stream = stream, last.ptsz = ptsz, last.known = true;
+    if (seen != NULL && keeps_marker)
+        seen->marker = marker;
+    if (seen != NULL) {
+        last.capture = capture, last.key = key, last.known = true;
         last.generation = atomic_load_explicit(&noted_generation, memory_order_relaxed);
     }
     pthread_mutex_unlock(&noted_lock);
@@ -82,18 +102,20 @@ static void drop_note(uint32_t i) {
 }
 
 void gm_joins_note_begin(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph) {
+    uint64_t key = gm_stream_key(stream, ptsz);
     pthread_mutex_lock(&noted_lock);
     /* A stream takes part in one capture at a time: notes of it from another capture are left
-     * from one that ended without its notes found (and name a graph that may be gone). */
+     * from one that ended without its notes found (and name a graph that may be gone). Of it
+     * only: another thread's per-thread stream may be in a capture of its own. */
     for (uint32_t i = 0; i < noted_count;) {
-        if (noted[i].stream == stream && noted[i].ptsz == ptsz && noted[i].capture != capture &&
-            !noted[i].destroyed)
+        if (noted[i].key == key && noted[i].capture != capture && !noted[i].destroyed)
             drop_note(i);
         else
             i++;
     }
     if (gm_grow((void **)&noted, &noted_cap, noted_count + 1, sizeof *noted) == GM_OK)
-        noted[noted_count++] = (noted_stream_t){capture, stream, ptsz, true, graph, false, NULL, 0};
+        noted[noted_count++] =
+            (noted_stream_t){capture, key, stream, ptsz, true, graph, false, NULL, 0, NULL};
     pthread_mutex_unlock(&noted_lock);
 }
 
@@ -128,10 +150,11 @@ static void last_nodes(CUstream stream, cuuint64_t capture, CUgraphNode **tails_
 }
 
 void gm_joins_stream_destroyed(CUstream stream) {
+    uint64_t key = gm_stream_key(stream, false);
     pthread_mutex_lock(&noted_lock);
     for (uint32_t i = 0; i < noted_count; i++) {
         noted_stream_t *n = &noted[i];
-        if (n->stream != stream || n->destroyed)
+        if (n->key != key || n->destroyed)
             continue;
         n->destroyed = true;
         atomic_fetch_add_explicit(&noted_generation, 1, memory_order_release);
@@ -142,7 +165,7 @@ void gm_joins_stream_destroyed(CUstream stream) {
     for (gm_joins_ending_t *e = endings; e != NULL; e = e->next)
         for (uint32_t i = 0; i < e->count; i++) {
             const noted_stream_t *n = &e->notes[i];
-            if (n->stream != stream || n->destroyed ||
+            if (n->key != key || n->destroyed ||
                 gm_grow((void **)&e->gone, &e->gone_cap, e->gone_count + 1, sizeof *e->gone))
                 continue;
             noted_stream_t *g = &e->gone[e->gone_count++];
@@ -207,17 +230,17 @@ static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgra
     return all;
 }
 
-static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture,
+static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint64_t capture,
                          const struct noted_stream *mine, uint32_t mine_count);
 
 bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, gm_joins_ending_t *ending) {
     *ending = (gm_joins_ending_t){0};
+    uint64_t origin_key = gm_stream_key(origin, ptsz);
     pthread_mutex_lock(&noted_lock);
     /* By capture id. An invalidated capture may no longer tell its id: then the id its origin
      * was noted under when it began. */
     for (uint32_t i = 0; i < noted_count && capture == 0; i++)
-        if (noted[i].origin && noted[i].stream == origin && noted[i].ptsz == ptsz &&
-            !noted[i].destroyed)
+        if (noted[i].origin && noted[i].key == origin_key && !noted[i].destroyed)
             capture = noted[i].capture;
     for (uint32_t i = 0; i < noted_count;) {
         if (capture == 0 || noted[i].capture != capture)
@@ -234,7 +257,7 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, gm_joins_en
     endings = ending;
     pthread_mutex_unlock(&noted_lock);
     /* The notes are this end's alone now: the check reads them without the lock. */
-    return finish_check(origin, ptsz, capture, ending->notes, ending->count);
+    return finish_check(origin, ptsz, origin_key, capture, ending->notes, ending->count);
 }
 
 bool gm_joins_graph_still_mine(gm_joins_ending_t *ending) {
@@ -250,11 +273,12 @@ bool gm_joins_graph_still_mine(gm_joins_ending_t *ending) {
 static void put_back(noted_stream_t note) {
     for (uint32_t i = 0; i < noted_count && !note.destroyed; i++) {
         noted_stream_t *n = &noted[i];
-        if (n->capture == note.capture && n->stream == note.stream && n->ptsz == note.ptsz &&
-            !n->destroyed) {
+        if (n->capture == note.capture && n->key == note.key && !n->destroyed) {
             n->origin |= note.origin;
             if (n->graph == NULL)
                 n->graph = note.graph;
+            if (n->marker == NULL) /* else made meanwhile: the later marker */
+                n->marker = note.marker;
             return;
         }
     }
@@ -274,8 +298,8 @@ void gm_joins_ended(gm_joins_ending_t *ending, bool over) {
     for (uint32_t i = 0; i < ending->count; i++) {
         noted_stream_t note = ending->notes[i];
         for (uint32_t k = 0; k < ending->gone_count && !over; k++)
-            if (ending->gone[k].stream == note.stream && ending->gone[k].capture == note.capture &&
-                ending->gone[k].ptsz == note.ptsz && !note.destroyed) {
+            if (ending->gone[k].key == note.key && ending->gone[k].capture == note.capture &&
+                !note.destroyed) {
                 note = ending->gone[k]; /* destroyed meanwhile: what it captured last */
                 ending->gone[k].tails = NULL;
             }
@@ -295,8 +319,8 @@ void gm_joins_ended(gm_joins_ending_t *ending, bool over) {
 }
 
 /* Whether a noted stream's last nodes are not all ancestors of the origin's frontier. */
-static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture, const noted_stream_t *mine,
-                         uint32_t mine_count) {
+static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint64_t capture,
+                         const noted_stream_t *mine, uint32_t mine_count) {
     capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     CUstreamCaptureStatus status;
     const CUgraphNode *roots = NULL;
@@ -307,10 +331,18 @@ static bool finish_check(CUstream origin, bool ptsz, cuuint64_t capture, const n
         return false;
     bool unjoined = false;
     for (uint32_t i = 0; i < mine_count && !unjoined; i++) {
-        if (mine[i].stream == origin && mine[i].ptsz == ptsz)
+        if (mine[i].key == origin_key)
             continue;
         if (mine[i].destroyed) { /* never ask a stream that is gone */
             unjoined = !all_reached(roots, root_count, mine[i].tails, mine[i].tail_count);
+            continue;
+        }
+        /* Another thread's per-thread stream (or this thread's of another context): its handle
+         * names another stream here, so it is judged by its last marker (none: it received
+         * none, nothing of graphmem's to check). */
+        if (gm_stream_key(mine[i].stream, mine[i].ptsz) != mine[i].key) {
+            unjoined =
+                mine[i].marker != NULL && !all_reached(roots, root_count, &mine[i].marker, 1);
             continue;
         }
         capture_info_fn side_info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, mine[i].ptsz);

@@ -3,8 +3,10 @@
 
 #include "interpose/shim.h"
 
-/* A marker was added to `stream`'s frontier in capture `capture`, into `graph`. */
-void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph);
+/* Marker `marker` was made `stream`'s frontier in capture `capture`, into `graph`. A stream is
+ * noted by its identity (gm_stream_key): each thread's per-thread default stream is its own. */
+void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph,
+                   CUgraphNode marker);
 /* Capture `capture` began on `stream`, into `graph`: what its end forgets if it fails, and its id
  * should the end no longer be told it. Notes of the stream from other captures go. */
 void gm_joins_note_begin(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph);

@@ -98,7 +98,7 @@ static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point
     if (result == CUDA_SUCCESS)
         result = set_frontier(stream, ptsz, node);
     if (result == CUDA_SUCCESS) {
-        gm_joins_note(point->id, stream, ptsz, point->site.graph);
+        gm_joins_note(point->id, stream, ptsz, point->site.graph, node);
         *dptr = va;
         gm_stat_add(GM_STAT_graph_allocations, 1);
     }
@@ -194,7 +194,7 @@ static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point,
     if (result != CUDA_SUCCESS)
         return result;
     gm_stat_add(GM_STAT_graph_frees, 1);
-    gm_joins_note(point->id, stream, ptsz, point->site.graph);
+    gm_joins_note(point->id, stream, ptsz, point->site.graph, node);
     return set_frontier(stream, ptsz, node);
 }
 

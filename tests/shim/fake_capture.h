@@ -1,6 +1,9 @@
 /* A driver of plain structs for the capture queries the unjoined-fork notes make
  * (shim/bridge/joins.c): streams that tell their capture's status, id and last nodes, and nodes
- * that tell their dependencies. A stream's status and id may change while other threads ask. */
+ * that tell their dependencies. A stream's status and id may change while other threads ask.
+ * Each thread may have a per-thread default stream (fake_per_thread), which NULL through a _ptsz
+ * entry and CU_STREAM_PER_THREAD name, and a current context (fake_context), which
+ * gm_stream_key (shim/bridge/streams.c) reads. */
 #ifndef GRAPHMEM_TEST_FAKE_CAPTURE_H
 #define GRAPHMEM_TEST_FAKE_CAPTURE_H
 
@@ -25,13 +28,24 @@ typedef struct fake_stream {
     _Atomic unsigned asks; /* capture queries made of it */
 } fake_stream_t;
 
-static inline CUresult CUDAAPI fake_capture_info(CUstream stream, CUstreamCaptureStatus *status,
-                                                 cuuint64_t *id, CUgraph *graph,
-                                                 const CUgraphNode **tails,
-                                                 const CUgraphEdgeData **edges,
-                                                 size_t *tail_count) {
-    fake_stream_t *s = (fake_stream_t *)stream;
-    (void)edges;
+/* This thread's per-thread default stream (NULL: one that captures nothing) and context. */
+static _Thread_local fake_stream_t *fake_per_thread;
+static _Thread_local CUcontext fake_context = (CUcontext)0x1000;
+
+/* What a default stream named through either ABI is on this thread (a legacy stream, or a
+ * per-thread stream of none, captures nothing). */
+static inline fake_stream_t *fake_stream_of(CUstream stream, bool ptsz) {
+    static _Thread_local fake_stream_t idle;
+    if (stream == CU_STREAM_PER_THREAD || (stream == NULL && ptsz))
+        return fake_per_thread != NULL ? fake_per_thread : &idle;
+    if (stream == NULL || stream == CU_STREAM_LEGACY)
+        return &idle;
+    return (fake_stream_t *)stream;
+}
+
+static inline CUresult fake_capture_info_of(fake_stream_t *s, CUstreamCaptureStatus *status,
+                                            cuuint64_t *id, CUgraph *graph,
+                                            const CUgraphNode **tails, size_t *tail_count) {
     atomic_fetch_add_explicit(&s->asks, 1, memory_order_relaxed);
     *status = (CUstreamCaptureStatus)atomic_load_explicit(&s->status, memory_order_relaxed);
     if (id != NULL)
@@ -42,6 +56,30 @@ static inline CUresult CUDAAPI fake_capture_info(CUstream stream, CUstreamCaptur
         *tails = s->tails;
     if (tail_count != NULL)
         *tail_count = s->tail_count;
+    return CUDA_SUCCESS;
+}
+
+static inline CUresult CUDAAPI fake_capture_info(CUstream stream, CUstreamCaptureStatus *status,
+                                                 cuuint64_t *id, CUgraph *graph,
+                                                 const CUgraphNode **tails,
+                                                 const CUgraphEdgeData **edges,
+                                                 size_t *tail_count) {
+    (void)edges;
+    return fake_capture_info_of(fake_stream_of(stream, false), status, id, graph, tails,
+                                tail_count);
+}
+
+static inline CUresult CUDAAPI fake_capture_info_ptsz(CUstream stream,
+                                                      CUstreamCaptureStatus *status, cuuint64_t *id,
+                                                      CUgraph *graph, const CUgraphNode **tails,
+                                                      const CUgraphEdgeData **edges,
+                                                      size_t *tail_count) {
+    (void)edges;
+    return fake_capture_info_of(fake_stream_of(stream, true), status, id, graph, tails, tail_count);
+}
+
+static inline CUresult CUDAAPI fake_ctx_get_current(CUcontext *context) {
+    *context = fake_context;
     return CUDA_SUCCESS;
 }
 
@@ -65,8 +103,9 @@ static inline CUresult CUDAAPI fake_dependencies(CUgraphNode node, CUgraphNode *
 
 static inline void fake_capture_install(void) {
     gm_real.cuStreamGetCaptureInfo_v3 = fake_capture_info;
-    gm_real.cuStreamGetCaptureInfo_v3_ptsz = fake_capture_info;
+    gm_real.cuStreamGetCaptureInfo_v3_ptsz = fake_capture_info_ptsz;
     gm_drv.cuGraphNodeGetDependencies_v2 = fake_dependencies;
+    gm_drv.cuCtxGetCurrent = fake_ctx_get_current;
 }
 
 /* A stream capturing in `id` whose last node is `tail`. */

@@ -35,7 +35,7 @@ static void capture_init(capture_t *c, cuuint64_t id, bool joined) {
  * per-thread-stream entry with `ptsz`). */
 static void note_capture(capture_t *c, cuuint64_t id, bool ptsz, CUgraph g) {
     gm_joins_note_begin(id, handle(&c->origin), false, g);
-    gm_joins_note(id, handle(&c->side), ptsz, g);
+    gm_joins_note(id, handle(&c->side), ptsz, g, (CUgraphNode)&c->side_tail);
 }
 
 /* The end of capture `id` on `c->origin`: whether it was found unjoined, and the graph found. */
@@ -134,8 +134,8 @@ static void test_notes_made_meanwhile_merge(void) {
     note_capture(&c, 13, false, g);
     gm_joins_ending_t ending;
     CHECK(!gm_joins_finish(handle(&c.origin), false, 13, &ending));
-    gm_joins_note(13, handle(&c.side), false, g);
-    gm_joins_note(13, handle(&other), false, g);
+    gm_joins_note(13, handle(&c.side), false, g, (CUgraphNode)&c.side_tail);
+    gm_joins_note(13, handle(&other), false, g, (CUgraphNode)&c.side_tail);
     gm_joins_ended(&ending, false);
     CUgraph found = NULL;
     uint32_t notes = 0;
@@ -191,7 +191,7 @@ static void side_destroyed_during_the_end(bool ptsz) {
     /* Ended over: the kept nodes go with the notes (no leak under AddressSanitizer). */
     gm_joins_note_begin(id + 1, handle(&c.origin), false, g);
     fake_stream_capture(&c.side, id + 1, (CUgraphNode)&c.side_tail);
-    gm_joins_note(id + 1, handle(&c.side), ptsz, g);
+    gm_joins_note(id + 1, handle(&c.side), ptsz, g, (CUgraphNode)&c.side_tail);
     CHECK(gm_joins_finish(handle(&c.origin), false, id + 1, &ending));
     gm_joins_stream_destroyed(handle(&c.side));
     gm_joins_ended(&ending, true);

@@ -33,7 +33,7 @@ static void *capturer(void *arg) {
         atomic_store(&origin->id, id);
         atomic_store(&side->id, id);
         gm_joins_note_begin(id, (CUstream)origin, false, graph);
-        gm_joins_note(id, (CUstream)side, round % 2, graph);
+        gm_joins_note(id, (CUstream)side, round % 2, graph, (CUgraphNode)&shared[t]);
         /* An end that leaves the capture going, then the one that ends it. */
         for (int end = 0; end < 2; end++) {
             gm_joins_ending_t ending;
@@ -66,7 +66,7 @@ static void *giver(void *unused) {
             atomic_store(&given_out[t], graph);
         }
         gm_joins_stream_destroyed((CUstream)&sides[t]);
-        gm_joins_note(i + 1, (CUstream)&mine, false, NULL);
+        gm_joins_note(i + 1, (CUstream)&mine, false, NULL, NULL);
         gm_joins_stream_destroyed((CUstream)&mine);
         gm_joins_ending_t ending;
         (void)gm_joins_finish((CUstream)&mine, false, i + 1, &ending);
