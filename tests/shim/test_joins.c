@@ -2,8 +2,12 @@
  * that leaves its capture going (the driver refused it from the wrong thread) puts back every
  * note, under the capture id they were made with, so the end that comes still finds the capture's
  * graph and an unjoined side stream, live or destroyed; a graph handle given out again while an
- * end is in flight is no longer the capture's. Only the two driver entries the notes call are
+ * end is in flight is no longer the capture's. Per-thread default streams of two threads are two
+ * streams: a capture begun on one leaves the other's notes alone, and an end judges another
+ * thread's by its last marker, since it cannot ask it. Only the driver entries the notes call are
  * filled in. */
+#include <pthread.h>
+
 #include "check.h"
 #include "fake_capture.h"
 #include "joins.h"
@@ -202,6 +206,167 @@ static void test_side_destroyed_during_the_end(void) {
     side_destroyed_during_the_end(true);
 }
 
+/* fn(arg) on a thread of its own, whose per-thread default stream is `per_thread`. */
+typedef struct on_thread {
+    void (*fn)(void *);
+    void *arg;
+    fake_stream_t *per_thread;
+} on_thread_t;
+
+static void *run_on_thread(void *arg) {
+    on_thread_t *run = arg;
+    fake_per_thread = run->per_thread;
+    run->fn(run->arg);
+    return NULL;
+}
+
+/* Runs fn(arg) on another thread and waits for it. */
+static void on_thread(void (*fn)(void *), void *arg, fake_stream_t *per_thread) {
+    on_thread_t run = {fn, arg, per_thread};
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, run_on_thread, &run) == 0);
+    pthread_join(thread, NULL);
+}
+
+/* A marker put on the calling thread's per-thread default stream, named as a program built with
+ * --default-stream per-thread names it (NULL through a _ptsz entry) or as CU_STREAM_PER_THREAD. */
+typedef struct per_thread_note {
+    cuuint64_t id;
+    CUgraph graph;
+    CUgraphNode marker;
+    bool named_null;
+} per_thread_note_t;
+
+static void note_per_thread(void *arg) {
+    const per_thread_note_t *n = arg;
+    if (n->named_null)
+        gm_joins_note(n->id, NULL, true, n->graph, n->marker);
+    else
+        gm_joins_note(n->id, CU_STREAM_PER_THREAD, false, n->graph, n->marker);
+}
+
+/* Another thread's per-thread stream forks from a capture and receives a marker: the end, on the
+ * capture's own thread, cannot ask that stream (naming it asks its own), so it judges it by the
+ * marker, and finds it unjoined unless the origin's frontier reaches it. It was asked on the
+ * ending thread's own per-thread stream before (which was not in the capture: no verdict), and
+ * when the capture began on the ending thread's per-thread stream, the other thread's note was
+ * taken for the origin's own. */
+static void other_threads_side(bool origin_per_thread, bool named_null, bool joined) {
+    cuuint64_t id = 21 + (origin_per_thread ? 2 : 0) + (named_null ? 4 : 0) + (joined ? 8 : 0);
+    capture_t c;
+    capture_init(&c, id, joined);
+    const CUgraph g = graph_of(0x21000 + id);
+    CUstream origin = origin_per_thread ? NULL : handle(&c.origin);
+    fake_per_thread = origin_per_thread ? &c.origin : NULL;
+    gm_joins_note_begin(id, origin, origin_per_thread, g);
+    per_thread_note_t n = {id, g, (CUgraphNode)&c.side_tail, named_null};
+    on_thread(note_per_thread, &n, &c.side);
+    gm_joins_ending_t ending;
+    CHECK(gm_joins_finish(origin, origin_per_thread, id, &ending) == !joined);
+    CHECK_EQ_INT(ending.count, 2);
+    CHECK(ending.graph == g);
+    gm_joins_ended(&ending, true);
+    fake_per_thread = NULL;
+}
+
+/* This thread's own per-thread stream as the side: asked, as any stream (its tails are the
+ * truth); in another context, it is another stream, judged by its marker. */
+static void own_side(bool other_context) {
+    cuuint64_t id = other_context ? 41 : 40;
+    capture_t c;
+    capture_init(&c, id, false);
+    const CUgraph g = graph_of(0x40000 + id);
+    gm_joins_note_begin(id, handle(&c.origin), false, g);
+    fake_per_thread = &c.side;
+    gm_joins_note(id, NULL, true, g, (CUgraphNode)&c.side_tail);
+    if (other_context)
+        fake_context = (CUcontext)0x2000;
+    unsigned asks = c.side.asks;
+    gm_joins_ending_t ending;
+    CHECK(gm_joins_finish(handle(&c.origin), false, id, &ending));
+    CHECK_EQ_INT(ending.count, 2);
+    CHECK_EQ_INT(c.side.asks, asks + !other_context);
+    gm_joins_ended(&ending, true);
+    fake_per_thread = NULL;
+    fake_context = (CUcontext)0x1000;
+}
+
+static void test_per_thread_sides_of_two_threads(void) {
+    for (int origin_per_thread = 0; origin_per_thread < 2; origin_per_thread++)
+        for (int named_null = 0; named_null < 2; named_null++)
+            for (int joined = 0; joined < 2; joined++)
+                other_threads_side(origin_per_thread, named_null, joined);
+    own_side(false);
+    own_side(true);
+}
+
+/* A capture begun on a thread's per-thread stream (`origin`), a marker on it, and ended on that
+ * thread once the test's thread did its part between (`between`). */
+typedef struct per_thread_capture {
+    cuuint64_t id;
+    CUgraph graph;
+    fake_stream_t origin;
+    fake_node_t root;
+    pthread_barrier_t between;
+    bool unjoined, graph_found;
+    uint32_t notes;
+} per_thread_capture_t;
+
+static void *per_thread_capture(void *arg) {
+    per_thread_capture_t *p = arg;
+    fake_stream_capture(&p->origin, p->id, (CUgraphNode)&p->root);
+    fake_per_thread = &p->origin;
+    gm_joins_note_begin(p->id, NULL, true, p->graph);
+    gm_joins_note(p->id, NULL, true, p->graph, (CUgraphNode)&p->root);
+    pthread_barrier_wait(&p->between); /* begun */
+    pthread_barrier_wait(&p->between); /* the test's thread began its own */
+    gm_joins_ending_t ending;
+    p->unjoined = gm_joins_finish(NULL, true, p->id, &ending);
+    p->graph_found = ending.graph == p->graph;
+    p->notes = ending.count;
+    gm_joins_ended(&ending, true);
+    return NULL;
+}
+
+/* A capture begun on this thread's per-thread stream forgets notes of that stream from other
+ * captures, never those of another thread's per-thread stream, which may be in a capture of its
+ * own (whose end found no graph to forget before), or a side of another capture (whose end found
+ * no unjoined side before). */
+static void test_begin_keeps_other_threads_notes(void) {
+    static per_thread_capture_t other = {.id = 51, .graph = (CUgraph)0x51000};
+    REQUIRE(pthread_barrier_init(&other.between, NULL, 2) == 0);
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, per_thread_capture, &other) == 0);
+    pthread_barrier_wait(&other.between);
+    /* A capture on a regular stream, whose side is another thread's per-thread stream. */
+    capture_t fork;
+    capture_init(&fork, 53, false);
+    const CUgraph g = graph_of(0x53000);
+    gm_joins_note_begin(53, handle(&fork.origin), false, g);
+    per_thread_note_t n = {53, g, (CUgraphNode)&fork.side_tail, true};
+    on_thread(note_per_thread, &n, &fork.side);
+
+    capture_t mine;
+    capture_init(&mine, 52, true);
+    fake_per_thread = &mine.origin;
+    gm_joins_note_begin(52, NULL, true, graph_of(0x52000));
+
+    pthread_barrier_wait(&other.between);
+    pthread_join(thread, NULL);
+    pthread_barrier_destroy(&other.between);
+    CHECK(other.graph_found);
+    CHECK_EQ_INT(other.notes, 1);
+    CHECK(!other.unjoined);
+    gm_joins_ending_t ending;
+    CHECK(gm_joins_finish(handle(&fork.origin), false, 53, &ending));
+    CHECK_EQ_INT(ending.count, 2);
+    gm_joins_ended(&ending, true);
+    CHECK(!gm_joins_finish(NULL, true, 52, &ending));
+    CHECK_EQ_INT(ending.count, 1);
+    gm_joins_ended(&ending, true);
+    fake_per_thread = NULL;
+}
+
 int main(void) {
     fake_capture_install();
     RUN_TEST(test_wrong_thread_end_keeps_side_notes);
@@ -210,5 +375,7 @@ int main(void) {
     RUN_TEST(test_notes_made_meanwhile_merge);
     RUN_TEST(test_handle_given_out_during_the_end);
     RUN_TEST(test_side_destroyed_during_the_end);
+    RUN_TEST(test_per_thread_sides_of_two_threads);
+    RUN_TEST(test_begin_keeps_other_threads_notes);
     return gm_check_summary();
 }
