@@ -1,10 +1,13 @@
 /* The unjoined-fork notes (shim/bridge/joins.c) under threads: each capturing thread notes its
- * captures and ends them, some ends leaving the capture going, while another thread gives the
- * capture graphs' handles out again (gm_joins_forget_graph, as gm_graph_forget_stale does) and
- * destroys the capturers' side streams and streams of its own. An end asked after a handle was
- * given out never takes it for its capture's graph, the notes an end puts back are found by the
- * next, and no note is lost or doubled. Also run under ThreadSanitizer. */
+ * captures, a side stream and its own per-thread default stream in each, and ends them, some ends
+ * leaving the capture going, while another thread gives the capture graphs' handles out again
+ * (gm_joins_forget_graph, as gm_graph_forget_stale does), destroys the capturers' side streams
+ * and streams of its own, and begins and ends captures on its own per-thread stream. An end asked
+ * after a handle was given out never takes it for its capture's graph, the notes an end puts back
+ * are found by the next, a capture begun on one thread's per-thread stream leaves the notes of the
+ * others' alone, and no note is lost or doubled. Also run under ThreadSanitizer. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "check.h"
@@ -17,28 +20,39 @@
 /* The capture graph a thread's end is in flight for, and the last handle the giver gave out. */
 static _Atomic uintptr_t in_flight[THREADS], given_out[THREADS];
 static atomic_bool giving = true;
+/* Captures the giver began on its per-thread stream. */
+static atomic_uint_fast64_t giver_begins;
 
-/* Each capturer's streams: the origin and the side share a node (the side's tail is the origin's
- * frontier), set before the threads start; only the capture id changes. The giver destroys the
- * sides while their notes may be held by an end in flight. */
-static fake_stream_t origins[THREADS], sides[THREADS];
+/* Each capturer's streams: the origin, the side and its per-thread stream share a node (the
+ * sides' tail is the origin's frontier), set before the threads start; only the capture id
+ * changes. The giver destroys the sides while their notes may be held by an end in flight. */
+static fake_stream_t origins[THREADS], sides[THREADS], per_threads[THREADS];
 static fake_node_t shared[THREADS];
 
 static void *capturer(void *arg) {
     long t = (long)arg;
     fake_stream_t *origin = &origins[t], *side = &sides[t];
+    fake_per_thread = &per_threads[t];
     for (uint32_t round = 1; round <= ROUNDS; round++) {
         cuuint64_t id = ((cuuint64_t)(t + 1) << 32) | round;
         const CUgraph graph = (CUgraph)(uintptr_t)(((uintptr_t)(t + 1) << 40) | round << 4);
         atomic_store(&origin->id, id);
         atomic_store(&side->id, id);
+        atomic_store(&per_threads[t].id, id);
         gm_joins_note_begin(id, (CUstream)origin, false, graph);
         gm_joins_note(id, (CUstream)side, round % 2, graph, (CUgraphNode)&shared[t]);
+        gm_joins_note(id, round % 3 ? NULL : CU_STREAM_PER_THREAD, round % 3, graph,
+                      (CUgraphNode)&shared[t]);
+        /* Every few rounds the notes wait in the list until a whole begin of the giver's went by
+         * them. */
+        uint_fast64_t begins = atomic_load(&giver_begins);
+        while (round % 16 == 0 && atomic_load(&giver_begins) < begins + 2)
+            sched_yield();
         /* An end that leaves the capture going, then the one that ends it. */
         for (int end = 0; end < 2; end++) {
             gm_joins_ending_t ending;
             CHECK(!gm_joins_finish((CUstream)origin, false, id, &ending));
-            CHECK_EQ_INT(ending.count, 2);
+            CHECK_EQ_INT(ending.count, 3);
             atomic_store(&in_flight[t], (uintptr_t)ending.graph);
             for (volatile int spin = 0; spin < 50; spin++)
                 ;
@@ -54,10 +68,12 @@ static void *capturer(void *arg) {
     return NULL;
 }
 
-/* Gives the graphs of ends in flight out again, and notes and destroys streams of its own. */
+/* Gives the graphs of ends in flight out again, notes and destroys streams of its own, and begins
+ * and ends captures on its per-thread stream. */
 static void *giver(void *unused) {
     (void)unused;
-    static fake_stream_t mine; /* captures nothing */
+    static fake_stream_t mine, per_thread; /* capture nothing */
+    fake_per_thread = &per_thread;
     for (uint64_t i = 0; atomic_load(&giving); i++) {
         long t = (long)(i % THREADS);
         uintptr_t graph = atomic_load(&in_flight[t]);
@@ -71,6 +87,10 @@ static void *giver(void *unused) {
         gm_joins_ending_t ending;
         (void)gm_joins_finish((CUstream)&mine, false, i + 1, &ending);
         gm_joins_ended(&ending, true);
+        gm_joins_note_begin(1ull << 63 | i, NULL, true, NULL);
+        atomic_fetch_add(&giver_begins, 1);
+        (void)gm_joins_finish(NULL, true, 1ull << 63 | i, &ending);
+        gm_joins_ended(&ending, true);
     }
     return NULL;
 }
@@ -79,6 +99,7 @@ static void test_ends_and_given_out_handles(void) {
     for (int t = 0; t < THREADS; t++) {
         fake_stream_capture(&origins[t], 0, (CUgraphNode)&shared[t]);
         fake_stream_capture(&sides[t], 0, (CUgraphNode)&shared[t]);
+        fake_stream_capture(&per_threads[t], 0, (CUgraphNode)&shared[t]);
     }
     pthread_t ids[THREADS], other;
     pthread_create(&other, NULL, giver, NULL);
