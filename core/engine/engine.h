@@ -312,7 +312,9 @@ gm_status_t gm_engine_exec_update(gm_engine_t *engine, uint64_t exec, uint64_t g
 /* ---- Outside graphs ------------------------------------------------------------------------ */
 
 /* cuMemFree (stream = GM_NO_STREAM) or cuMemFreeAsync of a graph allocation outside capture.
- * GM_ERR_INVALID_VALUE when it is not live (never launched, or freed already). */
+ * GM_ERR_INVALID_VALUE when it is not live (never launched, or freed already); the backend's error
+ * when the free's fence cannot be recorded on `stream` (the shim answers with the driver's code).
+ * Refused, nothing changes. */
 gm_status_t gm_engine_free_outside(gm_engine_t *engine, uint64_t va, uint64_t stream);
 /* cuStreamDestroy through `call` (as gm_engine_exec_destroy): its handle may name a new stream
  * from now on, so the engine forgets it. Fences recorded on it keep the order of what it ran. */

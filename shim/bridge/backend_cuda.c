@@ -301,16 +301,30 @@ static CUresult in_stream_context(CUcontext context, CUresult (*op)(CUstream, vo
     return r;
 }
 
+/* The driver's code for this thread's last fence record that failed, until asked
+ * (gm_backend_cuda_record_failure). */
+static _Thread_local CUresult record_failure = CUDA_ERROR_UNKNOWN;
+
+CUresult gm_backend_cuda_record_failure(void) {
+    CUresult r = record_failure;
+    record_failure = CUDA_ERROR_UNKNOWN;
+    return r;
+}
+
 static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_out) {
     (void)ctx;
     CUcontext context;
     CUstream stream;
-    if (!gm_stream_handle(stream_key, &stream, &context))
+    if (!gm_stream_handle(stream_key, &stream, &context)) {
+        record_failure = CUDA_ERROR_INVALID_HANDLE;
         return status_of(CUDA_ERROR_INVALID_HANDLE, "fence on another thread's stream");
+    }
     fence_t *f = NULL;
     CUresult r = in_stream_context(context, record_here, stream, &f);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS) {
+        record_failure = r;
         return status_of(r, "cuEventRecord");
+    }
     *fence_out = (uint64_t)(uintptr_t)f;
     return GM_OK;
 }

@@ -21,5 +21,9 @@ void gm_backend_cuda_forget_after_fork(void);
  * never reach the driver again (the engine may still hold them). */
 void gm_backend_cuda_context_ending(void);
 void gm_backend_cuda_context_ended(CUcontext context, bool gone);
+/* The driver's code for the last fence record of this thread that failed (a stream destroyed, or
+ * in a capture that was invalidated), CUDA_ERROR_UNKNOWN when none failed since the last ask: an
+ * engine call refused for it answers the application with the driver's own error. */
+CUresult gm_backend_cuda_record_failure(void);
 
 #endif

@@ -2,6 +2,7 @@
  * relaxed load; on a capturing stream a graph allocation becomes a marker at the stream's frontier
  * and the address comes from graphmem's reservation. */
 #include "interpose/driver.h"
+#include "bridge/backend_cuda.h"
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
@@ -17,19 +18,30 @@ typedef struct capture_point {
     gm_marker_site_t site; /* the capture's graph and the stream's frontier */
 } capture_point_t;
 
-/* Whether `stream` is capturing now, and where the next captured node goes. */
-static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
+/* The capture status of `stream` now, and while ACTIVE where the next captured node goes; the
+ * driver's error when it refuses to tell (a stream it does not know, the legacy stream while
+ * another one captures). NONE without asking while no capture is in flight. */
+static CUresult capture_status(CUstream stream, bool ptsz, capture_point_t *point,
+                               CUstreamCaptureStatus *status) {
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
     if (gm_no_capture_anywhere())
-        return false;
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
     CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
                      const CUgraphNode **, const CUgraphEdgeData **, size_t *) =
         GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     gm_marker_site_t *site = &point->site;
-    if (info == NULL || info(stream, &status, &point->id, &site->graph, &site->deps,
-                             &site->edge_data, &site->count) != CUDA_SUCCESS)
-        return false; /* the driver will report whatever is wrong with the stream */
-    return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (info == NULL)
+        return CUDA_SUCCESS;
+    return info(stream, status, &point->id, &site->graph, &site->deps, &site->edge_data,
+                &site->count);
+}
+
+/* Whether `stream` is capturing now, and where the next captured node goes. */
+static bool capturing(CUstream stream, bool ptsz, capture_point_t *point) {
+    CUstreamCaptureStatus status;
+    /* On an error the driver will report whatever is wrong with the stream. */
+    return capture_status(stream, ptsz, point, &status) == CUDA_SUCCESS &&
+           status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
 /* Makes `node` the stream's only capture dependency, as a driver memory node would be. */
@@ -207,7 +219,11 @@ static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, 
     if (status != GM_OK) {
         gm_log(GM_LOG_DEBUG, "free of %#llx outside graphs refused: %s", (unsigned long long)dptr,
                gm_status_name(status));
-        return gm_cuda_result(status);
+        /* A backend error is the fence's record on the stream, refused by the driver (a stream
+         * destroyed, or in a capture invalidated since free_served asked, or never asked while
+         * no capture was in flight): nothing was freed, and the record's code is what the
+         * driver's own free on that stream answers. */
+        return status == GM_ERR_BACKEND ? gm_backend_cuda_record_failure() : gm_cuda_result(status);
     }
     gm_stat_add(GM_STAT_outside_frees, 1);
     /* An async free on the legacy default stream (NULL, or CU_STREAM_LEGACY named), like
@@ -218,11 +234,20 @@ static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, 
 }
 
 /* A free of a graphmem address: a marker on a capturing stream (in the application's mode, as a
- * captured allocation), else the end of its lifetime (RELAXED: it records a fence). */
+ * captured allocation), else the end of its lifetime (RELAXED: it records a fence). The driver
+ * never sees these frees, so graphmem answers for the stream as it would: a stream it refuses, or
+ * whose capture was invalidated (§A4.11), frees nothing and gets its error. A stream destroyed or
+ * invalidated after the question is caught by the fence's record, made in one step with the free
+ * under the engine lock (free_outside). */
 static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stream, bool ptsz) {
     capture_point_t point;
-    CUresult result;
-    if (!capturing(stream, ptsz, &point)) {
+    CUstreamCaptureStatus status;
+    CUresult result = capture_status(stream, ptsz, &point, &status);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
         GM_RELAXED(result = free_outside(engine, dptr, true, stream, ptsz));
         return result;
     }
