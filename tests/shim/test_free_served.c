@@ -1,0 +1,226 @@
+/* cuMemFreeAsync of a graph allocation graphmem serves (shim/hooks/alloc_hooks.c) on a stream the
+ * driver refuses: one destroyed, or one whose capture was invalidated. The driver never sees such
+ * a free, so graphmem must answer with the driver's error and free nothing (§A4.11), whether the
+ * exec that made the allocation lives or was destroyed. Such a free was taken for one outside
+ * graphs: it answered CUDA_ERROR_UNKNOWN where the driver refused the fence's event record, and
+ * freed the allocation where the driver took it. The hook runs over the real engine, with the
+ * host backend's memory and the CUDA backend's fences (backend_cuda.c) over a driver of plain
+ * structs: streams that tell their capture status and refuse an event record as the driver is
+ * expected to (the codes are not measured: tests/gpu/scn_free_dead_stream.cu). */
+#include <string.h>
+
+#include "check.h"
+#include "engine_sim.h"
+#include "fake_capture.h"
+#include "backend_cuda.h"
+#include "captures.h"
+#include "engine_glue.h"
+
+/* What the rest of the shim (interpose/) would give. */
+_Atomic gm_mode_t gm_shim_mode_now = GM_MODE_ACTIVE;
+_Thread_local int gm_shim_busy;
+void *gm_driver_handle(void) {
+    return NULL;
+}
+const char *gm_driver_resolve(void *driver) {
+    (void)driver;
+    return "no driver in this test";
+}
+void gm_shim_fall_back(const char *reason) {
+    (void)reason;
+}
+
+/* A stream of the fake driver: fake_capture.h's, plus a destroyed flag (a driver that still
+ * recognizes the handle and refuses it) and the events recorded on it. An event record on an
+ * invalidated capture is refused, unless `lenient` (what the driver does there is not measured). */
+typedef struct stream {
+    fake_stream_t capture; /* first: the handle is the struct */
+    bool destroyed, lenient;
+    unsigned records;
+} stream_t;
+
+static CUstream handle(stream_t *s) {
+    return (CUstream)s;
+}
+
+static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                     CUgraph *graph, const CUgraphNode **tails,
+                                     const CUgraphEdgeData **edges, size_t *count) {
+    if (((stream_t *)stream)->destroyed)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return fake_capture_info(stream, status, id, graph, tails, edges, count);
+}
+
+static CUresult CUDAAPI event_record(CUevent event, CUstream stream) {
+    (void)event;
+    stream_t *s = (stream_t *)stream;
+    if (s->destroyed)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (atomic_load(&s->capture.status) == CU_STREAM_CAPTURE_STATUS_INVALIDATED && !s->lenient)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    s->records++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI stream_ctx(CUstream stream, CUcontext *context) {
+    if (((stream_t *)stream)->destroyed)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *context = (CUcontext)0xC0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI ctx_current(CUcontext *context) {
+    *context = (CUcontext)0xC0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI event_create(CUevent *event, unsigned int flags) {
+    static uintptr_t next = 0xE000;
+    (void)flags;
+    *event = (CUevent)(next += 16);
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI event_ok(CUevent event) {
+    (void)event;
+    return CUDA_SUCCESS; /* query: done; destroy */
+}
+
+static CUresult CUDAAPI stream_ok(CUstream stream) {
+    (void)stream;
+    return CUDA_SUCCESS; /* query: idle; synchronize */
+}
+
+static void driver_install(void) {
+    fake_capture_install();
+    gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
+    gm_real.cuStreamGetCaptureInfo_v3_ptsz = capture_info;
+    gm_drv.cuEventRecord = event_record;
+    gm_drv.cuStreamGetCtx = stream_ctx;
+    gm_drv.cuCtxGetCurrent = ctx_current;
+    gm_drv.cuEventCreate = event_create;
+    gm_drv.cuEventQuery = event_ok;
+    gm_drv.cuEventDestroy_v2 = event_ok;
+    gm_drv.cuStreamQuery = stream_ok;
+    gm_drv.cuStreamSynchronize = stream_ok;
+}
+
+/* The engine over the host backend's memory and the CUDA backend's fences, as the hooks'. */
+static bool world_init(sim_t *s) {
+    memset(s, 0, sizeof *s);
+    s->config = sim_default_config();
+    s->hb = host_backend_create(sim_page(), s->config.device_count);
+    if (!s->hb)
+        return false;
+    gm_backend_t mixed = *host_backend_ops(s->hb), cuda;
+    gm_backend_cuda_init(&cuda, sim_page());
+    mixed.fence_record = cuda.fence_record;
+    mixed.fence_query = cuda.fence_query;
+    mixed.fence_wait_stream = cuda.fence_wait_stream;
+    mixed.fence_wait_host = cuda.fence_wait_host;
+    mixed.fence_destroy = cuda.fence_destroy;
+    mixed.stream_sync = cuda.stream_sync;
+    mixed.fence_may_defer = cuda.fence_may_defer;
+    mixed.stream_idle = cuda.stream_idle;
+    s->engine = gm_engine_create(&mixed, &s->config);
+    s->next_key = 0x1000;
+    atomic_store(&gm_glue_engine_now, s->engine);
+    return s->engine != NULL;
+}
+
+static void world_fini(sim_t *s) {
+    atomic_store(&gm_glue_engine_now, NULL);
+    gm_engine_destroy(s->engine);
+    CHECK(host_backend_check_clean(s->hb));
+    host_backend_destroy(s->hb);
+}
+
+#define EXEC 0xE1
+
+/* An allocation its graph leaves live, launched once on `launch`; the exec destroyed unless
+ * `exec_alive`. */
+static uint64_t live_allocation(sim_t *s, sim_graph_t *g, stream_t *launch, bool exec_alive) {
+    sim_one_alloc_graph(s, g, 256u << 10, true);
+    if (sim_instantiate(s, g, EXEC, 0) != GM_OK ||
+        sim_launch(s, EXEC, (uint64_t)(uintptr_t)handle(launch)) != GM_OK)
+        return 0;
+    if (!exec_alive)
+        gm_engine_exec_destroy(s->engine, EXEC, GM_NO_CALL);
+    return g->va[0];
+}
+
+/* A stream the driver refuses gets the driver's error, and the allocation stays live: a free on a
+ * good stream then ends it, and one more is refused as not live (§A8.6). `captures`: captures in
+ * flight elsewhere (graphmem asks a stream's capture status only then). */
+static void refused(bool exec_alive, bool destroyed, bool lenient, long captures,
+                    CUresult expected) {
+    sim_t s;
+    REQUIRE(world_init(&s));
+    stream_t launch = {0}, bad = {0}, good = {0};
+    sim_graph_t g;
+    uint64_t va = live_allocation(&s, &g, &launch, exec_alive);
+    REQUIRE(va != 0);
+    bad.destroyed = destroyed;
+    bad.lenient = lenient;
+    if (!destroyed) {
+        fake_stream_capture(&bad.capture, 9, NULL);
+        atomic_store(&bad.capture.status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    }
+    atomic_store(&gm_captures_in_flight, captures);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&bad)), expected);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync_ptsz((CUdeviceptr)va, handle(&bad)), expected);
+    CHECK_EQ_INT(bad.records, 0);
+    atomic_store(&gm_captures_in_flight, 0);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&good)), CUDA_SUCCESS);
+    CHECK_EQ_INT(good.records, 1);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&good)), CUDA_ERROR_INVALID_VALUE);
+    if (exec_alive)
+        gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    world_fini(&s);
+}
+
+/* The capture was invalidated: the stream's status says so (§A4.11). */
+static void test_invalidated_exec_alive(void) {
+    refused(true, false, false, 1, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+static void test_invalidated_exec_destroyed(void) {
+    refused(false, false, false, 1, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+/* Whatever an event record there does: the status alone refuses the free (the free was taken as
+ * one outside graphs, and ended the allocation, when the record went through). */
+static void test_invalidated_record_accepted(void) {
+    refused(true, false, true, 1, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    refused(false, false, true, 1, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+/* Invalidated after graphmem found no capture on the stream (played by not asking: no capture
+ * in flight when it looked): the driver refuses the fence's record, and its code is the answer. */
+static void test_invalidated_unasked(void) {
+    refused(false, false, false, 0, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+/* A destroyed stream the driver still tells apart: its error, from the status query while a
+ * capture is in flight, else from the fence's record. */
+static void test_destroyed_exec_alive(void) {
+    refused(true, true, false, 0, CUDA_ERROR_INVALID_HANDLE);
+    refused(true, true, false, 1, CUDA_ERROR_INVALID_HANDLE);
+}
+
+static void test_destroyed_exec_destroyed(void) {
+    refused(false, true, false, 0, CUDA_ERROR_INVALID_HANDLE);
+    refused(false, true, false, 1, CUDA_ERROR_INVALID_HANDLE);
+}
+
+int main(void) {
+    driver_install();
+    RUN_TEST(test_invalidated_exec_alive);
+    RUN_TEST(test_invalidated_exec_destroyed);
+    RUN_TEST(test_invalidated_record_accepted);
+    RUN_TEST(test_invalidated_unasked);
+    RUN_TEST(test_destroyed_exec_alive);
+    RUN_TEST(test_destroyed_exec_destroyed);
+    return gm_check_summary();
+}
