@@ -385,6 +385,28 @@ def test_event_order():
     assert dict(under.obs).get("chained_wrong_words") == "0", under.describe()
 
 
+def test_free_legacy_named_under_uaf_check():
+    """tests/gpu/scn_free_legacy_named.cu under GRAPHMEM_UAF_CHECK=1 observes what it observes
+    natively: an async free of an escaped graph allocation on the legacy default stream, named by
+    NULL, cudaStreamLegacy or CU_STREAM_LEGACY (legacy and per-thread ABIs), returns while a kernel
+    on that stream still waits for the host. Under the option graphmem unmaps freed memory at once,
+    waiting for an async free's stream first; it must not wait for the legacy stream, as it does
+    not for NULL (it did for the named handle before ac728da: the free returned only once the
+    kernel gave up). The scenario's plain run is test_scenario's."""
+    gh.require_gpu()
+    prog = gh.program("scn_free_legacy_named")
+    native = gh.run_native([prog])
+    # The premise: natively the free does not wait for the legacy stream.
+    assert dict(native.obs).get("runtime_kernel") == "saw_go", native.describe()
+    cmd, env = gh.graphmem_command([prog], {"GRAPHMEM_UAF_CHECK": "1"})
+    under = gh.run(cmd, env)
+    assert under.returncode == 0, f"run under graphmem failed\n{under.describe()}"
+    diffs = gh.obs_differences(native, under)
+    assert not diffs, ("observations differ (native vs graphmem, GRAPHMEM_UAF_CHECK=1):\n"
+                       + "\n".join(diffs) + f"\n--- native\n{native.describe()}"
+                       + f"\n--- graphmem\n{under.describe()}")
+
+
 def test_use_after_free_faults():
     gh.require_gpu()
     prog = gh.program("uaf")

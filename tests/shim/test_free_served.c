@@ -6,7 +6,11 @@
  * freed the allocation where the driver took it. The hook runs over the real engine, with the
  * host backend's memory and the CUDA backend's fences (backend_cuda.c) over a driver of plain
  * structs: streams that tell their capture status and refuse an event record as the driver is
- * expected to (the codes are not measured: tests/gpu/scn_free_dead_stream.cu). */
+ * expected to (the codes are not measured: tests/gpu/scn_free_dead_stream.cu).
+ * Also, under GRAPHMEM_UAF_CHECK=1, which synchronizes an async free's stream before unmapping:
+ * a free on the legacy default stream, NULL or CU_STREAM_LEGACY named through either ABI, is not
+ * waited for (ac728da: the named handle was), while a created stream and the per-thread default
+ * stream are. */
 #include <string.h>
 
 #include "check.h"
@@ -15,6 +19,7 @@
 #include "backend_cuda.h"
 #include "captures.h"
 #include "engine_glue.h"
+#include "options.h"
 
 /* What the rest of the shim (interpose/) would give. */
 _Atomic gm_mode_t gm_shim_mode_now = GM_MODE_ACTIVE;
@@ -43,9 +48,21 @@ static CUstream handle(stream_t *s) {
     return (CUstream)s;
 }
 
+/* NULL, CU_STREAM_LEGACY or CU_STREAM_PER_THREAD: no stream_t behind the handle; an idle stream
+ * outside any capture. */
+static bool default_handle(CUstream stream) {
+    return stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+}
+
+static unsigned default_records;
+
 static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
                                      CUgraph *graph, const CUgraphNode **tails,
                                      const CUgraphEdgeData **edges, size_t *count) {
+    if (default_handle(stream)) {
+        *status = CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+    }
     if (((stream_t *)stream)->destroyed)
         return CUDA_ERROR_INVALID_HANDLE;
     return fake_capture_info(stream, status, id, graph, tails, edges, count);
@@ -53,6 +70,10 @@ static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *sta
 
 static CUresult CUDAAPI event_record(CUevent event, CUstream stream) {
     (void)event;
+    if (default_handle(stream)) {
+        default_records++;
+        return CUDA_SUCCESS;
+    }
     stream_t *s = (stream_t *)stream;
     if (s->destroyed)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -63,7 +84,7 @@ static CUresult CUDAAPI event_record(CUevent event, CUstream stream) {
 }
 
 static CUresult CUDAAPI stream_ctx(CUstream stream, CUcontext *context) {
-    if (((stream_t *)stream)->destroyed)
+    if (!default_handle(stream) && ((stream_t *)stream)->destroyed)
         return CUDA_ERROR_INVALID_HANDLE;
     *context = (CUcontext)0xC0;
     return CUDA_SUCCESS;
@@ -91,6 +112,22 @@ static CUresult CUDAAPI stream_ok(CUstream stream) {
     return CUDA_SUCCESS; /* query: idle; synchronize */
 }
 
+/* Host waits for a stream: how many, through which ABI, and the last stream waited for. */
+static unsigned syncs, syncs_ptsz;
+static CUstream synced;
+
+static CUresult CUDAAPI sync_counted(CUstream stream) {
+    syncs++;
+    synced = stream;
+    return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI sync_counted_ptsz(CUstream stream) {
+    syncs_ptsz++;
+    synced = stream;
+    return CUDA_SUCCESS;
+}
+
 static void driver_install(void) {
     fake_capture_install();
     gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
@@ -103,6 +140,7 @@ static void driver_install(void) {
     gm_drv.cuEventDestroy_v2 = event_ok;
     gm_drv.cuStreamQuery = stream_ok;
     gm_drv.cuStreamSynchronize = stream_ok;
+    gm_drv.cuStreamSynchronize_ptsz = stream_ok;
 }
 
 /* The engine over the host backend's memory and the CUDA backend's fences, as the hooks'. */
@@ -214,6 +252,53 @@ static void test_destroyed_exec_destroyed(void) {
     refused(false, true, false, 1, CUDA_ERROR_INVALID_HANDLE);
 }
 
+/* An async free of a live allocation on `stream` through the legacy (`ptsz` false) or per-thread
+ * ABI, under GRAPHMEM_UAF_CHECK=1: whether graphmem waited for the stream on the host first. */
+static void free_under_uaf_check(CUstream stream, bool ptsz, bool waited) {
+    sim_t s;
+    REQUIRE(world_init(&s));
+    stream_t launch = {0};
+    sim_graph_t g;
+    uint64_t va = live_allocation(&s, &g, &launch, true);
+    REQUIRE(va != 0);
+    gm_drv.cuStreamSynchronize = sync_counted;
+    gm_drv.cuStreamSynchronize_ptsz = sync_counted_ptsz;
+    syncs = syncs_ptsz = default_records = 0;
+    synced = (CUstream)(uintptr_t)0xBAD;
+    CUresult freed = ptsz ? gm_hook_cuMemFreeAsync_ptsz((CUdeviceptr)va, stream)
+                          : gm_hook_cuMemFreeAsync((CUdeviceptr)va, stream);
+    CHECK_EQ_INT(freed, CUDA_SUCCESS);
+    CHECK_EQ_INT(default_records, (int)default_handle(stream)); /* the free's fence */
+    CHECK_EQ_INT(syncs + syncs_ptsz, (int)waited);
+    if (waited) {
+        CHECK_EQ_INT(ptsz ? syncs_ptsz : syncs, 1);
+        CHECK(synced == stream);
+    }
+    gm_drv.cuStreamSynchronize = stream_ok;
+    gm_drv.cuStreamSynchronize_ptsz = stream_ok;
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)),
+                 CUDA_ERROR_INVALID_VALUE); /* freed: no longer live */
+    gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    world_fini(&s);
+}
+
+static void test_legacy_not_waited_under_uaf_check(void) {
+    char *uaf[] = {"GRAPHMEM_UAF_CHECK=1", NULL}, *none[] = {NULL};
+    REQUIRE(gm_options_load(uaf) == 0);
+    stream_t created = {0};
+    free_under_uaf_check(CU_STREAM_LEGACY, false, false);
+    free_under_uaf_check(CU_STREAM_LEGACY, true, false);
+    free_under_uaf_check(NULL, false, false);
+    /* Waited for: the per-thread default stream (NULL in the per-thread ABI, or named) and a
+     * created stream. */
+    free_under_uaf_check(NULL, true, true);
+    free_under_uaf_check(CU_STREAM_PER_THREAD, false, true);
+    free_under_uaf_check(handle(&created), false, true);
+    free_under_uaf_check(handle(&created), true, true);
+    gm_options_load(none);
+}
+
 int main(void) {
     driver_install();
     RUN_TEST(test_invalidated_exec_alive);
@@ -222,5 +307,6 @@ int main(void) {
     RUN_TEST(test_invalidated_unasked);
     RUN_TEST(test_destroyed_exec_alive);
     RUN_TEST(test_destroyed_exec_destroyed);
+    RUN_TEST(test_legacy_not_waited_under_uaf_check);
     return gm_check_summary();
 }
