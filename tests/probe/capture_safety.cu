@@ -1,8 +1,13 @@
 // Native probe: which driver queries invalidate a GLOBAL stream capture when the calling thread
-// switched itself to RELAXED (what graphmem's capture path may call).
+// switched itself to RELAXED (what graphmem's capture path may call), and which of the calls
+// graphmem makes around a primary context's release or reset (shim/hooks/stream_hooks.c,
+// primary_of and primary_still_there) invalidate one when made from another thread in its default
+// GLOBAL mode (what graphmem did before ac728da ran them in RELAXED mode).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
+
+#include <thread>
 
 static CUstream stream;
 
@@ -59,6 +64,44 @@ int main() {
         CUevent ev;
         cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
         PROBE("cuEventQuery", cuEventQuery(ev));
+        CUcontext primary = NULL;
+        cuDevicePrimaryCtxRetain(&primary, 0); /* held over these probes: no release ends it */
+        unsigned flags_out = 0;
+        int active = 0;
+        unsigned long long id = 0;
+        PROBE("cuDevicePrimaryCtxGetState", cuDevicePrimaryCtxGetState(0, &flags_out, &active));
+        PROBE("cuCtxGetId(primary)", cuCtxGetId(primary, &id));
+        CUcontext again = NULL;
+        PROBE("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain(&again, 0));
+        cuDevicePrimaryCtxRelease(0);
+        cuDevicePrimaryCtxRetain(&again, 0);
+        PROBE("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease(0));
+        cuDevicePrimaryCtxRelease(0);
     }
+
+    /* The same primary-context calls from another thread whose mode is unchanged (GLOBAL) while
+     * this thread's GLOBAL capture is open. */
+    printf("--- another thread, mode unchanged\n");
+    CUcontext primary = NULL;
+    cuDevicePrimaryCtxRetain(&primary, 0);
+#define OTHER(name, call)                                                                          \
+    do {                                                                                           \
+        begin();                                                                                   \
+        CUresult r = CUDA_ERROR_UNKNOWN;                                                           \
+        std::thread other([&] { r = call; });                                                      \
+        other.join();                                                                              \
+        end_and_report(name, r);                                                                   \
+    } while (0)
+    unsigned flags_out = 0;
+    int active = 0;
+    unsigned long long id = 0;
+    OTHER("cuDevicePrimaryCtxGetState", cuDevicePrimaryCtxGetState(0, &flags_out, &active));
+    OTHER("cuCtxGetId(primary)", cuCtxGetId(primary, &id));
+    CUcontext again = NULL;
+    OTHER("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain(&again, 0));
+    cuDevicePrimaryCtxRelease(0);
+    cuDevicePrimaryCtxRetain(&again, 0);
+    OTHER("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease(0));
+    cuDevicePrimaryCtxRelease(0);
     return 0;
 }
