@@ -41,31 +41,38 @@ static void unlist(gm_engine_t *e, gm_fence_t *f) {
  * everything done without an event; otherwise an event recorded now follows the deferred work
  * (and whatever came after it on that stream: later, never earlier). A stream the backend cannot
  * reach any more went away with its context, whose destruction waited for its work. `idle` is
- * what the stream answered just now (stream_idle); f is still deferred. */
-static void realize_locked(gm_engine_t *e, gm_fence_t *f, gm_status_t idle) {
+ * what the stream answered just now (stream_idle); f is still deferred.
+ *
+ * A busy stream that gets no event (no memory for one) proves nothing. A join (`join`: the call
+ * that hands this stream over, about to make it capture or end it) waits for the stream on the
+ * host, since a fence left deferred on a capturing stream could never be realized. Anything else
+ * leaves f deferred and listed, to be realized later: a trim keeps the memory, a launch that
+ * must wait for it is refused (gm_fence_wait_stream), and nothing waits on the host under the
+ * engine lock. */
+static void realize_locked(gm_engine_t *e, gm_fence_t *f, gm_status_t idle, bool join) {
     const gm_backend_t *b = &e->backend;
     gm_status_t st = idle;
     if (st == GM_ERR_NOT_READY) {
         st = b->fence_record(b->ctx, f->stream, &f->handle);
-        /* The stream is there and busy, so a failed record (no memory for the event) proves
-         * nothing: waiting for the stream on the host is the proof left, as for a launch's own
-         * fence (gm_fence_launch_end). */
         if (st != GM_OK) {
-            gm_log(GM_LOG_DEBUG, "deferred fence on stream %#llx: no event (%s), waiting for it",
-                   (unsigned long long)f->stream, gm_status_name(st));
             f->handle = 0;
-            b->stream_sync(b->ctx, f->stream);
-            f->done = true;
-            st = GM_OK;
+            gm_status_t synced = join ? b->stream_sync(b->ctx, f->stream) : st;
+            gm_log(GM_LOG_DEBUG, "deferred fence on stream %#llx: no event (%s)%s",
+                   (unsigned long long)f->stream, gm_status_name(st),
+                   !join             ? ", stays deferred"
+                   : synced == GM_OK ? ", waited for the stream"
+                                     : ", the stream answers no wait");
+            if (synced != GM_OK && join)
+                synced = GM_OK; /* broken stream or context: nothing of it will run again */
+            if (synced != GM_OK)
+                return;
         }
-    } else if (st == GM_OK) {
-        f->done = true;
+        st = GM_OK;
     }
-    if (st != GM_OK) {
+    if (st != GM_OK)
         gm_log(GM_LOG_DEBUG, "deferred fence on stream %#llx: the stream is gone (%s)",
                (unsigned long long)f->stream, gm_status_name(st));
-        f->done = true;
-    }
+    f->done = f->handle == 0;
     /* Off the list first: once `deferred` reads false, gm_fence_unref may free f without the
      * lock, so nothing here may touch f after the store. */
     unlist(e, f);
@@ -82,7 +89,7 @@ void gm_fence_realize(gm_engine_t *e, gm_fence_t *f) {
         return;
     pthread_mutex_lock(&e->defer_lock);
     if (atomic_load_explicit(&f->deferred, memory_order_relaxed))
-        realize_locked(e, f, stream_idle(e, f));
+        realize_locked(e, f, stream_idle(e, f), false);
     pthread_mutex_unlock(&e->defer_lock);
 }
 
@@ -146,7 +153,7 @@ void gm_engine_join_slow(gm_engine_t *e, uint64_t stream) {
     for (gm_fence_t *f = e->deferred, *next; f; f = next) {
         next = f->deferred_next;
         if (stream == GM_NO_STREAM || f->stream == stream)
-            realize_locked(e, f, stream_idle(e, f)); /* listed: still deferred */
+            realize_locked(e, f, stream_idle(e, f), true); /* listed: still deferred */
     }
 }
 
@@ -191,6 +198,8 @@ bool gm_fence_done(gm_engine_t *e, gm_fence_t *f) {
     if (!f)
         return true;
     gm_fence_realize(e, f); /* first: a join may be writing done and handle until then */
+    if (gm_fence_still_deferred(f))
+        return false; /* its busy stream got no event (realize_locked) */
     if (!f->done)
         f->done = e->backend.fence_query(e->backend.ctx, f->handle) == GM_OK;
     return f->done;
@@ -204,7 +213,7 @@ bool gm_fence_finished(gm_engine_t *e, gm_fence_t *f) {
             gm_status_t idle = stream_idle(e, f);
             busy = idle == GM_ERR_NOT_READY;
             if (!busy)
-                realize_locked(e, f, idle); /* idle (or gone): done, no event */
+                realize_locked(e, f, idle, false); /* idle (or gone): done, no event */
         }
         pthread_mutex_unlock(&e->defer_lock);
         if (busy)
@@ -217,6 +226,8 @@ gm_status_t gm_fence_wait_stream(gm_engine_t *e, uint64_t stream, gm_fence_t *f,
     *waited = false;
     if (gm_fence_done(e, f))
         return GM_OK;
+    if (gm_fence_still_deferred(f))
+        return GM_ERR_OUT_OF_MEMORY; /* no event to wait for: the launch is refused */
     gm_status_t st = e->backend.fence_wait_stream(e->backend.ctx, stream, f->handle);
     *waited = st == GM_OK;
     return st;

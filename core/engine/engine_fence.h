@@ -21,9 +21,11 @@ gm_fence_t *gm_fence_launch_end(gm_engine_t *e, uint64_t stream, bool launched, 
 static inline bool gm_fence_still_deferred(gm_fence_t *f) {
     return atomic_load_explicit(&f->deferred, memory_order_acquire);
 }
-/* Realizes a deferred fence now (nothing for a recorded one or NULL). Engine lock held. */
+/* Realizes a deferred fence now (nothing for a recorded one or NULL). Engine lock held. It stays
+ * deferred when its stream is busy and gets no event (no memory for one): then it is not done. */
 void gm_fence_realize(gm_engine_t *e, gm_fence_t *f);
-/* Makes `stream` wait for f unless it is done; *waited says whether a wait was enqueued. */
+/* Makes `stream` wait for f unless it is done; *waited says whether a wait was enqueued.
+ * GM_ERR_OUT_OF_MEMORY for a fence that stays deferred (no event to wait for). */
 gm_status_t gm_fence_wait_stream(gm_engine_t *e, uint64_t stream, gm_fence_t *f, bool *waited);
 void gm_fence_unref(gm_engine_t *e, gm_fence_t *f); /* NULL is fine */
 /* Points *slot at f (a new reference), releasing what it held. */

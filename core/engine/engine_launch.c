@@ -406,6 +406,10 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
         }
         if (st != GM_ERR_NOT_READY || !wait)
             break;
+        if (gm_fence_still_deferred(wait)) {
+            st = GM_ERR_OUT_OF_MEMORY; /* its busy stream got no event: nothing to wait on */
+            break;
+        }
         /* A host wait, never under the lock: hold the fence, let others go on meanwhile, then
          * decide again from scratch. */
         wait->refs++;

@@ -439,7 +439,13 @@ static CUresult synchronize(CUstream stream, void *unused) {
 
 static gm_status_t stream_sync(void *ctx, uint64_t stream_key) {
     (void)ctx;
-    return status_of(on_stream(stream_key, synchronize, NULL), "cuStreamSynchronize");
+    CUcontext context;
+    CUstream stream;
+    if (!gm_stream_handle(stream_key, &stream, &context))
+        return GM_ERR_INVALID_VALUE; /* another thread's per-thread stream: never touched */
+    /* In the stream's own context when no context is current (a trim's thread may have none),
+     * as its query and its event record are. */
+    return status_of(in_stream_context(context, synchronize, stream, NULL), "cuStreamSynchronize");
 }
 
 static void fence_recycle(fence_t *f) {

@@ -186,34 +186,68 @@ static void test_fast_path(void) {
     CHECK(sim_fini(&s));
 }
 
-/* A busy stream whose deferred fence cannot get an event (recording fails: no memory) is waited
- * for on the host before the fence counts as done: a trim never unmaps the memory of a launch
- * still queued, and an exec of the same group launched on another stream never overlaps it (the
- * fence was marked done with the launch still queued before). `peer`: the second case. */
-static void failed_record_waits(bool peer) {
+/* A busy stream whose deferred fence gets no event (no memory for one) proves nothing, and
+ * nothing waits for it on the host under the engine lock: the fence stays deferred. A trim keeps
+ * the memory; a launch that must wait for it on another stream is refused and changes nothing,
+ * and goes through once an event can be recorded; a join on the stream itself (the call hands it
+ * over, about to capture) waits for it on the host, since a capturing stream's fence could never
+ * be realized. */
+static void test_failed_record_trim(void) {
     sim_t s;
     sim_graph_t a, b;
     two_execs(&s, &a, &b); /* A then B queued on S1, a deferred fence */
     host_backend_fail_nth(s.hb, HOST_OP_FENCE_RECORD, 1, GM_ERR_OUT_OF_MEMORY);
-    if (peer) {
-        CHECK_EQ_INT(sim_launch(&s, 0xA, S2), GM_OK);
-        /* Before S2's work may run, S1's two launches are done. */
-        CHECK_EQ_U64(host_backend_completed(s.hb, S1), 2);
-        CHECK(sim_run_data(&s, &a, NULL));
-    } else {
-        CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
-        CHECK(host_backend_completed(s.hb, S1) == 2 ||
-              host_backend_handle_at(s.hb, a.va[0], NULL) != 0);
-    }
+    host_backend_reset_calls(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_SYNC), 0);
+    CHECK_EQ_U64(host_backend_completed(s.hb, S1), 0);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 1 * MiB); /* kept: still running */
+    CHECK(host_backend_handle_at(s.hb, a.va[0], NULL) != 0);
+    /* An event now: the next trim realizes the fence and, once the work is done, gives back. */
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_RECORD), 2);
+    host_backend_complete_all(s.hb);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    CHECK(sim_fini(&s));
+}
+
+static void test_failed_record_peer(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b);
+    host_backend_fail_nth(s.hb, HOST_OP_FENCE_RECORD, 1, GM_ERR_OUT_OF_MEMORY);
+    host_backend_reset_calls(s.hb);
+    uint64_t waits = host_backend_stream_waits(s.hb);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S2), GM_ERR_OUT_OF_MEMORY);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_SYNC), 0);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_FENCE_WAIT_HOST), 0);
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits);
+    CHECK_EQ_U64(host_backend_completed(s.hb, S1), 0);
+    /* Refused, nothing changed; with an event this time, S2 waits for S1's work. */
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S2), GM_OK);
+    CHECK_EQ_U64(host_backend_stream_waits(s.hb), waits + 1);
+    CHECK(sim_run_data(&s, &a, NULL));
     host_backend_complete_all(s.hb);
     CHECK(sim_fini(&s));
 }
 
-static void test_failed_record_trim(void) {
-    failed_record_waits(false);
-}
-static void test_failed_record_peer(void) {
-    failed_record_waits(true);
+static void test_failed_record_join(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b);
+    host_backend_fail_nth(s.hb, HOST_OP_FENCE_RECORD, 1, GM_ERR_OUT_OF_MEMORY);
+    host_backend_reset_calls(s.hb);
+    bool fast = gm_engine_join_begin(s.engine, S1);
+    CHECK(!fast);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_SYNC), 1);
+    CHECK_EQ_U64(host_backend_completed(s.hb, S1), 2); /* waited for: the fence is done */
+    host_backend_set_capturing(s.hb, S1, true);
+    gm_engine_join_end(s.engine, fast);
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK); /* touches the capturing stream no more */
+    CHECK_EQ_U64(sim_attr(&s, GM_ATTR_RESERVED_CURRENT), 0);
+    host_backend_set_capturing(s.hb, S1, false);
+    CHECK(sim_fini(&s));
 }
 
 int main(void) {
@@ -225,5 +259,6 @@ int main(void) {
     RUN_TEST(test_fast_path);
     RUN_TEST(test_failed_record_trim);
     RUN_TEST(test_failed_record_peer);
+    RUN_TEST(test_failed_record_join);
     return gm_check_summary();
 }
