@@ -316,6 +316,11 @@ gm_status_t gm_engine_exec_update(gm_engine_t *engine, uint64_t exec, uint64_t g
  * when the free's fence cannot be recorded on `stream` (the shim answers with the driver's code).
  * Refused, nothing changes. */
 gm_status_t gm_engine_free_outside(gm_engine_t *engine, uint64_t va, uint64_t stream);
+/* The same, asking `still_outside` first (an async free): whether the stream is still outside
+ * any capture, in one step with the fence's record, so that a capture begun on it meanwhile (by
+ * another thread) never receives that record. GM_ERR_DRIVER when it says no: nothing changes. */
+gm_status_t gm_engine_free_outside_checked(gm_engine_t *engine, uint64_t va, uint64_t stream,
+                                           gm_driver_call_t still_outside);
 /* cuStreamDestroy through `call` (as gm_engine_exec_destroy): its handle may name a new stream
  * from now on, so the engine forgets it. Fences recorded on it keep the order of what it ran. */
 gm_status_t gm_engine_stream_destroy(gm_engine_t *engine, uint64_t stream, gm_driver_call_t call);

@@ -429,6 +429,11 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
 }
 
 gm_status_t gm_engine_free_outside(gm_engine_t *e, uint64_t va, uint64_t stream) {
+    return gm_engine_free_outside_checked(e, va, stream, GM_NO_CALL);
+}
+
+gm_status_t gm_engine_free_outside_checked(gm_engine_t *e, uint64_t va, uint64_t stream,
+                                           gm_driver_call_t still_outside) {
     pthread_mutex_lock(&e->lock);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     gm_record_t *r = gm_map_get(&e->addresses, va);
@@ -437,18 +442,33 @@ gm_status_t gm_engine_free_outside(gm_engine_t *e, uint64_t va, uint64_t stream)
     if (!r)
         goto out;
     gm_part_t *p = r->live_part;
+    /* Under the defer lock, as a launch's driver call and fence: no capture can begin on the
+     * stream between the check and the fence's record (every way into a capture joins under
+     * that lock), so the record never lands in a capture and the free is outside graphs at the
+     * check's moment. */
+    bool checked = stream != GM_NO_STREAM && still_outside.fn;
+    if (checked)
+        gm_fence_launch_begin(e);
+    st = GM_ERR_DRIVER;
+    if (checked && !still_outside.fn(still_outside.arg))
+        goto out_checked;
+    st = GM_OK;
     if (stream != GM_NO_STREAM && p) {
         gm_fence_t *f;
         if ((st = gm_grow((void **)&p->points, &p->point_cap, p->point_count + 1,
                           sizeof *p->points)) != GM_OK ||
             (st = gm_fence_record(e, stream, &f)) != GM_OK)
-            goto out;
+            goto out_checked;
         p->points[p->point_count++] = (gm_free_point_t){stream, f};
     }
+out_checked:
+    if (checked)
+        gm_fence_launch_end(e, stream, false, false);
+    if (st != GM_OK)
+        goto out;
     gm_record_freed(r);
     if (e->config.uaf_check)
         gm_uaf_poll(e);
-    st = GM_OK;
 out:
     gm_engine_unlock(e);
     return st;

@@ -210,12 +210,31 @@ static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point,
     return set_frontier(stream, ptsz, node);
 }
 
+/* The stream of an async free outside graphs, asked again under the engine's defer lock just
+ * before the free's fence is recorded (gm_engine_free_outside_checked): a capture another thread
+ * began on it since free_served asked gets the free as a marker instead. */
+typedef struct outside_check {
+    CUstream stream;
+    bool ptsz;
+    CUstreamCaptureStatus status;
+    CUresult result;
+} outside_check_t;
+
+static bool still_outside(void *arg) {
+    outside_check_t *c = arg;
+    capture_point_t point;
+    c->result = capture_status(c->stream, c->ptsz, &point, &c->status);
+    return c->result == CUDA_SUCCESS && c->status == CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 /* A free outside any graph: the allocation's lifetime ends now, after the stream's work for an
- * async free (`async`), at once for cuMemFree. */
-static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, CUstream stream,
-                             bool ptsz) {
-    uint64_t key = async ? gm_stream_key(stream, ptsz) : GM_NO_STREAM;
-    gm_status_t status = gm_engine_free_outside(engine, dptr, key);
+ * async free (`check`, NULL for cuMemFree), at once for cuMemFree. */
+static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, outside_check_t *check) {
+    uint64_t key = check ? gm_stream_key(check->stream, check->ptsz) : GM_NO_STREAM;
+    gm_status_t status = gm_engine_free_outside_checked(
+        engine, dptr, key, check ? (gm_driver_call_t){still_outside, check} : GM_NO_CALL);
+    if (status == GM_ERR_DRIVER) /* the stream is not outside captures any more: check says */
+        return CUDA_SUCCESS;
     if (status != GM_OK) {
         gm_log(GM_LOG_DEBUG, "free of %#llx outside graphs refused: %s", (unsigned long long)dptr,
                gm_status_name(status));
@@ -228,33 +247,43 @@ static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, bool async, 
     gm_stat_add(GM_STAT_outside_frees, 1);
     /* An async free on the legacy default stream (NULL, or CU_STREAM_LEGACY named), like
      * cuMemFree, is not waited for. */
+    CUstream stream = check ? check->stream : NULL;
+    bool ptsz = check && check->ptsz;
     bool legacy = stream == CU_STREAM_LEGACY || (stream == NULL && !ptsz);
-    gm_uaf_unmap_freed(engine, async && !legacy, stream, ptsz);
+    gm_uaf_unmap_freed(engine, check && !legacy, stream, ptsz);
     return CUDA_SUCCESS;
 }
 
 /* A free of a graphmem address: a marker on a capturing stream (in the application's mode, as a
  * captured allocation), else the end of its lifetime (RELAXED: it records a fence). The driver
  * never sees these frees, so graphmem answers for the stream as it would: a stream it refuses, or
- * whose capture was invalidated (§A4.11), frees nothing and gets its error. A stream destroyed or
- * invalidated after the question is caught by the fence's record, made in one step with the free
- * under the engine lock (free_outside). */
+ * whose capture was invalidated (§A4.11), frees nothing and gets its error. The stream is asked
+ * again in one step with the fence's record (free_outside): one that began capturing meanwhile
+ * takes the captured path (a few rounds at most: each needs another thread to begin a capture on
+ * it just then), one destroyed meanwhile fails the record. */
 static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stream, bool ptsz) {
-    capture_point_t point;
-    CUstreamCaptureStatus status;
-    CUresult result = capture_status(stream, ptsz, &point, &status);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
-        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-        GM_RELAXED(result = free_outside(engine, dptr, true, stream, ptsz));
-        return result;
+    for (;;) {
+        capture_point_t point;
+        CUstreamCaptureStatus status;
+        CUresult result = capture_status(stream, ptsz, &point, &status);
+        if (result != CUDA_SUCCESS)
+            return result;
+        if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+            return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit
+             * one. */
+            if (gm_nested_is_child(point.site.graph))
+                return CUDA_ERROR_NOT_SUPPORTED;
+            return captured_free(engine, &point, stream, ptsz, dptr);
+        }
+        outside_check_t check = {stream, ptsz, CU_STREAM_CAPTURE_STATUS_NONE, CUDA_SUCCESS};
+        GM_RELAXED(result = free_outside(engine, dptr, &check));
+        if (check.result == CUDA_SUCCESS && check.status == CU_STREAM_CAPTURE_STATUS_NONE)
+            return result;
+        if (check.result != CUDA_SUCCESS)
+            return check.result;
     }
-    /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit one. */
-    if (gm_nested_is_child(point.site.graph))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    return captured_free(engine, &point, stream, ptsz, dptr);
 }
 
 static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
@@ -278,6 +307,6 @@ CUresult gm_hook_cuMemFree_v2(CUdeviceptr dptr) {
         return gm_real.cuMemFree_v2(dptr);
     /* cuMemFree ends the lifetime at once and does not synchronize (the caller must have). */
     CUresult result;
-    GM_RELAXED(result = free_outside(engine, dptr, false, NULL, false));
+    GM_RELAXED(result = free_outside(engine, dptr, NULL));
     return result;
 }

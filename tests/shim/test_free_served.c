@@ -56,6 +56,9 @@ static bool default_handle(CUstream stream) {
 
 static unsigned default_records;
 
+/* A stream on which another thread begins a capture right after graphmem's next status query. */
+static stream_t *begins_after_query;
+
 static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
                                      CUgraph *graph, const CUgraphNode **tails,
                                      const CUgraphEdgeData **edges, size_t *count) {
@@ -65,7 +68,14 @@ static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *sta
     }
     if (((stream_t *)stream)->destroyed)
         return CUDA_ERROR_INVALID_HANDLE;
-    return fake_capture_info(stream, status, id, graph, tails, edges, count);
+    CUresult r = fake_capture_info(stream, status, id, graph, tails, edges, count);
+    if (edges != NULL)
+        *edges = NULL;
+    if ((stream_t *)stream == begins_after_query) {
+        fake_stream_capture(&begins_after_query->capture, 7, NULL);
+        begins_after_query = NULL;
+    }
+    return r;
 }
 
 static CUresult CUDAAPI event_record(CUevent event, CUstream stream) {
@@ -128,6 +138,13 @@ static CUresult CUDAAPI sync_counted_ptsz(CUstream stream) {
     return CUDA_SUCCESS;
 }
 
+/* A captured free's marker: this driver makes no nodes (the captured path is tested elsewhere). */
+static CUresult CUDAAPI no_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                size_t count) {
+    (void)node, (void)graph, (void)deps, (void)count;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 static void driver_install(void) {
     fake_capture_install();
     gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
@@ -141,6 +158,7 @@ static void driver_install(void) {
     gm_drv.cuStreamQuery = stream_ok;
     gm_drv.cuStreamSynchronize = stream_ok;
     gm_drv.cuStreamSynchronize_ptsz = stream_ok;
+    gm_drv.cuGraphAddEmptyNode = no_node;
 }
 
 /* The engine over the host backend's memory and the CUDA backend's fences, as the hooks'. */
@@ -252,6 +270,32 @@ static void test_destroyed_exec_destroyed(void) {
     refused(false, true, false, 1, CUDA_ERROR_INVALID_HANDLE);
 }
 
+/* A capture begins on the stream (another thread's cuStreamBeginCapture) right after graphmem
+ * found it outside captures: the free is asked again in one step with its fence's record, so the
+ * record never lands in the capture, which gets the free as a marker instead (before, the fence
+ * was recorded into the capture and the free taken as one outside graphs). */
+static void test_capture_begins_after_query(void) {
+    sim_t s;
+    REQUIRE(world_init(&s));
+    stream_t launch = {0}, racing = {0};
+    sim_graph_t g;
+    uint64_t va = live_allocation(&s, &g, &launch, true);
+    REQUIRE(va != 0);
+    atomic_store(&gm_captures_in_flight, 1);
+    begins_after_query = &racing;
+    /* The captured path's marker, refused by this driver: the free changes nothing. */
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&racing)),
+                 CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(atomic_load(&racing.capture.status) == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CHECK_EQ_INT(racing.records, 0);
+    CHECK(racing.capture.asks >= 2); /* asked again before the record */
+    atomic_store(&gm_captures_in_flight, 0);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)), CUDA_SUCCESS);
+    gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    world_fini(&s);
+}
+
 /* An async free of a live allocation on `stream` through the legacy (`ptsz` false) or per-thread
  * ABI, under GRAPHMEM_UAF_CHECK=1: whether graphmem waited for the stream on the host first. */
 static void free_under_uaf_check(CUstream stream, bool ptsz, bool waited) {
@@ -308,5 +352,6 @@ int main(void) {
     RUN_TEST(test_destroyed_exec_alive);
     RUN_TEST(test_destroyed_exec_destroyed);
     RUN_TEST(test_legacy_not_waited_under_uaf_check);
+    RUN_TEST(test_capture_begins_after_query);
     return gm_check_summary();
 }
