@@ -315,6 +315,8 @@ static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_
     (void)ctx;
     CUcontext context;
     CUstream stream;
+    record_failure =
+        CUDA_ERROR_UNKNOWN; /* a code left unread by an earlier failure is not this one's */
     if (!gm_stream_handle(stream_key, &stream, &context)) {
         record_failure = CUDA_ERROR_INVALID_HANDLE;
         return status_of(CUDA_ERROR_INVALID_HANDLE, "fence on another thread's stream");
