@@ -379,9 +379,11 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
  * its parameters set, when a memset or copy is captured, and when its graph is instantiated;
  * graph memory is mapped only at launch. For the duration of such a driver call the shim holds a
  * cover (engine_cover.c): every page of the reservation the node touches that no part maps gets
- * the device's scratch page (one physical page per device, made once, never counted as graph
- * memory, never written by any graph, though work outside graphs that runs into an idle one
- * writes it); a page a part maps already stays as it is. From the first covered range until the
+ * a scratch page (one physical page per device, made once, never counted as graph memory, never
+ * written by any graph, though work outside graphs that runs into an idle one writes it) of the
+ * device of the allocation the range starts in, with that allocation's access, so the driver
+ * answers as it will for the allocation's own memory (the cover's device for a range in none); a
+ * page a part maps already stays as it is. From the first covered range until the
  * cover ends, nothing in the reservation is mapped or unmapped (a launch that must map waits, trim
  * waits, the use-after-free poll skips), so the driver's check sees the pages as the cover found
  * them and no launch ever maps over a scratch page. While a launch or trim waits, no new cover

@@ -130,8 +130,9 @@ void gm_cover_drop_idle(gm_engine_t *e) {
     release_held_va(e);
 }
 
-/* Maps the device's scratch page at `page` (made on first use); false when the backend refuses. */
-static bool map_scratch(gm_engine_t *e, int device, uint64_t page) {
+/* Maps the device's scratch page at `page` (made on first use), with access for the device and
+ * the devices of `access` (bit d: device d); false when the backend refuses. */
+static bool map_scratch(gm_engine_t *e, int device, uint64_t access, uint64_t page) {
     const gm_backend_t *b = &e->backend;
     if (!e->scratch_handle[device] &&
         b->handle_create(b->ctx, device, e->page, &e->scratch_handle[device]) != GM_OK) {
@@ -141,7 +142,12 @@ static bool map_scratch(gm_engine_t *e, int device, uint64_t page) {
     if (gm_map_reserve(&e->scratch_maps, 1) != GM_OK ||
         b->map(b->ctx, page, e->page, e->scratch_handle[device]) != GM_OK)
         return false;
-    if (b->set_access(b->ctx, page, e->page, &device, 1) != GM_OK) {
+    int devs[GM_MAX_DEVICES], n = 0;
+    devs[n++] = device;
+    for (int d = 0; d < e->config.device_count && d < 64; d++)
+        if (d != device && (access >> d & 1))
+            devs[n++] = d;
+    if (b->set_access(b->ctx, page, e->page, devs, n) != GM_OK) {
         scratch_drop(e, page, device); /* room reserved above */
         return false;
     }
@@ -202,23 +208,37 @@ static bool freed_address(const gm_engine_t *e, uint64_t va) {
  * an idle one) is shared; a page no part maps gets the device's scratch page; anything else is
  * left (a part's mapping stays as it is while covers are held; another device's scratch page held
  * by a cover gives this device no access, so the driver answers). */
-static void hold_page(gm_engine_t *e, gm_cover_t *c, uint64_t page) {
+static void hold_page(gm_engine_t *e, gm_cover_t *c, uint64_t page, int device, uint64_t access) {
     if (holds(c, page) ||
         gm_grow((void **)&c->pages, &c->cap, c->count + 1, sizeof *c->pages) != GM_OK)
         return;
     scratch_entry_t entry;
     bool mapped = scratch_get(e, page, &entry);
     /* Another device's idle mapping goes (held by a cover, it stays: the driver answers). */
-    if (mapped && entry.device != c->device && (entry.holders || !idle_drop(e, page)))
+    if (mapped && entry.device != device && (entry.holders || !idle_drop(e, page)))
         return;
-    if (mapped && entry.device == c->device) {
+    if (mapped && entry.device == device) {
         e->scratch_idle -= entry.holders == 0;
         entry.holders++;
         scratch_put(e, page, entry);
-    } else if (mapped_by_part(e, page) || !map_scratch(e, c->device, page)) {
+    } else if (mapped_by_part(e, page) || !map_scratch(e, device, access, page)) {
         return;
     }
     c->pages[c->count++] = page;
+}
+
+/* The allocation `va` lies in (the first of the records sharing its address), NULL for none.
+ * A memset or copy usually starts at an allocation's address: one lookup; else a scan. */
+static const gm_record_t *record_covering(const gm_engine_t *e, uint64_t va) {
+    const gm_record_t *r = gm_map_get(&e->addresses, va);
+    uint32_t pos = 0;
+    void *chain;
+    while (!r && gm_map_next(&e->addresses, &pos, NULL, &chain)) {
+        const gm_record_t *q = chain;
+        if (va >= q->va && va - q->va < (q->params.size ? q->params.size : 1))
+            r = q;
+    }
+    return r;
 }
 
 void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
@@ -226,6 +246,13 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
     if (!e || bytes == 0 || va + bytes < va)
         return;
     pthread_mutex_lock(&e->lock);
+    /* The scratch page stands for the allocation's own memory: of its device, with its access,
+     * so that the driver's check answers as it will for that memory, whatever device the call
+     * names or is current (a memset of device 1's allocation added for device 0 is refused, one
+     * added with device 1's context taken). Ranges in no allocation take the cover's device. */
+    const gm_record_t *r = gm_vaspace_contains(e->vas, va) ? record_covering(e, va) : NULL;
+    int device = r ? r->params.device : c->device;
+    uint64_t access = r ? r->params.access_mask : 0;
     if (c->check_freed && !c->freed && gm_vaspace_contains(e->vas, va))
         c->freed = freed_address(e, va);
     for (uint64_t page = va - va % e->page; page < va + bytes; page += e->page) {
@@ -242,7 +269,7 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
             if (!gm_vaspace_contains(e->vas, page)) /* released while this thread waited */
                 continue;
         }
-        hold_page(e, c, page);
+        hold_page(e, c, page, device, access);
     }
     gm_engine_unlock(e);
 }

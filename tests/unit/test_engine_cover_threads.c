@@ -351,23 +351,18 @@ static void test_cover_edges(void) {
     CHECK(sim_run_data(&s, &small, NULL));
     host_backend_complete_all(s.hb);
 
-    /* Device 0's scratch page is not shared with a cover for device 1 while held... */
+    /* A page of an allocation gets its device's scratch page whatever device the cover is for
+     * (test_cover_takes_the_allocation_device): covers begun for devices 0 and 1 share it. */
     gm_cover_t d0, d1;
     gm_engine_cover_begin(s.engine, &d0, 0);
     gm_engine_cover_begin(s.engine, &d1, 1);
     gm_engine_cover_range(&d0, va_big, 4096);
     gm_engine_cover_range(&d1, va_big, 4096);
     CHECK_EQ_U64(d0.count, 1);
-    CHECK_EQ_U64(d1.count, 0);
-    CHECK_EQ_U64(host_backend_access(s.hb, va_big), 1); /* device 0 only */
+    CHECK_EQ_U64(d1.count, 1);
+    CHECK_EQ_U64(host_backend_access(s.hb, va_big), 1); /* device 0 only: the allocation's */
     gm_engine_cover_end(&d1);
     gm_engine_cover_end(&d0);
-    /* ... and once idle it makes way for device 1's. */
-    gm_engine_cover_begin(s.engine, &d1, 1);
-    gm_engine_cover_range(&d1, va_big, 4096);
-    CHECK_EQ_U64(d1.count, 1);
-    CHECK_EQ_U64(host_backend_access(s.hb, va_big), 2); /* device 1 only */
-    gm_engine_cover_end(&d1);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 1), GM_OK);
     CHECK_EQ_U64(host_backend_handle_at(s.hb, va_big, NULL), 0);
     CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
@@ -447,6 +442,38 @@ static void test_cover_flags_freed_addresses(void) {
     CHECK(sim_fini(&s));
 }
 
+/* The scratch page stands for the allocation's own memory: of the allocation's device, with its
+ * access, whatever device the cover was begun for (the current one, in the shim). Measured on two
+ * H200s (tests/gpu/scn_cover_device.cu): a memset node of device 1's allocation added for device
+ * 0 is refused natively, one added with device 1's context is taken; a cover of device 0 took the
+ * first (and the graph faulted at launch) and refused the second. */
+static void test_cover_takes_the_allocation_device(void) {
+    gm_engine_config_t config = sim_default_config();
+    config.device_count = 2;
+    sim_t s;
+    REQUIRE(sim_init(&s, &config));
+    for (uint64_t access = 0; access < 2; access++) {
+        sim_graph_t g;
+        sim_graph_init(&s, &g);
+        gm_alloc_params_t p = {.device = 1, .size = 128 * KiB, .access_mask = access};
+        uint32_t a = sim_alloc_on(&s, &g, &p, NULL, 0);
+        REQUIRE(a != UINT32_MAX);
+        uint32_t k = sim_plain(&s, &g, &a, 1);
+        REQUIRE(sim_free(&s, &g, g.va[a], &k, 1, NULL) != UINT32_MAX);
+        for (int at_start = 1; at_start >= 0; at_start--) {
+            uint64_t va = g.va[a] + (at_start ? 0 : 64 * KiB); /* inside: found by a scan */
+            gm_cover_t c;
+            gm_engine_cover_begin(s.engine, &c, 0);
+            gm_engine_cover_range(&c, va, 4 * KiB);
+            CHECK(c.count == 1);
+            CHECK_EQ_U64(host_backend_access(s.hb, va), 2u | access);
+            gm_engine_cover_end(&c);
+        }
+        sim_graph_destroy(s.engine, g.key);
+    }
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_cover_maps_only_unmapped_pages);
     RUN_TEST(test_idle_scratch_ends);
@@ -454,6 +481,7 @@ int main(void) {
     RUN_TEST(test_launch_over_idle_scratch_whose_unmap_fails);
     RUN_TEST(test_cover_flags_freed_addresses);
     RUN_TEST(test_cover_edges);
+    RUN_TEST(test_cover_takes_the_allocation_device);
     RUN_TEST(test_covers_hold_against_launch_and_trim);
     RUN_TEST(test_waiting_launch_goes_before_new_covers);
     RUN_TEST(test_leaving_launch_waits_for_cover);
