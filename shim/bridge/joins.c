@@ -253,6 +253,7 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, gm_joins_en
     }
     for (uint32_t i = 0; i < ending->count && ending->graph == NULL; i++)
         ending->graph = ending->notes[i].graph;
+    ending->capture = capture;
     ending->next = endings;
     endings = ending;
     pthread_mutex_unlock(&noted_lock);
@@ -309,6 +310,14 @@ void gm_joins_ended(gm_joins_ending_t *ending, bool over) {
             free(note.tails);
         else
             put_back(note);
+    }
+    /* Notes made for the capture while it ended (another thread's marker) are of nothing now:
+     * capture ids never come back, so nothing would ever take them. */
+    for (uint32_t i = 0; over && ending->capture != 0 && i < noted_count;) {
+        if (noted[i].capture == ending->capture)
+            drop_note(i);
+        else
+            i++;
     }
     pthread_mutex_unlock(&noted_lock);
     for (uint32_t k = 0; k < ending->gone_count; k++)

@@ -26,6 +26,7 @@ typedef struct gm_joins_ending {
     /* Streams of `notes` destroyed since gm_joins_finish, with what they captured last. */
     struct noted_stream *gone;
     uint32_t gone_count, gone_cap;
+    cuuint64_t capture; /* the capture's id (0: unknown) */
     struct gm_joins_ending *next;
 } gm_joins_ending_t;
 

@@ -127,6 +127,23 @@ static void test_destroyed_side_survives(void) {
     destroyed_side_survives(true);
 }
 
+/* A note made for a capture while its end is in flight, the end then over: it goes with the
+ * capture (it stayed in the list for good, scanned by every later note). */
+static void test_note_during_final_end_goes(void) {
+    capture_t c;
+    capture_init(&c, 21, false);
+    const CUgraph g = graph_of(0x21000);
+    note_capture(&c, 21, false, g);
+    gm_joins_ending_t ending;
+    (void)gm_joins_finish(handle(&c.origin), false, 21, &ending);
+    gm_joins_note(21, handle(&c.side), false, g, (CUgraphNode)(uintptr_t)0x2101);
+    gm_joins_ended(&ending, true);
+    CUgraph found = NULL;
+    uint32_t notes = 0;
+    CHECK(!finish(&c, 21, true, &found, &notes));
+    CHECK_EQ_INT(notes, 0);
+}
+
 /* Notes made while an end is in flight (another thread captures into the same capture) merge
  * with those put back: one note a stream. */
 static void test_notes_made_meanwhile_merge(void) {
@@ -371,6 +388,7 @@ int main(void) {
     fake_capture_install();
     RUN_TEST(test_wrong_thread_end_keeps_side_notes);
     RUN_TEST(test_invalidated_end_keeps_the_id);
+    RUN_TEST(test_note_during_final_end_goes);
     RUN_TEST(test_destroyed_side_survives);
     RUN_TEST(test_notes_made_meanwhile_merge);
     RUN_TEST(test_handle_given_out_during_the_end);
