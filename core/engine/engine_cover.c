@@ -227,17 +227,17 @@ static void hold_page(gm_engine_t *e, gm_cover_t *c, uint64_t page, int device, 
     c->pages[c->count++] = page;
 }
 
-/* The allocation `va` lies in (the first of the records sharing its address), NULL for none.
- * A memset or copy usually starts at an allocation's address: one lookup; else a scan. */
+/* An allocation `va` lies in, NULL for none. Records that share pages share their device and
+ * access (packers are kept per device and access), so any one tells. A memset or copy usually
+ * starts at an allocation's address: one lookup; else a scan of every record. */
 static const gm_record_t *record_covering(const gm_engine_t *e, uint64_t va) {
     const gm_record_t *r = gm_map_get(&e->addresses, va);
     uint32_t pos = 0;
     void *chain;
-    while (!r && gm_map_next(&e->addresses, &pos, NULL, &chain)) {
-        const gm_record_t *q = chain;
-        if (va >= q->va && va - q->va < (q->params.size ? q->params.size : 1))
-            r = q;
-    }
+    while (!r && gm_map_next(&e->addresses, &pos, NULL, &chain))
+        for (const gm_record_t *q = chain; q && !r; q = q->va_next)
+            if (va >= q->va && va - q->va < (q->params.size ? q->params.size : 1))
+                r = q;
     return r;
 }
 
@@ -250,7 +250,9 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
      * so that the driver's check answers as it will for that memory, whatever device the call
      * names or is current (a memset of device 1's allocation added for device 0 is refused, one
      * added with device 1's context taken). Ranges in no allocation take the cover's device. */
-    const gm_record_t *r = gm_vaspace_contains(e->vas, va) ? record_covering(e, va) : NULL;
+    const gm_record_t *r = e->config.device_count > 1 && gm_vaspace_contains(e->vas, va)
+                               ? record_covering(e, va)
+                               : NULL; /* one device: nothing to choose */
     int device = r ? r->params.device : c->device;
     uint64_t access = r ? r->params.access_mask : 0;
     if (c->check_freed && !c->freed && gm_vaspace_contains(e->vas, va))

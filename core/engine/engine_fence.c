@@ -228,6 +228,8 @@ gm_status_t gm_fence_wait_stream(gm_engine_t *e, uint64_t stream, gm_fence_t *f,
         return GM_OK;
     if (gm_fence_still_deferred(f))
         return GM_ERR_OUT_OF_MEMORY; /* no event to wait for: the launch is refused */
+    if (f->done || !f->handle)
+        return GM_OK; /* a join realized it since gm_fence_done: idle, or waited for */
     gm_status_t st = e->backend.fence_wait_stream(e->backend.ctx, stream, f->handle);
     *waited = st == GM_OK;
     return st;

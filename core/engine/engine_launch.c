@@ -410,6 +410,8 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
             st = GM_ERR_OUT_OF_MEMORY; /* its busy stream got no event: nothing to wait on */
             break;
         }
+        if (wait->done || !wait->handle)
+            continue; /* a join realized it since the decision (idle, or waited for): again */
         /* A host wait, never under the lock: hold the fence, let others go on meanwhile, then
          * decide again from scratch. */
         wait->refs++;
@@ -475,8 +477,12 @@ out:
 }
 
 gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_call_t call) {
+    /* Realized first without the engine lock: a busy stream that gets no event is waited for
+     * there (realize_locked), never under the engine lock. */
+    gm_engine_join_end(e, gm_engine_join_begin(e, stream));
     pthread_mutex_lock(&e->lock);
-    /* Its deferred fence is realized while the handle still names it. */
+    /* Its deferred fence is realized while the handle still names it (a launch may have deferred
+     * one since). */
     bool fast = gm_engine_join_begin(e, stream);
     bool destroyed = !call.fn || call.fn(call.arg);
     gm_engine_join_end(e, fast);

@@ -2,7 +2,11 @@
  * that its work finished is taken when something first needs it (a trim, a launch on another
  * stream sharing the memory, a stream going away or joining a capture), from an idle stream
  * without an event, otherwise from an event recorded then; never on a stream while it captures. */
+#include <errno.h>
+#include <pthread.h>
+
 #include "check.h"
+#include "engine_internal.h"
 #include "engine_sim.h"
 
 #define MiB (1ull << 20)
@@ -250,6 +254,44 @@ static void test_failed_record_join(void) {
     CHECK(sim_fini(&s));
 }
 
+/* The backend's host wait for a stream, noting whether the engine lock was held meanwhile. */
+static gm_engine_t *probed;
+static gm_status_t (*real_sync)(void *, uint64_t);
+static int syncs_under_engine_lock;
+
+static gm_status_t sync_probe(void *ctx, uint64_t stream) {
+    if (pthread_mutex_trylock(&probed->lock) == EBUSY)
+        syncs_under_engine_lock++;
+    else
+        pthread_mutex_unlock(&probed->lock);
+    return real_sync(ctx, stream);
+}
+
+static bool destroyed(void *arg) {
+    (void)arg;
+    return true;
+}
+
+/* A stream destroyed while its busy stream's fence gets no event: its join waits for it on the
+ * host, before the engine lock is taken (it did under the lock, stalling every launch). */
+static void test_failed_record_stream_destroy(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    two_execs(&s, &a, &b);
+    probed = s.engine;
+    real_sync = s.engine->backend.stream_sync;
+    s.engine->backend.stream_sync = sync_probe;
+    syncs_under_engine_lock = 0;
+    host_backend_fail_nth(s.hb, HOST_OP_FENCE_RECORD, 1, GM_ERR_OUT_OF_MEMORY);
+    host_backend_reset_calls(s.hb);
+    CHECK_EQ_INT(gm_engine_stream_destroy(s.engine, S1, (gm_driver_call_t){destroyed, NULL}),
+                 GM_OK);
+    CHECK_EQ_U64(host_backend_calls(s.hb, HOST_OP_STREAM_SYNC), 1);
+    CHECK_EQ_INT(syncs_under_engine_lock, 0);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_trim_realizes);
     RUN_TEST(test_other_stream_waits);
@@ -260,5 +302,6 @@ int main(void) {
     RUN_TEST(test_failed_record_trim);
     RUN_TEST(test_failed_record_peer);
     RUN_TEST(test_failed_record_join);
+    RUN_TEST(test_failed_record_stream_destroy);
     return gm_check_summary();
 }
