@@ -142,11 +142,7 @@ static bool map_scratch(gm_engine_t *e, int device, uint64_t access, uint64_t pa
     if (gm_map_reserve(&e->scratch_maps, 1) != GM_OK ||
         b->map(b->ctx, page, e->page, e->scratch_handle[device]) != GM_OK)
         return false;
-    int devs[GM_MAX_DEVICES], n = 0;
-    devs[n++] = device;
-    for (int d = 0; d < e->config.device_count && d < 64; d++)
-        if (d != device && (access >> d & 1))
-            devs[n++] = d;
+    int devs[GM_MAX_DEVICES], n = gm_access_devices(e, device, access, devs);
     if (b->set_access(b->ctx, page, e->page, devs, n) != GM_OK) {
         scratch_drop(e, page, device); /* room reserved above */
         return false;

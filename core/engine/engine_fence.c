@@ -56,16 +56,17 @@ static void realize_locked(gm_engine_t *e, gm_fence_t *f, gm_status_t idle, bool
         st = b->fence_record(b->ctx, f->stream, &f->handle);
         if (st != GM_OK) {
             f->handle = 0;
-            gm_status_t synced = join ? b->stream_sync(b->ctx, f->stream) : st;
-            gm_log(GM_LOG_DEBUG, "deferred fence on stream %#llx: no event (%s)%s",
-                   (unsigned long long)f->stream, gm_status_name(st),
-                   !join             ? ", stays deferred"
-                   : synced == GM_OK ? ", waited for the stream"
-                                     : ", the stream answers no wait");
-            if (synced != GM_OK && join)
-                synced = GM_OK; /* broken stream or context: nothing of it will run again */
-            if (synced != GM_OK)
+            if (!join) {
+                gm_log(GM_LOG_DEBUG,
+                       "deferred fence on stream %#llx: no event (%s), stays deferred",
+                       (unsigned long long)f->stream, gm_status_name(st));
                 return;
+            }
+            /* A wait the stream refuses: a broken stream or context, nothing of it runs again. */
+            gm_status_t synced = b->stream_sync(b->ctx, f->stream);
+            gm_log(GM_LOG_DEBUG, "deferred fence on stream %#llx: no event (%s), %s",
+                   (unsigned long long)f->stream, gm_status_name(st),
+                   synced == GM_OK ? "waited for the stream" : "the stream answers no wait");
         }
         st = GM_OK;
     }

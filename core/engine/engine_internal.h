@@ -348,4 +348,16 @@ static inline void gm_engine_unlock_unchanged(gm_engine_t *e) {
     pthread_mutex_unlock(&e->lock);
 }
 
+/* The devices a mapping of `device`'s memory gives access to: `device` first, then those of
+ * `access` (bit d: device d). Returns how many are in `devs`. */
+static inline int gm_access_devices(const gm_engine_t *e, int device, uint64_t access,
+                                    int devs[GM_MAX_DEVICES]) {
+    int n = 0;
+    devs[n++] = device;
+    for (int d = 0; d < e->config.device_count; d++)
+        if (d != device && (access >> d & 1))
+            devs[n++] = d;
+    return n;
+}
+
 #endif

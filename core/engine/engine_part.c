@@ -390,11 +390,7 @@ static map_range_t item_range(const gm_engine_t *e, const gm_item_t *it, bool es
 
 static gm_status_t map_item(gm_engine_t *e, gm_part_t *p, const gm_item_t *it, gm_arena_t *arena,
                             gm_maplist_t *ml, gm_map_undo_t *log, int which) {
-    int devs[GM_MAX_DEVICES], n = 0;
-    devs[n++] = p->device;
-    for (int d = 0; d < e->config.device_count; d++)
-        if (d != p->device && (it->access_mask >> d & 1))
-            devs[n++] = d;
+    int devs[GM_MAX_DEVICES], n = gm_access_devices(e, p->device, it->access_mask, devs);
     map_range_t range = item_range(e, it, which == 1);
     uint64_t end = range.first + range.pages;
     for (uint32_t k = gm_arena_slot_at(arena, range.first);
