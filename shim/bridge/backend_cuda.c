@@ -301,6 +301,18 @@ static CUresult in_stream_context(CUcontext context, CUresult (*op)(CUstream, vo
     return r;
 }
 
+/* Runs `op` on the stream of `key` (one the current engine call was handed), with the context
+ * current that names it: a stream may wait for an event of any context, only a default stream
+ * needs its own context current to be named. `own`: in the stream's own context when the current
+ * one cannot reach it (in_stream_context), as a query, a record or a host wait needs. */
+static CUresult on_stream(uint64_t key, CUresult (*op)(CUstream, void *), void *arg, bool own) {
+    CUcontext context;
+    CUstream stream;
+    if (!gm_stream_handle(key, &stream, &context))
+        return CUDA_ERROR_INVALID_HANDLE; /* another thread's per-thread stream: never touched */
+    return own ? in_stream_context(context, op, stream, arg) : in_context(context, op, stream, arg);
+}
+
 /* The driver's code for this thread's last fence record that failed, until asked
  * (gm_backend_cuda_record_failure). */
 static _Thread_local CUresult record_failure = CUDA_ERROR_UNKNOWN;
@@ -313,20 +325,12 @@ CUresult gm_backend_cuda_record_failure(void) {
 
 static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_out) {
     (void)ctx;
-    CUcontext context;
-    CUstream stream;
-    record_failure =
-        CUDA_ERROR_UNKNOWN; /* a code left unread by an earlier failure is not this one's */
-    if (!gm_stream_handle(stream_key, &stream, &context)) {
-        record_failure = CUDA_ERROR_INVALID_HANDLE;
-        return status_of(CUDA_ERROR_INVALID_HANDLE, "fence on another thread's stream");
-    }
     fence_t *f = NULL;
-    CUresult r = in_stream_context(context, record_here, stream, &f);
-    if (r != CUDA_SUCCESS) {
-        record_failure = r;
+    CUresult r = on_stream(stream_key, record_here, &f, true);
+    /* Only this record's code: one left unread by an earlier failure goes. */
+    record_failure = r == CUDA_SUCCESS ? CUDA_ERROR_UNKNOWN : r;
+    if (r != CUDA_SUCCESS)
         return status_of(r, "cuEventRecord");
-    }
     *fence_out = (uint64_t)(uintptr_t)f;
     return GM_OK;
 }
@@ -350,11 +354,7 @@ static CUresult query(CUstream stream, void *unused) {
 
 static gm_status_t stream_idle(void *ctx, uint64_t stream_key) {
     (void)ctx;
-    CUcontext context;
-    CUstream stream;
-    if (!gm_stream_handle(stream_key, &stream, &context))
-        return GM_ERR_INVALID_VALUE;
-    CUresult r = in_stream_context(context, query, stream, NULL);
+    CUresult r = on_stream(stream_key, query, NULL, true); /* another thread's: a handle error */
     if (r == CUDA_ERROR_NOT_READY)
         return GM_ERR_NOT_READY;
     /* Gone with its context, or with the driver at the process's exit (the runtime's teardown
@@ -385,17 +385,6 @@ static gm_status_t fence_query(void *ctx, uint64_t fence) {
     return status_of(r, "cuEventQuery");
 }
 
-/* Runs `op` on the stream of `key` (one the current engine call was handed), with the context
- * current that names it: a stream may wait for an event of any context, only a default stream
- * needs its own context current to be named. */
-static CUresult on_stream(uint64_t key, CUresult (*op)(CUstream, void *), void *arg) {
-    CUcontext context;
-    CUstream stream;
-    if (!gm_stream_handle(key, &stream, &context))
-        return CUDA_ERROR_INVALID_HANDLE; /* another thread's per-thread stream: never touched */
-    return in_context(context, op, stream, arg);
-}
-
 static CUresult wait_event(CUstream stream, void *event) {
     return gm_drv.cuStreamWaitEvent(stream, event, 0);
 }
@@ -404,7 +393,8 @@ static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fe
     (void)ctx;
     if (gone(fence))
         return GM_OK;
-    return status_of(on_stream(stream_key, wait_event, event_of(fence)), "cuStreamWaitEvent");
+    return status_of(on_stream(stream_key, wait_event, event_of(fence), false),
+                     "cuStreamWaitEvent");
 }
 
 /* Yields 64 times, then sleeps from 50 µs, doubling up to 1 ms: a wait for a run that ends soon
@@ -441,13 +431,9 @@ static CUresult synchronize(CUstream stream, void *unused) {
 
 static gm_status_t stream_sync(void *ctx, uint64_t stream_key) {
     (void)ctx;
-    CUcontext context;
-    CUstream stream;
-    if (!gm_stream_handle(stream_key, &stream, &context))
-        return GM_ERR_INVALID_VALUE; /* another thread's per-thread stream: never touched */
     /* In the stream's own context when no context is current (a trim's thread may have none),
      * as its query and its event record are. */
-    return status_of(in_stream_context(context, synchronize, stream, NULL), "cuStreamSynchronize");
+    return status_of(on_stream(stream_key, synchronize, NULL, true), "cuStreamSynchronize");
 }
 
 static void fence_recycle(fence_t *f) {
