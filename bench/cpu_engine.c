@@ -43,19 +43,27 @@ typedef struct chain {
     uint32_t from[2 * PAIRS], to[2 * PAIRS], edges;
 } chain_t;
 
-/* Builds the chain in `graph`; the time per pair, or a negative value when the engine refused. */
+/* The driver's answer for a node's dependencies: the chain's searches start at markers, so it is
+ * never asked. */
+static size_t no_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap) {
+    (void)arg, (void)node, (void)parents, (void)cap;
+    return 0;
+}
+
+/* Builds the chain in `graph`, each marker's ancestors searched for inside its critical section
+ * as the shim asks for them; the time per pair, or a negative value when the engine refused. */
 static double capture_chain(gm_engine_t *e, uint64_t graph, uint64_t size, chain_t *c) {
     c->edges = 0;
     double t0 = now_us();
     for (uint32_t i = 0; i < PAIRS; i++) {
         gm_alloc_params_t params = {.device = 0, .size = size};
         uint64_t previous_free = i ? c->nodes[2 * i - 1] : 0, va = 0, node = 0, free_node = 0;
-        gm_ancestors_t before = {&previous_free, i ? 1 : 0};
+        gm_ancestors_t before = {.search = {&previous_free, i ? 1 : 0, no_parents, NULL}};
         if (gm_engine_alloc_marker(e, graph, &params, &before,
                                    (gm_node_call_t){.fn = add_node, .arg = NULL}, &va,
                                    &node) != GM_OK)
             return -1;
-        gm_ancestors_t after_alloc = {&node, 1};
+        gm_ancestors_t after_alloc = {.search = {&node, 1, no_parents, NULL}};
         if (gm_engine_free_marker(e, graph, va, &after_alloc,
                                   (gm_node_call_t){.fn = add_node, .arg = NULL},
                                   &free_node) != GM_OK)
@@ -82,8 +90,10 @@ static double capture_forks(gm_engine_t *e, uint64_t graph, uint32_t rounds) {
     for (uint32_t i = 0; i < rounds; i++) {
         gm_alloc_params_t params = {.device = 0, .size = 4096};
         uint64_t va_a = 0, va_b = 0, va_c = 0, a = 0, b = 0, c = 0, free_a = 0;
-        gm_ancestors_t after_joins = {joins, i ? 2 : 0}, after_a = {&a, 1}, after_b = {&b, 1},
-                       after_c = {&c, 1}, after_free_a = {&free_a, 1};
+        gm_ancestors_t after_joins = {.markers = joins, .count = i ? 2 : 0},
+                       after_a = {.markers = &a, .count = 1}, after_b = {.markers = &b, .count = 1},
+                       after_c = {.markers = &c, .count = 1},
+                       after_free_a = {.markers = &free_a, .count = 1};
         gm_node_call_t add = {.fn = add_node, .arg = NULL};
         if (gm_engine_alloc_marker(e, graph, &params, &after_joins, add, &va_a, &a) != GM_OK ||
             gm_engine_free_marker(e, graph, va_a, &after_a, add, &free_a) != GM_OK ||

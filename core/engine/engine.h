@@ -86,27 +86,38 @@ typedef struct gm_alloc_params {
                            * them (the driver keeps the list it was given); not used otherwise */
 } gm_alloc_params_t;
 
-/* Markers of `graph` that the shim found among the new node's ancestors (it searches backwards
- * from the node's dependencies and stops at markers). Used only to prove, online, that an earlier
- * free precedes the new allocation so its bytes can be reused; an empty list is always safe. */
-typedef struct gm_ancestors {
-    const uint64_t *markers;
-    size_t count;
-} gm_ancestors_t;
-
-/* The search the shim (and the tests' simulation of it) runs for `gm_ancestors_t` of a new marker
- * in `graph`: breadth-first back from `deps`, stopping at markers, at most GM_SEARCH_BUDGET nodes
- * visited, the first GM_SEARCH_PARENTS parents of each asked through `parents` (which writes up to
- * `cap` of them and returns how many it wrote; 0 when the driver could not say: that branch
- * stops). Visits nodes without the engine lock (gm_engine_is_marker; one short hold first asks
- * whether the graph packs). None is made while the graph holds no packed allocation, or under
- * GRAPHMEM_LIFT_RESTRICTIONS: proofs name packed allocations only, so there would be nothing to
- * find (a packed one made meanwhile by another thread only goes unproven). Finding less is always
- * safe: less reuse is proven. */
+/* The search for a new marker's ancestors in `graph`: breadth-first back from `deps` (the new
+ * node's dependencies), stopping at markers, at most GM_SEARCH_BUDGET nodes visited, the first
+ * GM_SEARCH_PARENTS parents of each asked through `parents` (which writes up to `cap` of them and
+ * returns how many it wrote; 0 when the driver could not say: that branch stops). None is made
+ * while the graph holds no packed allocation, or under GRAPHMEM_LIFT_RESTRICTIONS: proofs name
+ * packed allocations only, so there would be nothing to find. Finding less is always safe: less
+ * reuse is proven. */
 #define GM_ANCESTOR_MAX 32
 #define GM_SEARCH_BUDGET 64
 #define GM_SEARCH_PARENTS 8
 typedef size_t (*gm_parents_fn)(void *arg, uint64_t node, uint64_t *parents, size_t cap);
+typedef struct gm_search {
+    const uint64_t *deps;
+    size_t count;
+    gm_parents_fn parents; /* NULL: no search */
+    void *arg;
+} gm_search_t;
+
+/* Markers of `graph` among the new node's ancestors. Used only to prove, online, that an earlier
+ * free precedes the new allocation so its bytes can be reused; an empty list is always safe.
+ * Either given (`markers`), or searched for (`search`) inside the marker's critical section, where
+ * the graph and its markers are looked up once and `parents` is called under the engine lock (the
+ * shim's asks the driver for a node's dependencies, a call that never waits): the shim's captured
+ * path takes no lock of its own for the search and keeps no set of markers readable without the
+ * lock. */
+typedef struct gm_ancestors {
+    const uint64_t *markers;
+    size_t count;
+    gm_search_t search;
+} gm_ancestors_t;
+
+/* The same search on its own (the tests' simulation of a capture), under the engine lock. */
 size_t gm_engine_find_ancestors(gm_engine_t *engine, uint64_t graph, const uint64_t *deps,
                                 size_t count, gm_parents_fn parents, void *arg,
                                 uint64_t markers_out[GM_ANCESTOR_MAX]);
@@ -157,10 +168,6 @@ typedef struct gm_marker_info {
 
 /* What a node is, for introspection (node type, get-params, DOT output). */
 gm_marker_kind_t gm_engine_marker(gm_engine_t *engine, uint64_t node, gm_marker_info_t *info_out);
-/* Whether `node` is a marker, without the engine lock (for the ancestor search of every captured
- * small allocation). A marker made or destroyed meanwhile by another thread may be seen either way,
- * and one recorded without host memory is not seen: callers may only lose a proof by it. */
-bool gm_engine_is_marker(gm_engine_t *engine, uint64_t node);
 /* What the engine knows of the `count` nodes of `graph` (one level: a graph's own nodes) in the
  * order the driver lists them, for the read-back at instantiation: whether each is a marker of
  * the graph, and the dependencies its node was made with (gm_node_call_t.deps) while nothing can

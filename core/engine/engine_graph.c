@@ -32,48 +32,26 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
     return g;
 }
 
-/* A marker node joins the set read without the lock (gm_engine_is_marker). Without host memory
- * for it, searches that read the set just do not see this marker: they prove less reuse, never
- * wrong reuse. */
-static void marker_known(gm_engine_t *e, uint64_t node) {
-    (void)gm_keyset_insert(&e->marker_nodes, node);
-}
-
-bool gm_engine_is_marker(gm_engine_t *e, uint64_t node) {
-    return gm_keyset_contains(&e->marker_nodes, node);
-}
-
-/* Whether a search for a marker of `graph` can find anything to prove (gm_engine_find_ancestors).
- * A graph of large allocations only (a DAG of kernels between them) then pays no driver call. */
-static bool graph_packs(gm_engine_t *e, uint64_t graph) {
-    if (e->config.lift_restrictions)
-        return false;
-    pthread_mutex_lock(&e->lock);
-    const gm_graph_t *g = gm_graph_get(e, graph, false);
-    bool packs = g && g->packers;
-    gm_engine_unlock_unchanged(e);
-    return packs;
-}
-
-/* Between two markers on one stream there are usually a few kernels, so the budget finds the
- * previous marker while keeping the capture path cheap. */
-size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *deps, size_t count,
-                                gm_parents_fn parents, void *arg,
-                                uint64_t markers_out[GM_ANCESTOR_MAX]) {
-    if (!graph_packs(e, graph))
+/* The markers among the ancestors of a new marker of `g` (gm_search_t), under the engine lock:
+ * a node is a marker when the engine knows its node. Between two markers on one stream there are
+ * usually a few kernels, so the budget finds the previous marker while keeping the capture path
+ * cheap. */
+static size_t search_markers(gm_engine_t *e, const gm_graph_t *g, const gm_search_t *search,
+                             uint64_t markers_out[GM_ANCESTOR_MAX]) {
+    if (e->config.lift_restrictions || !g || !g->packers || !search->parents)
         return 0;
     uint64_t queue[GM_SEARCH_BUDGET];
     size_t head = 0, tail = 0, found = 0;
-    for (size_t i = 0; i < count && tail < GM_SEARCH_BUDGET; i++)
-        queue[tail++] = deps[i];
+    for (size_t i = 0; i < search->count && tail < GM_SEARCH_BUDGET; i++)
+        queue[tail++] = search->deps[i];
     while (head < tail && found < GM_ANCESTOR_MAX) {
         uint64_t node = queue[head++];
-        if (gm_engine_is_marker(e, node)) {
+        if (gm_map_get(&e->nodes, node)) {
             markers_out[found++] = node;
             continue;
         }
         uint64_t up[GM_SEARCH_PARENTS];
-        size_t n = parents(arg, node, up, GM_SEARCH_PARENTS);
+        size_t n = search->parents(search->arg, node, up, GM_SEARCH_PARENTS);
         for (size_t i = 0; i < n && i < GM_SEARCH_PARENTS && tail < GM_SEARCH_BUDGET; i++) {
             bool seen = false;
             for (size_t j = 0; j < tail && !seen; j++)
@@ -83,6 +61,27 @@ size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *
         }
     }
     return found;
+}
+
+size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *deps, size_t count,
+                                gm_parents_fn parents, void *arg,
+                                uint64_t markers_out[GM_ANCESTOR_MAX]) {
+    gm_search_t search = {deps, count, parents, arg};
+    pthread_mutex_lock(&e->lock);
+    size_t found = search_markers(e, gm_graph_get(e, graph, false), &search, markers_out);
+    gm_engine_unlock_unchanged(e);
+    return found;
+}
+
+/* The ancestors a new marker of `g` is proven after: those given, or those its search finds
+ * (into `found`). */
+static gm_ancestors_t ancestors_of(gm_engine_t *e, const gm_graph_t *g, const gm_ancestors_t *anc,
+                                   uint64_t found[GM_ANCESTOR_MAX]) {
+    if (!anc)
+        return (gm_ancestors_t){NULL, 0, {0}};
+    if (!anc->search.parents)
+        return *anc;
+    return (gm_ancestors_t){found, search_markers(e, g, &anc->search, found), {0}};
 }
 
 /* Room for one more of the graph's node facts before its marker's node is added (nothing may
@@ -194,11 +193,12 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     gm_graph_t *g = gm_graph_take(e, graph, &created);
     gm_clock_t before;
     gm_record_t *r;
-    uint64_t node = 0;
+    uint64_t node = 0, found[GM_ANCESTOR_MAX];
+    gm_ancestors_t proven = ancestors_of(e, g, ancestors, found);
     if (!g ||
         gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
         gm_map_reserve(&e->addresses, 1) || gm_map_reserve(&e->nodes, 1) ||
-        (st = gm_proven_before(e, g, ancestors, &before)) != GM_OK ||
+        (st = gm_proven_before(e, g, &proven, &before)) != GM_OK ||
         (st = gm_record_create(e, g, params, before, &r)) != GM_OK)
         goto out;
     bool fact_kept = fact_room(e, g);
@@ -212,7 +212,6 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     fact_append(g, fact_kept, node, GM_MARKER_ALLOC, add);
     gm_marker_place(e, g, &r->alloc);
     gm_map_put(&e->nodes, node, &r->alloc); /* reserved above */
-    marker_known(e, node);
     *va_out = r->va;
     *node_out = node;
     st = GM_OK;
@@ -268,8 +267,10 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     if (!m)
         goto out;
     *m = (gm_marker_t){.kind = GM_MARKER_FREE, .record = r, .graph = g};
+    uint64_t found[GM_ANCESTOR_MAX];
+    gm_ancestors_t proven = ancestors_of(e, g, ancestors, found);
     if (gm_grow((void **)&g->frees, &g->free_cap, g->free_count + 1, sizeof *g->frees) ||
-        gm_map_reserve(&e->nodes, 1) || gm_proven_before(e, g, ancestors, &m->before)) {
+        gm_map_reserve(&e->nodes, 1) || gm_proven_before(e, g, &proven, &m->before)) {
         free(m);
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
@@ -296,7 +297,6 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         r->foreign_free = m;
     }
     gm_map_put(&e->nodes, node, m); /* reserved above */
-    marker_known(e, node);
     g->frees[g->free_count++] = m;
     *node_out = node;
     st = GM_OK;
@@ -390,7 +390,6 @@ size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap)
 
 static void forget_node(gm_engine_t *e, uint64_t node) {
     gm_map_remove(&e->nodes, node);
-    gm_keyset_remove(&e->marker_nodes, node);
 }
 
 static void graph_free(gm_engine_t *e, gm_graph_t *g) {
@@ -636,7 +635,6 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         cp.chunks[i] = NULL;
         c->records[c->record_count++] = copy;
         gm_map_put(&e->nodes, cp.alloc_nodes[i], &copy->alloc); /* reserved */
-        marker_known(e, cp.alloc_nodes[i]);
     }
     for (uint32_t i = 0; i < g->free_count; i++) {
         gm_record_t *copy = c->records[cp.free_record[i]];
@@ -648,7 +646,6 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         copy->freed_in_owner = true;
         c->frees[c->free_count++] = mc;
         gm_map_put(&e->nodes, cp.free_nodes[i], mc); /* reserved */
-        marker_known(e, cp.free_nodes[i]);
     }
 out:
     clone_plan_free(&cp);

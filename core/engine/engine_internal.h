@@ -61,10 +61,19 @@ typedef struct gm_chain {
     uint64_t placed;
 } gm_chain_t;
 
+/* A clock's entries, by chain: one is kept in place of the pointer (a marker along one stream's
+ * chain, most of them, then costs no allocation of its own), more in an owned array. */
 typedef struct gm_clock {
-    gm_clock_entry_t *at; /* by chain; owned */
+    union {
+        gm_clock_entry_t *many; /* count > 1; owned */
+        gm_clock_entry_t one;   /* count == 1 */
+    } at;
     uint32_t count;
 } gm_clock_t;
+
+static inline const gm_clock_entry_t *gm_clock_entries(const gm_clock_t *clock) {
+    return clock->count > 1 ? clock->at.many : &clock->at.one;
+}
 
 typedef struct gm_marker {
     gm_marker_kind_t kind;
@@ -293,7 +302,6 @@ struct gm_engine {
     gm_map_t graphs, nodes, execs, addresses; /* addresses: va -> first record of its chain */
     gm_map_t moved;     /* children moved into a parent with markers: still graphs holding some */
     gm_keyset_t served; /* the keys of `execs`, read without the lock */
-    gm_keyset_t marker_nodes;         /* the keys of `nodes`, read without the lock */
     gm_keyset_t address_keys;         /* the keys of `addresses`, read without the lock */
     atomic_bool address_keys_partial; /* an insert failed: the set may miss addresses */
     uint64_t next_graph_serial;

@@ -85,7 +85,6 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_map_fini(&e->nodes);
     gm_map_fini(&e->addresses);
     gm_keyset_fini(&e->served);
-    gm_keyset_fini(&e->marker_nodes);
     gm_keyset_fini(&e->address_keys);
     free(e->dead_reports);
     gm_order_fini(e);

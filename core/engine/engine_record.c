@@ -4,56 +4,86 @@
 #include "engine_record.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine_cover.h"
 
 /* ---- proofs: vector clocks over a graph's chains (engine_internal.h) ----------------------- */
 
 void gm_clock_release(gm_clock_t *clock) {
-    free(clock->at);
+    if (clock->count > 1)
+        free(clock->at.many);
     *clock = (gm_clock_t){0};
 }
 
 /* The position of chain `c` that `clock` proves, 0 for none. */
 static uint32_t clock_at(const gm_clock_t *clock, uint32_t c) {
+    const gm_clock_entry_t *at = gm_clock_entries(clock);
     uint32_t lo = 0, hi = clock->count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (clock->at[mid].chain < c)
+        if (at[mid].chain < c)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < clock->count && clock->at[lo].chain == c ? clock->at[lo].position : 0;
+    return lo < clock->count && at[lo].chain == c ? at[lo].position : 0;
 }
 
 static bool clock_covers(const gm_clock_t *clock, const gm_marker_t *m) {
     return m && m->position && clock_at(clock, m->chain) >= m->position;
 }
 
+/* A clock of the `n` entries of `at` (which it takes when it is `heap`, else copies). */
+static gm_status_t clock_of(gm_clock_entry_t *at, uint32_t n, bool heap, gm_clock_t *out) {
+    *out = (gm_clock_t){.count = n};
+    if (n <= 1) {
+        if (n)
+            out->at.one = at[0];
+        if (heap)
+            free(at);
+        return GM_OK;
+    }
+    if (!heap) {
+        gm_clock_entry_t *copy = malloc(n * sizeof *copy);
+        if (!copy)
+            return GM_ERR_OUT_OF_MEMORY;
+        memcpy(copy, at, n * sizeof *copy);
+        at = copy;
+    }
+    out->at.many = at;
+    return GM_OK;
+}
+
+/* Merges of a few chains, the usual ones, are made on the stack. */
+#define CLOCK_MERGE_LOCAL 8u
+
 /* out = the entrywise maximum of `acc` and `add` plus `own` (position 0: none), both sorted. */
 static gm_status_t clock_merge(const gm_clock_t *acc, const gm_clock_t *add, gm_clock_entry_t own,
                                gm_clock_t *out) {
     uint32_t room = acc->count + add->count + 1;
-    gm_clock_entry_t *at = malloc(room * sizeof *at);
+    gm_clock_entry_t local[CLOCK_MERGE_LOCAL];
+    bool heap = room > CLOCK_MERGE_LOCAL;
+    gm_clock_entry_t *at = heap ? malloc(room * sizeof *at) : local;
     if (!at)
         return GM_ERR_OUT_OF_MEMORY;
+    const gm_clock_entry_t *a = gm_clock_entries(acc), *b = gm_clock_entries(add);
     uint32_t i = 0, j = 0, n = 0;
     bool own_done = own.position == 0;
     while (i < acc->count || j < add->count || !own_done) {
         uint32_t c = UINT32_MAX;
-        if (i < acc->count && acc->at[i].chain < c)
-            c = acc->at[i].chain;
-        if (j < add->count && add->at[j].chain < c)
-            c = add->at[j].chain;
+        if (i < acc->count && a[i].chain < c)
+            c = a[i].chain;
+        if (j < add->count && b[j].chain < c)
+            c = b[j].chain;
         if (!own_done && own.chain < c)
             c = own.chain;
         uint32_t p = 0;
-        if (i < acc->count && acc->at[i].chain == c)
-            p = acc->at[i++].position;
-        if (j < add->count && add->at[j].chain == c && add->at[j].position > p)
-            p = add->at[j].position;
-        if (j < add->count && add->at[j].chain == c)
+        if (i < acc->count && a[i].chain == c)
+            p = a[i++].position;
+        if (j < add->count && b[j].chain == c && b[j].position > p)
+            p = b[j].position;
+        if (j < add->count && b[j].chain == c)
             j++;
         if (!own_done && own.chain == c) {
             p = own.position > p ? own.position : p;
@@ -61,8 +91,7 @@ static gm_status_t clock_merge(const gm_clock_t *acc, const gm_clock_t *add, gm_
         }
         at[n++] = (gm_clock_entry_t){c, p};
     }
-    *out = (gm_clock_t){at, n};
-    return GM_OK;
+    return clock_of(at, n, heap, out);
 }
 
 /* A clock lists at most this many chains: a capture that keeps starting chains (markers whose
@@ -91,15 +120,16 @@ static gm_status_t clock_trim(const gm_graph_t *g, gm_clock_t *clock) {
     ranked_entry_t *ranked = malloc(clock->count * sizeof *ranked);
     if (!ranked)
         return GM_ERR_OUT_OF_MEMORY;
+    gm_clock_entry_t *at = clock->at.many; /* more than CLOCK_MAX entries: an array */
     for (uint32_t k = 0; k < clock->count; k++) {
-        uint32_t c = clock->at[k].chain;
-        ranked[k] = (ranked_entry_t){clock->at[k], c < g->chain_count ? g->chains[c].placed : 0};
+        uint32_t c = at[k].chain;
+        ranked[k] = (ranked_entry_t){at[k], c < g->chain_count ? g->chains[c].placed : 0};
     }
     qsort(ranked, clock->count, sizeof *ranked, by_placed_desc);
     for (uint32_t k = 0; k < CLOCK_MAX; k++)
-        clock->at[k] = ranked[k].entry;
+        at[k] = ranked[k].entry;
     clock->count = CLOCK_MAX;
-    qsort(clock->at, clock->count, sizeof *clock->at, by_chain);
+    qsort(at, clock->count, sizeof *at, by_chain);
     free(ranked);
     return GM_OK;
 }
@@ -138,7 +168,7 @@ void gm_marker_place(gm_engine_t *e, gm_graph_t *g, gm_marker_t *m) {
         return;
     uint32_t c = g->chain_count;
     for (uint32_t k = 0; k < m->before.count && c == g->chain_count; k++) {
-        const gm_clock_entry_t *entry = &m->before.at[k];
+        const gm_clock_entry_t *entry = &gm_clock_entries(&m->before)[k];
         if (entry->chain < g->chain_count && g->chains[entry->chain].tip == entry->position)
             c = entry->chain;
     }

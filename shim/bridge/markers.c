@@ -59,14 +59,15 @@ gm_marker_kind_t gm_marker_of(CUgraphNode node, gm_marker_info_t *info) {
     return gm_engine_marker(engine, (uint64_t)(uintptr_t)node, info);
 }
 
-/* Markers among the ancestors of the new node's dependencies (gm_engine_find_ancestors): they
- * prove, online, that earlier frees and allocations come before it (engine.h). Searched for every
- * marker, whatever its size: a marker's proof passes on what its ancestors proved to the markers
- * after it, so one without a search would cut the chain for every free behind it. */
-typedef struct ancestor_set {
-    uint64_t markers[GM_ANCESTOR_MAX];
+/* Markers among the ancestors of the new node's dependencies prove, online, that earlier frees
+ * and allocations come before it (engine.h, gm_search_t): the engine searches for them inside the
+ * marker's critical section. Searched for every marker, whatever its size: a marker's proof passes
+ * on what its ancestors proved to the markers after it, so one without a search would cut the
+ * chain for every free behind it. */
+typedef struct ancestor_search {
+    uint64_t deps[GM_SEARCH_BUDGET];
     gm_ancestors_t view;
-} ancestor_set_t;
+} ancestor_search_t;
 
 /* Edge data is asked for, else an edge carrying some (into a kernel launched with programmatic
  * dependent launch: PyTorch's captured matmuls on the H200 had one) makes the query lossy and
@@ -89,14 +90,11 @@ static size_t node_parents(void *arg, uint64_t node, uint64_t *parents, size_t c
     return count;
 }
 
-static void find_ancestors(gm_engine_t *engine, const gm_marker_site_t *site, ancestor_set_t *set) {
-    uint64_t deps[GM_SEARCH_BUDGET];
+static void search_from(const gm_marker_site_t *site, ancestor_search_t *search) {
     size_t count = site->count < GM_SEARCH_BUDGET ? site->count : GM_SEARCH_BUDGET;
     for (size_t i = 0; i < count; i++)
-        deps[i] = (uint64_t)(uintptr_t)site->deps[i];
-    set->view.count = gm_engine_find_ancestors(engine, (uint64_t)(uintptr_t)site->graph, deps,
-                                               count, node_parents, NULL, set->markers);
-    set->view.markers = set->markers;
+        search->deps[i] = (uint64_t)(uintptr_t)site->deps[i];
+    search->view = (gm_ancestors_t){NULL, 0, {search->deps, count, node_parents, NULL}};
 }
 
 /* The marker node's driver call, made inside the engine's critical section (gm_node_call_t). */
@@ -140,8 +138,8 @@ static CUresult marker_result(gm_status_t status, const node_add_t *add) {
 CUresult gm_marker_alloc(gm_engine_t *engine, const gm_marker_site_t *site,
                          const gm_alloc_params_t *params, CUdeviceptr *va_out,
                          CUgraphNode *node_out) {
-    ancestor_set_t ancestors = {.view = {NULL, 0}};
-    find_ancestors(engine, site, &ancestors);
+    ancestor_search_t ancestors;
+    search_from(site, &ancestors);
     uint64_t graph = (uint64_t)(uintptr_t)site->graph, va = 0, node = 0, deps[GM_KNOWN_DEPS];
     node_add_t add = {site, CUDA_SUCCESS};
     gm_status_t status = gm_engine_alloc_marker(engine, graph, params, &ancestors.view,
@@ -155,8 +153,8 @@ CUresult gm_marker_alloc(gm_engine_t *engine, const gm_marker_site_t *site,
 
 CUresult gm_marker_free(gm_engine_t *engine, const gm_marker_site_t *site, CUdeviceptr dptr,
                         CUgraphNode *node_out) {
-    ancestor_set_t ancestors = {.view = {NULL, 0}};
-    find_ancestors(engine, site, &ancestors);
+    ancestor_search_t ancestors;
+    search_from(site, &ancestors);
     uint64_t graph = (uint64_t)(uintptr_t)site->graph, node = 0, deps[GM_KNOWN_DEPS];
     node_add_t add = {site, CUDA_SUCCESS};
     gm_status_t status =

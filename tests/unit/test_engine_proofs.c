@@ -152,9 +152,10 @@ static const gm_marker_t *marker_of(sim_t *s, uint64_t node) {
 static bool covers(const gm_clock_t *c, const gm_marker_t *m) {
     if (!m || !m->position)
         return false;
+    const gm_clock_entry_t *at = gm_clock_entries(c);
     for (uint32_t k = 0; k < c->count; k++)
-        if (c->at[k].chain == m->chain)
-            return c->at[k].position >= m->position;
+        if (at[k].chain == m->chain)
+            return at[k].position >= m->position;
     return false;
 }
 
@@ -367,7 +368,7 @@ static bool add_key(void *arg, uint64_t *node_out) {
 static uint64_t alloc_marker(gm_engine_t *e, uint64_t graph, const uint64_t *anc, size_t n,
                              uint64_t *node) {
     gm_alloc_params_t p = {.device = 0, .size = 4096};
-    gm_ancestors_t a = {anc, n};
+    gm_ancestors_t a = {.markers = anc, .count = n};
     uint64_t va = 0;
     if (gm_engine_alloc_marker(e, graph, &p, &a, (gm_node_call_t){.fn = add_key, .arg = NULL}, &va,
                                node) != GM_OK)
@@ -378,7 +379,7 @@ static uint64_t alloc_marker(gm_engine_t *e, uint64_t graph, const uint64_t *anc
 static uint64_t free_marker(gm_engine_t *e, uint64_t graph, uint64_t va, const uint64_t *anc,
                             size_t n) {
     uint64_t node = 0;
-    gm_ancestors_t a = {anc, n};
+    gm_ancestors_t a = {.markers = anc, .count = n};
     if (gm_engine_free_marker(e, graph, va, &a, (gm_node_call_t){.fn = add_key, .arg = NULL},
                               &node) != GM_OK)
         return 0;

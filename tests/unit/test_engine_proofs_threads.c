@@ -62,7 +62,7 @@ static void *work(void *arg) {
         uint64_t anc[2];
         for (uint32_t k = 0; k < n; k++)
             anc[k] = 0x100000 + deps[k];
-        gm_ancestors_t a = {anc, n};
+        gm_ancestors_t a = {.markers = anc, .count = n};
         add_t ad = {deps, n, 0, UINT32_MAX};
         if (nu && (gm_rand(&w->rng) % 2 || nu == 64)) {
             uint32_t r = unfreed[0];

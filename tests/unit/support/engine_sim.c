@@ -92,12 +92,13 @@ size_t sim_node_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap)
     return n;
 }
 
-static uint32_t find_ancestors(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n,
-                               uint64_t *out) {
-    uint64_t keys[SIM_MAX_NODES];
+/* The search for a new marker's ancestors, as the shim hands it to the engine (gm_search_t): from
+ * the node's dependencies, run inside the marker's critical section. */
+static gm_ancestors_t search_from(sim_graph_t *g, const uint32_t *deps, uint32_t n,
+                                  uint64_t keys[SIM_MAX_NODES]) {
     for (uint32_t k = 0; k < n; k++)
         keys[k] = g->nodes[deps[k]];
-    return (uint32_t)gm_engine_find_ancestors(s->engine, g->key, keys, n, sim_node_parents, g, out);
+    return (gm_ancestors_t){NULL, 0, {keys, n, sim_node_parents, g}};
 }
 
 uint32_t sim_plain(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_t n) {
@@ -126,8 +127,8 @@ static bool sim_add_node(void *arg, uint64_t *node_out) {
 
 uint32_t sim_alloc_on(sim_t *s, sim_graph_t *g, const gm_alloc_params_t *params,
                       const uint32_t *deps, uint32_t n) {
-    uint64_t markers[SIM_MAX_NODES];
-    gm_ancestors_t anc = {markers, find_ancestors(s, g, deps, n, markers)};
+    uint64_t keys[SIM_MAX_NODES];
+    gm_ancestors_t anc = search_from(g, deps, n, keys);
     uint64_t va = 0, node = 0;
     sim_node_add_t add = {s, g, SIM_ALLOC, deps, n, UINT32_MAX};
     if (gm_engine_alloc_marker(s->engine, g->key, params, &anc,
@@ -146,8 +147,8 @@ uint32_t sim_alloc(sim_t *s, sim_graph_t *g, uint64_t size, const uint32_t *deps
 
 uint32_t sim_free(sim_t *s, sim_graph_t *g, uint64_t va, const uint32_t *deps, uint32_t n,
                   gm_status_t *st) {
-    uint64_t markers[SIM_MAX_NODES], node = 0;
-    gm_ancestors_t anc = {markers, find_ancestors(s, g, deps, n, markers)};
+    uint64_t keys[SIM_MAX_NODES], node = 0;
+    gm_ancestors_t anc = search_from(g, deps, n, keys);
     sim_node_add_t add = {s, g, SIM_FREE, deps, n, UINT32_MAX};
     gm_status_t r = gm_engine_free_marker(s->engine, g->key, va, &anc,
                                           (gm_node_call_t){.fn = sim_add_node, .arg = &add}, &node);
