@@ -1,6 +1,7 @@
 #include "mempools.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "interpose/driver.h"
@@ -19,6 +20,14 @@ static uint32_t pool_count, pool_cap;
 static CUmemoryPool current[GM_MAX_DEVICES]; /* NULL: the device's default pool */
 static CUmemoryPool defaults[GM_MAX_DEVICES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Raised under the lock after every change above: a thread's memo of its last answer
+ * (gm_mempool_servable) holds while this is what it was when the answer was made. */
+static atomic_uint_fast64_t generation = 1;
+
+static void unlock_changed(void) {
+    atomic_fetch_add_explicit(&generation, 1, memory_order_release);
+    pthread_mutex_unlock(&lock);
+}
 
 static known_pool_t *find_locked(CUmemoryPool pool) {
     for (uint32_t i = 0; i < pool_count; i++)
@@ -66,7 +75,7 @@ void gm_mempools_learn_defaults(int device_count) {
             known = add_locked(pool, d, true);
         if (known != NULL)
             known->access |= access;
-        pthread_mutex_unlock(&lock);
+        unlock_changed();
     }
 }
 
@@ -79,7 +88,7 @@ void gm_mempool_created(CUmemoryPool pool, const CUmemPoolProps *props) {
                     props->usage == 0 && memcmp(props->reserved, zero, sizeof zero) == 0;
     pthread_mutex_lock(&lock);
     add_locked(pool, device_memory ? props->location.id : -1, servable);
-    pthread_mutex_unlock(&lock);
+    unlock_changed();
 }
 
 void gm_mempool_destroyed(CUmemoryPool pool) {
@@ -90,7 +99,7 @@ void gm_mempool_destroyed(CUmemoryPool pool) {
     for (int d = 0; d < GM_MAX_DEVICES; d++)
         if (current[d] == pool)
             current[d] = NULL;
-    pthread_mutex_unlock(&lock);
+    unlock_changed();
 }
 
 void gm_mempool_access_set(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
@@ -106,7 +115,7 @@ void gm_mempool_access_set(CUmemoryPool pool, const CUmemAccessDesc *map, size_t
         else
             known->access &= ~(1ull << d);
     }
-    pthread_mutex_unlock(&lock);
+    unlock_changed();
 }
 
 void gm_mempool_current_set(CUdevice device, CUmemoryPool pool) {
@@ -114,13 +123,33 @@ void gm_mempool_current_set(CUdevice device, CUmemoryPool pool) {
         return;
     pthread_mutex_lock(&lock);
     current[device] = pool == defaults[device] ? NULL : pool;
-    pthread_mutex_unlock(&lock);
+    unlock_changed();
 }
 
 bool gm_mempool_servable(CUmemoryPool pool, int device, int *device_out, uint64_t *access_out) {
     if (pool == NULL && (device < 0 || device >= GM_MAX_DEVICES))
         return false;
+    /* A capture asks about one pool allocation after allocation: the answer this thread had last
+     * stands while nothing changed since (read before the lock: an answer from just before a
+     * change another thread is making is one the lock could have given too). */
+    static _Thread_local struct {
+        uint_fast64_t generation; /* 0: none */
+        CUmemoryPool pool;
+        int device, device_out;
+        bool servable;
+        uint64_t access;
+    } last;
+    if (last.generation == atomic_load_explicit(&generation, memory_order_acquire) &&
+        last.pool == pool && (pool != NULL || last.device == device)) {
+        if (last.servable) {
+            *device_out = last.device_out;
+            *access_out = last.access;
+        }
+        return last.servable;
+    }
     pthread_mutex_lock(&lock);
+    uint_fast64_t now = atomic_load_explicit(&generation, memory_order_relaxed);
+    CUmemoryPool asked = pool;
     if (pool == NULL)
         pool = current[device] ? current[device] : defaults[device];
     const known_pool_t *known = pool ? find_locked(pool) : NULL;
@@ -130,5 +159,11 @@ bool gm_mempool_servable(CUmemoryPool pool, int device, int *device_out, uint64_
         *access_out = known->access;
     }
     pthread_mutex_unlock(&lock);
+    last.generation = now;
+    last.pool = asked;
+    last.device = device;
+    last.servable = servable;
+    last.device_out = servable ? *device_out : 0;
+    last.access = servable ? *access_out : 0;
     return servable;
 }

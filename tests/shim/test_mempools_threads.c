@@ -10,8 +10,13 @@
  * - a pool destroyed while another thread makes one that gets its handle: the new pool stays
  *   known;
  * - two threads setting a pool's access at once: the mirror keeps the driver's last answer.
- * Each fails without the hooks' lock (144b854). Also run under ThreadSanitizer. */
+ * Each fails without the hooks' lock (144b854).
+ * - a thread asking about its device's pool while another selects pools and sets access: each
+ *   answer after a change is the changed one (the asking thread's memo of its last answer goes
+ *   with any change).
+ * Also run under ThreadSanitizer. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -280,6 +285,55 @@ static void test_access_at_once(void) {
     CHECK_EQ_INT(gm_hook_cuMemPoolDestroy(shared_pool), CUDA_SUCCESS);
 }
 
+/* ---- a thread's memo of its last answer, after changes made by another ---------------------- */
+
+/* The change a round makes (the main thread), and the reader's acknowledgement of each. */
+static atomic_int round_done, round_seen;
+static CUmemoryPool memo_pools[2];
+
+/* What the mirror must answer after round `r`: odd rounds select the second pool, rounds 2 and 3
+ * (mod 4) grant device 1 access to the first. */
+static uint64_t expected_access(int r) {
+    return r % 2 ? 1 : (r % 4 >= 2 ? 3 : 1);
+}
+
+static void *memo_reader(void *unused) {
+    (void)unused;
+    for (int r = 1; r <= 200; r++) {
+        int device = -1;
+        uint64_t access = 0;
+        /* Ask while the round is made: the memo is used and made again meanwhile. */
+        while (atomic_load(&round_done) < r)
+            (void)gm_mempool_servable(NULL, DEVICE, &device, &access);
+        CHECK(gm_mempool_servable(NULL, DEVICE, &device, &access));
+        CHECK_EQ_U64(access, expected_access(r));
+        atomic_store(&round_seen, r);
+    }
+    return NULL;
+}
+
+static void test_memo_follows_changes(void) {
+    memo_pools[0] = make_pool(0);
+    memo_pools[1] = make_pool(0);
+    CHECK_EQ_INT(gm_hook_cuDeviceSetMemPool(DEVICE, memo_pools[0]), CUDA_SUCCESS);
+    shared_pool = memo_pools[0];
+    pthread_t reader;
+    pthread_create(&reader, NULL, memo_reader, NULL);
+    for (int r = 1; r <= 200; r++) {
+        CHECK_EQ_INT(gm_hook_cuDeviceSetMemPool(DEVICE, memo_pools[r % 2]), CUDA_SUCCESS);
+        if (r % 2 == 0)
+            CHECK_EQ_INT(set_device1_access(r % 4 >= 2 ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                                       : CU_MEM_ACCESS_FLAGS_PROT_NONE),
+                         CUDA_SUCCESS);
+        atomic_store(&round_done, r);
+        while (atomic_load(&round_seen) < r)
+            sched_yield();
+    }
+    pthread_join(reader, NULL);
+    CHECK_EQ_INT(gm_hook_cuMemPoolDestroy(memo_pools[0]), CUDA_SUCCESS);
+    CHECK_EQ_INT(gm_hook_cuMemPoolDestroy(memo_pools[1]), CUDA_SUCCESS);
+}
+
 int main(void) {
     gm_real.cuMemPoolCreate = fake_pool_create;
     gm_real.cuMemPoolDestroy = fake_pool_destroy;
@@ -288,5 +342,6 @@ int main(void) {
     RUN_TEST(test_select_at_once);
     RUN_TEST(test_destroy_and_create_at_once);
     RUN_TEST(test_access_at_once);
+    RUN_TEST(test_memo_follows_changes);
     return gm_check_summary();
 }
