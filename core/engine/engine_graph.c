@@ -20,7 +20,11 @@ gm_graph_t *gm_graph_new(gm_engine_t *e, uint64_t key) {
 }
 
 gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
+    if (e->graph_memo && e->graph_memo->key == key)
+        return e->graph_memo;
     gm_graph_t *g = gm_map_get(&e->graphs, key);
+    if (g)
+        e->graph_memo = g;
     if (g || !create)
         return g;
     if (!(g = gm_graph_new(e, key)))
@@ -29,7 +33,13 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
         free(g);
         return NULL;
     }
-    return g;
+    return e->graph_memo = g;
+}
+
+static gm_graph_t *gm_graph_unlist(gm_engine_t *e, uint64_t key) {
+    if (e->graph_memo && e->graph_memo->key == key)
+        e->graph_memo = NULL;
+    return gm_map_remove(&e->graphs, key);
 }
 
 /* The markers among the ancestors of a new marker of `g` (gm_search_t), under the engine lock:
@@ -37,7 +47,7 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
  * usually a few kernels, so the budget finds the previous marker while keeping the capture path
  * cheap. */
 static size_t search_markers(gm_engine_t *e, const gm_graph_t *g, const gm_search_t *search,
-                             uint64_t markers_out[GM_ANCESTOR_MAX]) {
+                             const gm_marker_t *markers_out[GM_ANCESTOR_MAX]) {
     if (e->config.lift_restrictions || !g || !g->packers || !search->parents)
         return 0;
     uint64_t queue[GM_SEARCH_BUDGET];
@@ -46,8 +56,9 @@ static size_t search_markers(gm_engine_t *e, const gm_graph_t *g, const gm_searc
         queue[tail++] = search->deps[i];
     while (head < tail && found < GM_ANCESTOR_MAX) {
         uint64_t node = queue[head++];
-        if (gm_map_get(&e->nodes, node)) {
-            markers_out[found++] = node;
+        const gm_marker_t *m = gm_map_get(&e->nodes, node);
+        if (m) {
+            markers_out[found++] = m;
             continue;
         }
         uint64_t up[GM_SEARCH_PARENTS];
@@ -67,21 +78,25 @@ size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *
                                 gm_parents_fn parents, void *arg,
                                 uint64_t markers_out[GM_ANCESTOR_MAX]) {
     gm_search_t search = {deps, count, parents, arg};
+    const gm_marker_t *found[GM_ANCESTOR_MAX];
     pthread_mutex_lock(&e->lock);
-    size_t found = search_markers(e, gm_graph_get(e, graph, false), &search, markers_out);
+    size_t n = search_markers(e, gm_graph_get(e, graph, false), &search, found);
+    for (size_t i = 0; i < n; i++)
+        markers_out[i] = found[i]->node;
     gm_engine_unlock_unchanged(e);
-    return found;
+    return n;
 }
 
-/* The ancestors a new marker of `g` is proven after: those given, or those its search finds
- * (into `found`). */
-static gm_ancestors_t ancestors_of(gm_engine_t *e, const gm_graph_t *g, const gm_ancestors_t *anc,
-                                   uint64_t found[GM_ANCESTOR_MAX]) {
-    if (!anc)
-        return (gm_ancestors_t){NULL, 0, {0}};
-    if (!anc->search.parents)
-        return *anc;
-    return (gm_ancestors_t){found, search_markers(e, g, &anc->search, found), {0}};
+/* The markers a new marker of `g` follows: those given, or those its search finds. */
+static size_t markers_before(gm_engine_t *e, const gm_graph_t *g, const gm_ancestors_t *anc,
+                             const gm_marker_t *out[GM_ANCESTOR_MAX]) {
+    if (anc && anc->search.parents)
+        return search_markers(e, g, &anc->search, out);
+    size_t n = 0;
+    for (size_t i = 0; anc && i < anc->count && n < GM_ANCESTOR_MAX; i++)
+        if ((out[n] = gm_map_get(&e->nodes, anc->markers[i])))
+            n++;
+    return n;
 }
 
 /* Room for one more of the graph's node facts before its marker's node is added (nothing may
@@ -171,7 +186,7 @@ gm_graph_t *gm_graph_take(gm_engine_t *e, uint64_t graph, bool *created) {
 void gm_graph_unlist_new(gm_engine_t *e, gm_graph_t *g, bool created) {
     if (!created || !g)
         return;
-    gm_map_remove(&e->graphs, g->key);
+    gm_graph_unlist(e, g->key);
     graph_free(e, g);
 }
 
@@ -193,12 +208,13 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     gm_graph_t *g = gm_graph_take(e, graph, &created);
     gm_clock_t before;
     gm_record_t *r;
-    uint64_t node = 0, found[GM_ANCESTOR_MAX];
-    gm_ancestors_t proven = ancestors_of(e, g, ancestors, found);
+    uint64_t node = 0;
+    const gm_marker_t *after[GM_ANCESTOR_MAX];
     if (!g ||
         gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
         gm_map_reserve(&e->addresses, 1) || gm_map_reserve(&e->nodes, 1) ||
-        (st = gm_proven_before(e, g, &proven, &before)) != GM_OK ||
+        (st = gm_proven_before(e, g, after, markers_before(e, g, ancestors, after), &before)) !=
+            GM_OK ||
         (st = gm_record_create(e, g, params, before, &r)) != GM_OK)
         goto out;
     bool fact_kept = fact_room(e, g);
@@ -267,10 +283,10 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     if (!m)
         goto out;
     *m = (gm_marker_t){.kind = GM_MARKER_FREE, .record = r, .graph = g};
-    uint64_t found[GM_ANCESTOR_MAX];
-    gm_ancestors_t proven = ancestors_of(e, g, ancestors, found);
+    const gm_marker_t *after[GM_ANCESTOR_MAX];
     if (gm_grow((void **)&g->frees, &g->free_cap, g->free_count + 1, sizeof *g->frees) ||
-        gm_map_reserve(&e->nodes, 1) || gm_proven_before(e, g, &proven, &m->before)) {
+        gm_map_reserve(&e->nodes, 1) ||
+        gm_proven_before(e, g, after, markers_before(e, g, ancestors, after), &m->before)) {
         free(m);
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
@@ -482,7 +498,7 @@ gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, siz
         st = GM_ERR_DRIVER;
     } else {
         for (size_t i = 0; i < count; i++) {
-            gm_graph_t *g = gm_map_remove(&e->graphs, graphs[i]);
+            gm_graph_t *g = gm_graph_unlist(e, graphs[i]);
             gm_map_remove(&e->moved, graphs[i]);
             if (g)
                 graph_free(e, g);
@@ -498,6 +514,7 @@ void gm_graphs_destroy_all(gm_engine_t *e) {
     while (gm_map_next(&e->graphs, &pos, NULL, &v))
         graph_free(e, v);
     gm_map_fini(&e->graphs);
+    e->graph_memo = NULL;
     gm_map_fini(&e->moved);
 }
 
@@ -620,7 +637,7 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         goto out;
     }
     if ((st = clone_prepare(e, g, c, find, &cp)) != GM_OK) {
-        gm_map_remove(&e->graphs, clone);
+        gm_graph_unlist(e, clone);
         free(c->records);
         free(c->frees);
         free(c);
@@ -662,7 +679,7 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
                 sizeof *p->records) ||
         gm_grow((void **)&p->frees, &p->free_cap, p->free_count + c->free_count, sizeof *p->frees))
         goto out; /* host OOM: the child keeps its markers, which stay valid */
-    gm_map_remove(&e->graphs, child);
+    gm_graph_unlist(e, child);
     /* Its nodes are still memory nodes to the driver: edges and nodes of the child stay as fixed
      * as those of any graph holding markers (reached through cuGraphChildGraphNodeGetGraph). */
     if (c->record_count || c->free_count)

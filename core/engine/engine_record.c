@@ -134,15 +134,15 @@ static gm_status_t clock_trim(const gm_graph_t *g, gm_clock_t *clock) {
     return GM_OK;
 }
 
-gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
-                             gm_clock_t *out) {
+gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_marker_t *const *markers,
+                             size_t count, gm_clock_t *out) {
     *out = (gm_clock_t){0};
     if (e->config.lift_restrictions)
         return GM_OK; /* an edge or node on the path may be removed later: nothing is proven */
     /* Each ancestor marker of `g`: what it was proven to follow, and itself. */
-    for (size_t i = 0; anc && i < anc->count; i++) {
-        const gm_marker_t *m = gm_map_get(&e->nodes, anc->markers[i]);
-        if (!m || m->graph != g)
+    for (size_t i = 0; i < count; i++) {
+        const gm_marker_t *m = markers[i];
+        if (m->graph != g)
             continue;
         gm_clock_t merged;
         gm_status_t st =

@@ -5,9 +5,10 @@
 #include "engine_internal.h"
 
 void gm_clock_release(gm_clock_t *clock);
-/* What is proven to precede a new marker of `g` with these ancestors. */
-gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_ancestors_t *anc,
-                             gm_clock_t *out);
+/* What is proven to precede a new marker of `g` that follows these `count` markers (any graph's:
+ * those of other graphs prove nothing). */
+gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_marker_t *const *markers,
+                             size_t count, gm_clock_t *out);
 /* Gives `m` (attached now, its `before` set) its place on a chain of `g` when it is the marker of
  * a packed allocation or of a free of one; nothing else is ever asked about. Without host memory
  * it gets none: nothing after it is proven to follow it. */
