@@ -1,6 +1,7 @@
 #include "util.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
@@ -35,6 +36,48 @@ uint64_t gm_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARE_KEPT(spare) 0u
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPARE_KEPT(spare) 0u
+#endif
+#endif
+#ifndef SPARE_KEPT
+#define SPARE_KEPT(spare) ((spare)->max)
+#endif
+
+void *gm_spare_take(gm_spare_t *spare, size_t size) {
+    void *object = spare->head;
+    if (!object)
+        return calloc(1, size);
+    memcpy(&spare->head, object, sizeof spare->head);
+    spare->count--;
+    memset(object, 0, size);
+    return object;
+}
+
+void gm_spare_give(gm_spare_t *spare, void *object) {
+    if (!object)
+        return;
+    if (spare->count >= SPARE_KEPT(spare)) {
+        free(object);
+        return;
+    }
+    memcpy(object, &spare->head, sizeof spare->head);
+    spare->head = object;
+    spare->count++;
+}
+
+void gm_spare_fini(gm_spare_t *spare) {
+    while (spare->head) {
+        void *object = spare->head;
+        memcpy(&spare->head, object, sizeof spare->head);
+        free(object);
+    }
+    spare->count = 0;
 }
 
 void gm_free_each(void *const pointers[], size_t count) {

@@ -42,6 +42,22 @@ gm_status_t gm_grow_parallel(void **const arrays[], const size_t elems[], unsign
  */
 void gm_free_each(void *const pointers[], size_t count);
 
+/* Objects of one kind freed and kept for reuse, linked through their first bytes (so at least a
+ * pointer large): a capture makes records and markers by the thousand and a graph's end frees them
+ * all at once, more than glibc's per-thread cache holds, so each went back to its bins and came
+ * out of them again. Keeps at most `max` (none under AddressSanitizer, whose use-after-free check
+ * needs every free to be one). The caller serializes uses of one list. */
+typedef struct gm_spare {
+    void *head;
+    uint32_t count, max;
+} gm_spare_t;
+
+/* A zeroed object of `size` bytes: a kept one, else a new one (NULL without host memory). */
+void *gm_spare_take(gm_spare_t *spare, size_t size);
+/* Keeps `object` (NULL: nothing) for reuse, or frees it when the list is full. */
+void gm_spare_give(gm_spare_t *spare, void *object);
+void gm_spare_fini(gm_spare_t *spare);
+
 uint64_t gm_now_ns(void);
 
 #endif

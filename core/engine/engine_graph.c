@@ -276,7 +276,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     bool created;
     gm_graph_t *g = gm_graph_take(e, graph, &created);
     gm_record_t *r = g ? free_target(e, g, va) : NULL;
-    gm_marker_t *m = r ? calloc(1, sizeof *m) : NULL;
+    gm_marker_t *m = r ? gm_spare_take(&e->spare_markers, sizeof *m) : NULL;
     uint64_t node = 0;
     if (!g || (r && !m))
         st = GM_ERR_OUT_OF_MEMORY;
@@ -287,14 +287,14 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     if (gm_grow((void **)&g->frees, &g->free_cap, g->free_count + 1, sizeof *g->frees) ||
         gm_map_reserve(&e->nodes, 1) ||
         gm_proven_before(e, g, after, markers_before(e, g, ancestors, after), &m->before)) {
-        free(m);
+        gm_spare_give(&e->spare_markers, m);
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
     }
     bool fact_kept = fact_room(e, g);
     if (!add.fn(add.arg, &node)) {
         gm_clock_release(&m->before);
-        free(m);
+        gm_spare_give(&e->spare_markers, m);
         st = GM_ERR_DRIVER;
         goto out;
     }
@@ -338,7 +338,7 @@ static void free_marker_release(gm_engine_t *e, gm_marker_t *m, bool unfree) {
     if (r->foreign_free == m)
         r->foreign_free = NULL;
     gm_clock_release(&m->before);
-    free(m);
+    gm_spare_give(&e->spare_markers, m);
     gm_record_unref_check(e, r);
 }
 

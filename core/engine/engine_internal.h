@@ -303,6 +303,7 @@ struct gm_engine {
     /* The graph gm_graph_get found last (a capture asks for one graph marker after marker); every
      * removal from `graphs` goes through gm_graph_unlist, which forgets it. */
     gm_graph_t *graph_memo;
+    gm_spare_t spare_records, spare_markers; /* freed records and free markers, for reuse */
     gm_map_t moved;     /* children moved into a parent with markers: still graphs holding some */
     gm_keyset_t served; /* the keys of `execs`, read without the lock */
     gm_keyset_t address_keys;         /* the keys of `addresses`, read without the lock */

@@ -33,6 +33,8 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     gm_order_init(e);
     e->backend = *backend;
     e->config = *config;
+    /* Enough for the records and frees of a few captures of thousands of pairs. */
+    e->spare_records.max = e->spare_markers.max = 4096;
     e->page = backend->granularity;
     uint64_t mh = config->max_handle < e->page ? e->page : config->max_handle;
     e->config.max_handle = (mh + e->page - 1) / e->page * e->page;
@@ -86,6 +88,8 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_map_fini(&e->addresses);
     gm_keyset_fini(&e->served);
     gm_keyset_fini(&e->address_keys);
+    gm_spare_fini(&e->spare_records);
+    gm_spare_fini(&e->spare_markers);
     free(e->dead_reports);
     gm_order_fini(e);
     pthread_cond_destroy(&e->uncovered);

@@ -253,7 +253,7 @@ static void record_destroy(gm_engine_t *e, gm_record_t *r) {
         gm_cover_release_va(e, r->win_base, r->win_bytes);
     }
     gm_clock_release(&r->alloc.before);
-    free(r);
+    gm_spare_give(&e->spare_records, r);
 }
 
 void gm_record_unref_check(gm_engine_t *e, gm_record_t *r) {
@@ -392,7 +392,7 @@ static gm_status_t assign_address(gm_engine_t *e, gm_graph_t *g, gm_record_t *r)
 
 gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_params_t *params,
                              gm_clock_t before, gm_record_t **out) {
-    gm_record_t *r = calloc(1, sizeof *r);
+    gm_record_t *r = gm_spare_take(&e->spare_records, sizeof *r);
     if (!r) {
         gm_clock_release(&before);
         return GM_ERR_OUT_OF_MEMORY;
@@ -405,7 +405,7 @@ gm_status_t gm_record_create(gm_engine_t *e, gm_graph_t *g, const gm_alloc_param
     gm_status_t st = assign_address(e, g, r);
     if (st != GM_OK) {
         gm_clock_release(&r->alloc.before);
-        free(r);
+        gm_spare_give(&e->spare_records, r);
         return st;
     }
     r->va_next = gm_map_get(&e->addresses, r->va);
