@@ -145,6 +145,10 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *engine, uint64_t graph,
 /* True when `va` is the address of a graph allocation graphmem made whose node, memory or exec is
  * still alive (the shim passes everything else to the driver). */
 bool gm_engine_owns(gm_engine_t *engine, uint64_t va);
+/* False when `va` is certainly no such address, answered without the engine lock (most frees in a
+ * process are of other memory); true means only maybe: a free the engine then refuses asks
+ * gm_engine_owns whether the driver answers it instead. */
+bool gm_engine_may_own(gm_engine_t *engine, uint64_t va);
 
 /* A free of `va` inside `graph` (captured cuMemFreeAsync or a free node), its marker node added
  * through `add` and attached in the same critical section. GM_ERR_INVALID_VALUE, changing nothing

@@ -450,12 +450,16 @@ void gm_record_abort(gm_engine_t *e, gm_record_t *r) {
     gm_record_unref_check(e, r);
 }
 
+bool gm_engine_may_own(gm_engine_t *e, uint64_t va) {
+    /* A miss in the set of graph addresses, read without the lock, answers without waiting on the
+     * engine (which may be mapping a first launch). A record made or forgotten meanwhile may be
+     * seen either way, as under the lock. */
+    return atomic_load_explicit(&e->address_keys_partial, memory_order_acquire) ||
+           gm_keyset_contains(&e->address_keys, va);
+}
+
 bool gm_engine_owns(gm_engine_t *e, uint64_t va) {
-    /* Most frees in a process are of other memory: a miss in the set of graph addresses, read
-     * without the lock, answers them without waiting on the engine (which may be mapping a first
-     * launch). A record made or forgotten meanwhile may be seen either way, as under the lock. */
-    if (!atomic_load_explicit(&e->address_keys_partial, memory_order_acquire) &&
-        !gm_keyset_contains(&e->address_keys, va))
+    if (!gm_engine_may_own(e, va))
         return false;
     pthread_mutex_lock(&e->lock);
     bool owns = false;

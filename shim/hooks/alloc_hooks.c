@@ -286,11 +286,17 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
     }
 }
 
+/* Frees of addresses graphmem may own are served without the engine lock for the ownership
+ * question: a free it refuses (which changed nothing) of an address it does not own after all goes
+ * to the driver, as one never served would have. */
 static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     gm_engine_t *engine = gm_glue_engine_if_started();
-    if (engine == NULL || !gm_engine_owns(engine, dptr))
+    if (engine == NULL || !gm_engine_may_own(engine, dptr))
         return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
-    return free_served(engine, dptr, stream, ptsz);
+    CUresult result = free_served(engine, dptr, stream, ptsz);
+    if (result != CUDA_SUCCESS && !gm_engine_owns(engine, dptr))
+        return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
+    return result;
 }
 
 CUresult gm_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {

@@ -10,7 +10,8 @@
  * Also, under GRAPHMEM_UAF_CHECK=1, which synchronizes an async free's stream before unmapping:
  * a free on the legacy default stream, NULL or CU_STREAM_LEGACY named through either ABI, is not
  * waited for (ac728da: the named handle was), while a created stream and the per-thread default
- * stream are. */
+ * stream are.
+ * Also: a free of an address graphmem may own but does not goes to the driver. */
 #include <string.h>
 
 #include "check.h"
@@ -19,6 +20,7 @@
 #include "backend_cuda.h"
 #include "captures.h"
 #include "engine_glue.h"
+#include "engine_internal.h"
 #include "options.h"
 
 /* What the rest of the shim (interpose/) would give. */
@@ -343,6 +345,39 @@ static void test_legacy_not_waited_under_uaf_check(void) {
     gm_options_load(none);
 }
 
+/* The driver's own free, for frees graphmem passes on: counted, with a code of its own. */
+static unsigned driver_frees;
+
+static CUresult CUDAAPI driver_free(CUdeviceptr dptr, CUstream stream) {
+    (void)dptr, (void)stream;
+    driver_frees++;
+    return CUDA_ERROR_NOT_PERMITTED;
+}
+
+/* An address the lock-free set cannot rule out (gm_engine_may_own: here every address, as after
+ * a failed insert into the set) that is no allocation graphmem owns: its free, refused by the
+ * served path, goes to the driver and gets the driver's answer, outside captures and in one, as
+ * it did when ownership was asked first under the engine lock. */
+static void test_unowned_address_goes_to_the_driver(void) {
+    sim_t s;
+    REQUIRE(world_init(&s));
+    gm_real.cuMemFreeAsync = driver_free;
+    gm_real.cuMemFreeAsync_ptsz = driver_free;
+    driver_frees = 0;
+    atomic_store(&s.engine->address_keys_partial, true);
+    stream_t idle = {0}, capturing = {0};
+    const CUdeviceptr other = 0x7f0000100000;
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync(other, handle(&idle)), CUDA_ERROR_NOT_PERMITTED);
+    CHECK_EQ_INT(driver_frees, 1);
+    fake_stream_capture(&capturing.capture, 11, NULL);
+    atomic_store(&gm_captures_in_flight, 1);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync_ptsz(other, handle(&capturing)), CUDA_ERROR_NOT_PERMITTED);
+    CHECK_EQ_INT(driver_frees, 2);
+    CHECK_EQ_INT(idle.records + capturing.records, 0);
+    atomic_store(&gm_captures_in_flight, 0);
+    world_fini(&s);
+}
+
 int main(void) {
     driver_install();
     RUN_TEST(test_invalidated_exec_alive);
@@ -353,5 +388,6 @@ int main(void) {
     RUN_TEST(test_destroyed_exec_destroyed);
     RUN_TEST(test_legacy_not_waited_under_uaf_check);
     RUN_TEST(test_capture_begins_after_query);
+    RUN_TEST(test_unowned_address_goes_to_the_driver);
     return gm_check_summary();
 }
