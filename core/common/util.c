@@ -39,15 +39,20 @@ uint64_t gm_now_ns(void) {
 }
 
 #if defined(__SANITIZE_ADDRESS__)
-#define SPARE_KEPT(spare) 0u
+#define SPARE_UNDER_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define SPARE_KEPT(spare) 0u
+#define SPARE_UNDER_ASAN 1
 #endif
 #endif
-#ifndef SPARE_KEPT
-#define SPARE_KEPT(spare) ((spare)->max)
+#ifndef SPARE_UNDER_ASAN
+#define SPARE_UNDER_ASAN 0
 #endif
+
+/* How many objects `spare` keeps: none under AddressSanitizer. */
+static uint32_t spare_kept(const gm_spare_t *spare) {
+    return SPARE_UNDER_ASAN ? 0 : spare->max;
+}
 
 void *gm_spare_take(gm_spare_t *spare, size_t size) {
     void *object = spare->head;
@@ -62,7 +67,7 @@ void *gm_spare_take(gm_spare_t *spare, size_t size) {
 void gm_spare_give(gm_spare_t *spare, void *object) {
     if (!object)
         return;
-    if (spare->count >= SPARE_KEPT(spare)) {
+    if (spare->count >= spare_kept(spare)) {
         free(object);
         return;
     }
