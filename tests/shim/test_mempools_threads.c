@@ -167,6 +167,15 @@ static bool wait_slow_applied(void) {
 
 /* ---- two threads selecting pools ------------------------------------------------------------ */
 
+/* The slow call's thread and the other one, at once; returns once both did. */
+static void run_both(void *(*slow)(void *), void *(*other)(void *)) {
+    pthread_t a, b;
+    REQUIRE(pthread_create(&a, NULL, slow, NULL) == 0);
+    REQUIRE(pthread_create(&b, NULL, other, NULL) == 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+}
+
 static CUmemoryPool first_pool, second_pool;
 
 static void *select_first(void *unused) {
@@ -190,11 +199,7 @@ static void test_select_at_once(void) {
     second_pool = make_pool(2);
     for (int round = 0; round < 3; round++) {
         reset_slow(first_pool);
-        pthread_t a, b;
-        pthread_create(&a, NULL, select_first, NULL);
-        pthread_create(&b, NULL, select_second, NULL);
-        pthread_join(a, NULL);
-        pthread_join(b, NULL);
+        run_both(select_first, select_second);
         REQUIRE(driver_current_pool() == second_pool);
         CHECK_EQ_INT(mirror_current_device(), 2);
         /* The hooks held the second call off until the first one's mirror was done. */
@@ -227,11 +232,7 @@ static void test_destroy_and_create_at_once(void) {
         doomed = make_pool(1);
         reborn = NULL;
         reset_slow(doomed);
-        pthread_t a, b;
-        pthread_create(&a, NULL, destroy_doomed, NULL);
-        pthread_create(&b, NULL, create_reborn, NULL);
-        pthread_join(a, NULL);
-        pthread_join(b, NULL);
+        run_both(destroy_doomed, create_reborn);
         REQUIRE(reborn == doomed); /* the driver gave the freed handle out again */
         int device = -1;
         uint64_t access = 0;
@@ -270,11 +271,7 @@ static void test_access_at_once(void) {
     shared_pool = make_pool(0);
     for (int round = 0; round < 3; round++) {
         reset_slow(shared_pool);
-        pthread_t a, b;
-        pthread_create(&a, NULL, grant, NULL);
-        pthread_create(&b, NULL, revoke, NULL);
-        pthread_join(a, NULL);
-        pthread_join(b, NULL);
+        run_both(grant, revoke);
         REQUIRE(driver_access[slot_of(shared_pool)] == CU_MEM_ACCESS_FLAGS_PROT_NONE);
         int device = -1;
         uint64_t access = 0;
