@@ -26,7 +26,7 @@ gm_status_t gm_exec_shape(gm_engine_t *e, const gm_topology_t *topo, gm_shape_t 
     gm_status_t st = gm_shape_build(out, topo->node_count, topo->nodes, topo->edge_count,
                                     topo->edge_from, topo->edge_to);
     for (uint32_t i = 0; st == GM_OK && i < topo->node_count; i++) {
-        const gm_marker_t *m = gm_map_get(&e->nodes, topo->nodes[i]);
+        const gm_marker_t *m = gm_node_marker(e, topo->nodes[i]);
         out->kind[i] = m ? (uint8_t)m->kind : 0;
     }
     return st;
@@ -43,7 +43,7 @@ static gm_status_t scan_nodes(gm_engine_t *e, const gm_graph_t *g, const gm_topo
     *count = 0;
     uint32_t cap = 0;
     for (uint32_t i = 0; i < topo->node_count; i++) {
-        gm_marker_t *m = gm_map_get(&e->nodes, topo->nodes[i]);
+        gm_marker_t *m = gm_node_marker(e, topo->nodes[i]);
         shape->kind[i] = m ? (uint8_t)m->kind : 0;
         if (!m)
             continue;

@@ -42,6 +42,46 @@ static gm_graph_t *gm_graph_unlist(gm_engine_t *e, uint64_t key) {
     return gm_map_remove(&e->graphs, key);
 }
 
+/* ---- node index: marker nodes to their markers ---------------------------------------------- */
+
+/* Room to note one more marker node: nothing may fail once the driver made it. */
+static bool node_room(gm_engine_t *e) {
+    return gm_grow((void **)&e->nodes_pending, &e->pending_cap, e->pending_count + 1,
+                   sizeof *e->nodes_pending) == GM_OK &&
+           gm_map_reserve(&e->nodes, e->pending_count + 1) == GM_OK;
+}
+
+static void node_note(gm_engine_t *e, uint64_t node, gm_marker_t *m) {
+    e->nodes_pending[e->pending_count++] = (gm_node_entry_t){node, m};
+}
+
+/* Moves the pending nodes into `nodes`, in the order they were made (a handle the driver gave out
+ * again replaces the stale entry, as a put does): their room is reserved, so nothing fails. */
+static void nodes_settle(gm_engine_t *e) {
+    for (uint32_t i = 0; i < e->pending_count; i++)
+        gm_map_put(&e->nodes, e->nodes_pending[i].node, e->nodes_pending[i].marker);
+    e->pending_count = 0;
+}
+
+gm_marker_t *gm_node_marker(gm_engine_t *e, uint64_t node) {
+    nodes_settle(e);
+    return gm_map_get(&e->nodes, node);
+}
+
+/* The pending nodes a search looks at before it settles them: a marker's ancestor is usually the
+ * marker made just before it on its stream, one of the last few made. */
+#define NODES_RECENT 8u
+
+/* gm_node_marker, answered from the last pending nodes when it can (newest first, as the map
+ * would answer after settling them). */
+static gm_marker_t *node_marker_recent(gm_engine_t *e, uint64_t node) {
+    uint32_t stop = e->pending_count > NODES_RECENT ? e->pending_count - NODES_RECENT : 0;
+    for (uint32_t i = e->pending_count; i-- > stop;)
+        if (e->nodes_pending[i].node == node)
+            return e->nodes_pending[i].marker;
+    return gm_node_marker(e, node);
+}
+
 /* The markers among the ancestors of a new marker of `g` (gm_search_t), under the engine lock:
  * a node is a marker when the engine knows its node. Between two markers on one stream there are
  * usually a few kernels, so the budget finds the previous marker while keeping the capture path
@@ -56,7 +96,7 @@ static size_t search_markers(gm_engine_t *e, const gm_graph_t *g, const gm_searc
         queue[tail++] = search->deps[i];
     while (head < tail && found < GM_ANCESTOR_MAX) {
         uint64_t node = queue[head++];
-        const gm_marker_t *m = gm_map_get(&e->nodes, node);
+        const gm_marker_t *m = node_marker_recent(e, node);
         if (m) {
             markers_out[found++] = m;
             continue;
@@ -94,7 +134,7 @@ static size_t markers_before(gm_engine_t *e, const gm_graph_t *g, const gm_ances
         return search_markers(e, g, &anc->search, out);
     size_t n = 0;
     for (size_t i = 0; anc && i < anc->count && n < GM_ANCESTOR_MAX; i++)
-        if ((out[n] = gm_map_get(&e->nodes, anc->markers[i])))
+        if ((out[n] = node_marker_recent(e, anc->markers[i])))
             n++;
     return n;
 }
@@ -212,7 +252,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     const gm_marker_t *after[GM_ANCESTOR_MAX];
     if (!g ||
         gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
-        gm_map_reserve(&e->addresses, 1) || gm_map_reserve(&e->nodes, 1) ||
+        gm_map_reserve(&e->addresses, 1) || !node_room(e) ||
         (st = gm_proven_before(e, g, after, markers_before(e, g, ancestors, after), &before)) !=
             GM_OK ||
         (st = gm_record_create(e, g, params, before, &r)) != GM_OK)
@@ -227,7 +267,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     r->alloc.node = node;
     fact_append(g, fact_kept, node, GM_MARKER_ALLOC, add);
     gm_marker_place(e, g, &r->alloc);
-    gm_map_put(&e->nodes, node, &r->alloc); /* reserved above */
+    node_note(e, node, &r->alloc); /* room made above */
     *va_out = r->va;
     *node_out = node;
     st = GM_OK;
@@ -285,7 +325,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     *m = (gm_marker_t){.kind = GM_MARKER_FREE, .record = r, .graph = g};
     const gm_marker_t *after[GM_ANCESTOR_MAX];
     if (gm_grow((void **)&g->frees, &g->free_cap, g->free_count + 1, sizeof *g->frees) ||
-        gm_map_reserve(&e->nodes, 1) ||
+        !node_room(e) ||
         gm_proven_before(e, g, after, markers_before(e, g, ancestors, after), &m->before)) {
         gm_spare_give(&e->spare_markers, m);
         st = GM_ERR_OUT_OF_MEMORY;
@@ -312,7 +352,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     } else {
         r->foreign_free = m;
     }
-    gm_map_put(&e->nodes, node, m); /* reserved above */
+    node_note(e, node, m); /* room made above */
     g->frees[g->free_count++] = m;
     *node_out = node;
     st = GM_OK;
@@ -346,7 +386,7 @@ static void free_marker_release(gm_engine_t *e, gm_marker_t *m, bool unfree) {
 
 gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_t *info_out) {
     pthread_mutex_lock(&e->lock);
-    gm_marker_t *m = gm_map_get(&e->nodes, node);
+    gm_marker_t *m = gm_node_marker(e, node);
     gm_marker_kind_t kind = m ? m->kind : GM_MARKER_NONE;
     if (m && info_out) {
         info_out->va = m->record->va;
@@ -405,6 +445,7 @@ size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap)
 }
 
 static void forget_node(gm_engine_t *e, uint64_t node) {
+    nodes_settle(e);
     gm_map_remove(&e->nodes, node);
 }
 
@@ -477,7 +518,7 @@ static void alloc_marker_end(gm_engine_t *e, gm_marker_t *m) {
 
 gm_status_t gm_engine_marker_destroy(gm_engine_t *e, uint64_t node, gm_driver_call_t call) {
     pthread_mutex_lock(&e->lock);
-    gm_marker_t *m = gm_map_get(&e->nodes, node);
+    gm_marker_t *m = gm_node_marker(e, node);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     if (m) {
         st = call.fn && !call.fn(call.arg) ? GM_ERR_DRIVER : GM_OK;
@@ -594,7 +635,7 @@ static gm_status_t clone_prepare(gm_engine_t *e, const gm_graph_t *g, gm_graph_t
     cp->frees = f;
     if (gm_grow((void **)&c->records, &c->record_cap, n, sizeof *c->records) ||
         gm_grow((void **)&c->frees, &c->free_cap, f, sizeof *c->frees) ||
-        gm_map_reserve(&e->nodes, n + f))
+        (nodes_settle(e), gm_map_reserve(&e->nodes, n + f)))
         return GM_ERR_OUT_OF_MEMORY;
     gm_status_t st = index_free_records(g, cp->free_record);
     if (st != GM_OK)

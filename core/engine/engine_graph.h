@@ -13,6 +13,8 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create);
 gm_graph_t *gm_graph_take(gm_engine_t *e, uint64_t key, bool *created);
 void gm_graph_unlist_new(gm_engine_t *e, gm_graph_t *g, bool created);
 void gm_graphs_destroy_all(gm_engine_t *e);
+/* The marker whose node is `node`, or NULL: the only way `nodes` is read (node index). */
+gm_marker_t *gm_node_marker(gm_engine_t *e, uint64_t node);
 /* Window families (a graph's serial, shared by its clones and by graphs whose records a parent
  * plans): every graph and part of family `from` joins `to`, so their execs take turns on the
  * windows. Merging only adds turns: never wrong, at worst a wait more. */

@@ -289,6 +289,11 @@ struct gm_exec {
     gm_exec_report_t report; /* counters; bytes are filled when reported */
 };
 
+typedef struct gm_node_entry {
+    uint64_t node;
+    gm_marker_t *marker;
+} gm_node_entry_t;
+
 struct gm_engine {
     pthread_mutex_t lock;
     gm_backend_t backend;
@@ -300,6 +305,12 @@ struct gm_engine {
     gm_vaspace_t *vas;
     gm_pool_t *pools[GM_MAX_DEVICES];
     gm_map_t graphs, nodes, execs, addresses; /* addresses: va -> first record of its chain */
+    /* Marker nodes made since `nodes` was last read: a put into `nodes` lands on a slot no other
+     * step of a capture touches, a cache miss between two driver calls, so the capture path
+     * appends here instead (room in `nodes` reserved for each) and every reader of `nodes` moves
+     * them in first (engine_graph.c, node index). */
+    gm_node_entry_t *nodes_pending;
+    uint32_t pending_count, pending_cap;
     /* The graph gm_graph_get found last (a capture asks for one graph marker after marker); every
      * removal from `graphs` goes through gm_graph_unlist, which forgets it. */
     gm_graph_t *graph_memo;

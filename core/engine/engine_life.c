@@ -85,6 +85,7 @@ void gm_engine_destroy(gm_engine_t *e) {
         gm_pool_destroy(e->pools[d]);
     gm_vaspace_destroy(e->vas);
     gm_map_fini(&e->nodes);
+    free(e->nodes_pending);
     gm_map_fini(&e->addresses);
     gm_keyset_fini(&e->served);
     gm_keyset_fini(&e->address_keys);

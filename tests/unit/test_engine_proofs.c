@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine_internal.h"
+#include "engine_graph.h"
 #include "engine_sim.h"
 
 static bool overlap(uint64_t a, uint64_t as, uint64_t b, uint64_t bs) {
@@ -146,7 +146,7 @@ static void model_before(sim_t *s, sim_graph_t *g, const uint32_t *deps, uint32_
 }
 
 static const gm_marker_t *marker_of(sim_t *s, uint64_t node) {
-    return gm_map_get(&s->engine->nodes, node);
+    return gm_node_marker(s->engine, node);
 }
 
 static bool covers(const gm_clock_t *c, const gm_marker_t *m) {
@@ -430,7 +430,7 @@ static void test_joined_chains_stay_bounded(void) {
         uint64_t joins[2] = {fs, main_free};
         uint64_t vm = alloc_marker(s.engine, graph, joins, layer ? 2 : 1, &nm);
         REQUIRE(vm);
-        const gm_marker_t *m = gm_map_get(&s.engine->nodes, nm);
+        const gm_marker_t *m = gm_node_marker(s.engine, nm);
         widest = m->before.count > widest ? m->before.count : widest;
         bool again = false;
         for (uint32_t k = count; k > 0 && !again; k--)

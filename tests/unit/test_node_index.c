@@ -1,0 +1,139 @@
+/* The engine's index of marker nodes: a capture appends each new marker's node to a pending list
+ * and every reader of the index moves them into the map first (engine_graph.c, node index). The
+ * index must answer as the map alone did: a node handle the driver gives out again after its
+ * graph was destroyed names the new marker, never the old one; a graph destroyed while its nodes
+ * are pending leaves none of them behind; searches that look past the last few pending nodes
+ * (two graphs captured in turn) still find their markers; and a marker destroyed while pending is
+ * gone. Under AddressSanitizer a pending entry that outlived its marker is a use after free. */
+#include "check.h"
+#include "engine_sim.h"
+
+typedef struct handles {
+    uint64_t next; /* the handle the next node gets */
+} handles_t;
+
+static bool add_node(void *arg, uint64_t *node_out) {
+    handles_t *h = arg;
+    *node_out = h->next++;
+    return true;
+}
+
+static size_t no_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap) {
+    (void)arg, (void)node, (void)parents, (void)cap;
+    return 0;
+}
+
+/* A packed pair in `graph` after the marker `after` (0: none): the allocation's address, its two
+ * nodes through *alloc and *freed; 0 when the engine refused. */
+static uint64_t pair(gm_engine_t *e, uint64_t graph, handles_t *h, uint64_t after, uint64_t *alloc,
+                     uint64_t *freed) {
+    gm_alloc_params_t params = {.device = 0, .size = 4096};
+    gm_node_call_t add = {.fn = add_node, .arg = h};
+    uint64_t va = 0;
+    gm_ancestors_t before = {.search = {&after, after ? 1 : 0, no_parents, NULL}};
+    if (gm_engine_alloc_marker(e, graph, &params, &before, add, &va, alloc) != GM_OK)
+        return 0;
+    gm_ancestors_t after_alloc = {.search = {alloc, 1, no_parents, NULL}};
+    if (gm_engine_free_marker(e, graph, va, &after_alloc, add, freed) != GM_OK)
+        return 0;
+    return va;
+}
+
+/* The handles of a destroyed graph's nodes are given out again to another graph's markers. */
+static void test_reused_handles_name_the_new_markers(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    handles_t h = {0x1000};
+    uint64_t a1, f1, a2, f2;
+    uint64_t va_old = pair(s.engine, 0xA, &h, 0, &a1, &f1);
+    REQUIRE(va_old);
+    uint64_t graph = 0xA;
+    REQUIRE(gm_engine_graphs_destroy(s.engine, &graph, 1, GM_NO_CALL) == GM_OK);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, a1, NULL), GM_MARKER_NONE);
+    /* Graph 0xB: a plain allocation first, so its pair's bytes differ from graph 0xA's. */
+    gm_alloc_params_t big = {.device = 0, .size = 8192};
+    gm_node_call_t add = {.fn = add_node, .arg = &h};
+    uint64_t va_big = 0, big_node = 0;
+    gm_ancestors_t none = {0};
+    REQUIRE(gm_engine_alloc_marker(s.engine, 0xB, &big, &none, add, &va_big, &big_node) == GM_OK);
+    h.next = 0x1000; /* the driver hands out graph 0xA's handles again */
+    uint64_t va_new = pair(s.engine, 0xB, &h, big_node, &a2, &f2);
+    REQUIRE(va_new);
+    CHECK_EQ_U64(a2, a1);
+    gm_marker_info_t info;
+    CHECK_EQ_U64(gm_engine_marker(s.engine, a2, &info), GM_MARKER_ALLOC);
+    CHECK_EQ_U64(info.va, va_new);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, f2, &info), GM_MARKER_FREE);
+    CHECK_EQ_U64(info.va, va_new);
+    /* A pair after it finds the reused free node as its ancestor: the bytes are proven free. */
+    uint64_t a3, f3;
+    CHECK_EQ_U64(pair(s.engine, 0xB, &h, f2, &a3, &f3), va_new);
+    uint64_t graphs[] = {0xB};
+    CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
+}
+
+/* Two graphs captured in turn, so that each search looks past the last few pending nodes; one of
+ * them destroyed in the middle, the other going on. */
+static void test_interleaved_graphs(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    enum { PAIRS = 40 };
+    handles_t h = {0x4000};
+    uint64_t last[2] = {0, 0}, first_va[2] = {0, 0}, nodes_a[2 * PAIRS];
+    uint32_t kept_a = 0, reused = 0;
+    for (int i = 0; i < PAIRS; i++) {
+        for (int g = 0; g < 2; g++) {
+            if (g == 0 && i >= PAIRS / 2)
+                continue; /* graph 0xC0 is gone by then */
+            /* Five plain nodes between two markers of a graph: more than the recent ones. */
+            h.next += 5;
+            uint64_t alloc, freed,
+                va = pair(s.engine, 0xC0 + (uint64_t)g, &h, last[g], &alloc, &freed);
+            REQUIRE(va);
+            if (i == 0)
+                first_va[g] = va;
+            reused += va == first_va[g];
+            last[g] = freed;
+            if (g == 0) {
+                nodes_a[kept_a++] = alloc;
+                nodes_a[kept_a++] = freed;
+            }
+        }
+        if (i == PAIRS / 2 - 1) {
+            uint64_t graph = 0xC0;
+            REQUIRE(gm_engine_graphs_destroy(s.engine, &graph, 1, GM_NO_CALL) == GM_OK);
+        }
+    }
+    CHECK_EQ_U64(reused, PAIRS + PAIRS / 2);
+    uint32_t left = 0;
+    for (uint32_t k = 0; k < kept_a; k++)
+        left += gm_engine_marker(s.engine, nodes_a[k], NULL) != GM_MARKER_NONE;
+    CHECK_EQ_U64(left, 0);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, last[1], NULL), GM_MARKER_FREE);
+    uint64_t graphs[] = {0xC1};
+    CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
+}
+
+/* GRAPHMEM_LIFT_RESTRICTIONS: a marker destroyed while its node is pending is gone. */
+static void test_marker_destroyed_while_pending(void) {
+    sim_t s;
+    REQUIRE(sim_init_lifted(&s));
+    handles_t h = {0x8000};
+    uint64_t alloc, freed;
+    REQUIRE(pair(s.engine, 0xD, &h, 0, &alloc, &freed));
+    CHECK(gm_engine_marker_destroy(s.engine, freed, GM_NO_CALL) == GM_OK);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, freed, NULL), GM_MARKER_NONE);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, alloc, NULL), GM_MARKER_ALLOC);
+    CHECK(gm_engine_marker_destroy(s.engine, alloc, GM_NO_CALL) == GM_OK);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, alloc, NULL), GM_MARKER_NONE);
+    CHECK(gm_engine_marker_destroy(s.engine, alloc, GM_NO_CALL) == GM_ERR_INVALID_VALUE);
+    uint64_t graphs[] = {0xD};
+    CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
+}
+
+int main(void) {
+    RUN_TEST(test_reused_handles_name_the_new_markers);
+    RUN_TEST(test_interleaved_graphs);
+    RUN_TEST(test_marker_destroyed_while_pending);
+    return gm_check_summary();
+}
