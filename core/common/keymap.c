@@ -53,11 +53,8 @@ static gm_status_t rehash(gm_map_t *map, uint32_t cap) {
     return GM_OK;
 }
 
-gm_status_t gm_map_reserve(gm_map_t *map, uint32_t n) {
-    /* Keep the load (deleted slots included) under 3/4 so probes stay short and terminate. */
-    uint64_t need = (uint64_t)map->used + n;
-    if (need * 4 < (uint64_t)map->cap * 3)
-        return GM_OK;
+/* gm_map_reserve's way when the room is not there. */
+gm_status_t gm_map_rebuild_for(gm_map_t *map, uint32_t n) {
     /* A rebuilt table is at most half full, so a quarter of it is inserted before the next
      * rebuild: a map whose keys come and go (a graph's nodes, made at capture and gone with the
      * graph) would otherwise rebuild every few inserts once its keys filled 3/4 of a table. */

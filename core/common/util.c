@@ -4,7 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
+/* gm_grow's way when the room is not there. */
+gm_status_t gm_grow_to(void **array, uint32_t *cap, uint32_t need, size_t elem) {
     if (need <= *cap)
         return GM_OK;
     uint64_t ncap = *cap ? *cap : 8;

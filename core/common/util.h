@@ -7,9 +7,14 @@
 
 #include "status.h"
 
+gm_status_t gm_grow_to(void **array, uint32_t *cap, uint32_t need, size_t elem);
+
 /* Makes room for `need` elements of `elem` bytes in `*array` (capacity `*cap`, doubling, so n
- * appends cost O(n) in all). On failure nothing the caller can see changes. */
-gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem);
+ * appends cost O(n) in all). On failure nothing the caller can see changes. Inline: almost every
+ * call finds the room there already (a capture asks a few times a marker). */
+static inline gm_status_t gm_grow(void **array, uint32_t *cap, uint32_t need, size_t elem) {
+    return need <= *cap ? GM_OK : gm_grow_to(array, cap, need, elem);
+}
 
 /* The same for `count` arrays indexed alike that share one capacity: each grows to the same new
  * capacity, and `*cap` moves only when all did (an array that grew before a failure is merely
