@@ -90,19 +90,19 @@ static void consider(fit_t *best, uint32_t chunk, uint64_t lo, uint64_t hi, uint
         *best = (fit_t){chunk, lo, hi - lo};
 }
 
-static gm_status_t insert_frag(chunk_t *c, uint32_t at, frag_t f) {
-    if (gm_grow((void **)&c->frags, &c->cap, c->count + 1, sizeof *c->frags))
-        return GM_ERR_OUT_OF_MEMORY;
-    memmove(c->frags + at + 1, c->frags + at, (c->count - at) * sizeof *c->frags);
+/* Inserts `f` at `at`, in room occupy made first. */
+static void insert_frag(chunk_t *c, uint32_t at, frag_t f) {
+    if (at < c->count)
+        memmove(c->frags + at + 1, c->frags + at, (c->count - at) * sizeof *c->frags);
     c->frags[at] = f;
     c->count++;
-    return GM_OK;
 }
 
 /* Puts allocation `id` on [lo, hi) of chunk `c`: every fragment there is reusable by it; the parts
  * it covers move to the undo log (for gm_pack_forget) and are cut from their owners. */
 static gm_status_t occupy(gm_pack_t *pack, chunk_t *c, uint32_t id, uint64_t lo, uint64_t hi) {
-    /* Room for the worst case first (one split and one insert) so nothing fails half-way. */
+    /* Room for the worst case first (one split and one insert: the fragments it replaces go
+     * before the up to three it inserts) so nothing fails half-way. */
     if (gm_grow((void **)&c->frags, &c->cap, c->count + 2, sizeof *c->frags))
         return GM_ERR_OUT_OF_MEMORY;
     uint32_t first = 0, removed = 0;
@@ -138,8 +138,9 @@ static gm_status_t occupy(gm_pack_t *pack, chunk_t *c, uint32_t id, uint64_t lo,
             right = (frag_t){hi, f1.offset + f1.size - hi, f1.id};
             has_right = true;
         }
-        memmove(c->frags + first, c->frags + first + removed,
-                (c->count - first - removed) * sizeof *c->frags);
+        if (first + removed < c->count)
+            memmove(c->frags + first, c->frags + first + removed,
+                    (c->count - first - removed) * sizeof *c->frags);
         c->count -= removed;
     }
     /* The trimmed owners keep their outside parts (their bytes were subtracted in full above). */
