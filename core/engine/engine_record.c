@@ -139,6 +139,16 @@ gm_status_t gm_proven_before(gm_engine_t *e, gm_graph_t *g, const gm_marker_t *c
     *out = (gm_clock_t){0};
     if (e->config.lift_restrictions)
         return GM_OK; /* an edge or node on the path may be removed later: nothing is proven */
+    /* The usual case, one ancestor (the previous marker on a stream) proven to follow at most
+     * one chain, its own: the merge below in place, without its loop. */
+    const gm_marker_t *only = count == 1 ? markers[0] : NULL;
+    if (only && only->graph == g && only->before.count <= 1 &&
+        (only->before.count == 0 || !only->position || only->before.at.one.chain == only->chain)) {
+        *out = only->before;
+        if (only->position && (!out->count || out->at.one.position < only->position))
+            *out = (gm_clock_t){.at.one = {only->chain, only->position}, .count = 1};
+        return GM_OK;
+    }
     /* Each ancestor marker of `g`: what it was proven to follow, and itself. */
     for (size_t i = 0; i < count; i++) {
         const gm_marker_t *m = markers[i];
