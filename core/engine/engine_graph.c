@@ -58,9 +58,27 @@ static void node_note(gm_engine_t *e, uint64_t node, gm_marker_t *m) {
 /* Moves the pending nodes into `nodes`, in the order they were made (a handle the driver gave out
  * again replaces the stale entry, as a put does): their room is reserved, so nothing fails. */
 static void nodes_settle(gm_engine_t *e) {
-    for (uint32_t i = 0; i < e->pending_count; i++)
+    for (uint32_t i = 0; i < e->pending_count; i++) {
         gm_map_put(&e->nodes, e->nodes_pending[i].node, e->nodes_pending[i].marker);
+        e->nodes_pending[i].marker->indexed = true;
+    }
     e->pending_count = 0;
+}
+
+/* A graph with `markers` markers ends: those of its markers still pending leave the list without
+ * entering the map (graph_free then removes only the indexed ones from it). When the list is
+ * mostly other graphs' the list is settled instead, so that graphs ending one after another never
+ * scan the same long list again and again. */
+static void nodes_drop_graph(gm_engine_t *e, const gm_graph_t *g, uint64_t markers) {
+    if (e->pending_count > 2 * markers + 64) {
+        nodes_settle(e);
+        return;
+    }
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < e->pending_count; i++)
+        if (e->nodes_pending[i].marker->graph != g)
+            e->nodes_pending[kept++] = e->nodes_pending[i];
+    e->pending_count = kept;
 }
 
 gm_marker_t *gm_node_marker(gm_engine_t *e, uint64_t node) {
@@ -444,14 +462,21 @@ size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap)
     return count;
 }
 
-static void forget_node(gm_engine_t *e, uint64_t node) {
-    nodes_settle(e);
-    gm_map_remove(&e->nodes, node);
+/* Marker `m`'s node leaves the index (pending or in the map). */
+static void forget_node(gm_engine_t *e, gm_marker_t *m) {
+    if (!m->indexed)
+        nodes_settle(e);
+    gm_map_remove(&e->nodes, m->node);
+    m->indexed = false;
 }
 
 static void graph_free(gm_engine_t *e, gm_graph_t *g) {
+    /* Every marker of g names g (gm_engine_graph_moved renames a child's): after the drop, its
+     * pending ones are gone and the others are in the map. */
+    nodes_drop_graph(e, g, (uint64_t)g->free_count + g->record_count);
     for (uint32_t i = 0; i < g->free_count; i++) {
-        forget_node(e, g->frees[i]->node);
+        if (g->frees[i]->indexed)
+            gm_map_remove(&e->nodes, g->frees[i]->node);
         free_marker_release(e, g->frees[i], false);
     }
     g->run = (gm_run_t){0};
@@ -462,8 +487,9 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     }
     for (uint32_t i = 0; i < g->record_count; i++) {
         gm_record_t *r = g->records[i];
-        if (r->alloc.node)
-            forget_node(e, r->alloc.node);
+        if (r->alloc.indexed)
+            gm_map_remove(&e->nodes, r->alloc.node);
+        r->alloc.indexed = false;
         r->owner = NULL;
         gm_record_unref_check(e, r);
     }
@@ -490,7 +516,7 @@ static void free_marker_end(gm_engine_t *e, gm_marker_t *m) {
             g->free_count--;
             break;
         }
-    forget_node(e, m->node);
+    forget_node(e, m);
     free_marker_release(e, m, true);
 }
 
@@ -509,7 +535,7 @@ static void alloc_marker_end(gm_engine_t *e, gm_marker_t *m) {
             g->record_count--;
             break;
         }
-    forget_node(e, m->node);
+    forget_node(e, m);
     if (g)
         gm_run_forget(g, r);
     r->owner = NULL;
@@ -693,6 +719,7 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         cp.chunks[i] = NULL;
         c->records[c->record_count++] = copy;
         gm_map_put(&e->nodes, cp.alloc_nodes[i], &copy->alloc); /* reserved */
+        copy->alloc.indexed = true;
     }
     for (uint32_t i = 0; i < g->free_count; i++) {
         gm_record_t *copy = c->records[cp.free_record[i]];
@@ -704,6 +731,7 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         copy->freed_in_owner = true;
         c->frees[c->free_count++] = mc;
         gm_map_put(&e->nodes, cp.free_nodes[i], mc); /* reserved */
+        mc->indexed = true;
     }
 out:
     clone_plan_free(&cp);

@@ -2,9 +2,10 @@
  * and every reader of the index moves them into the map first (engine_graph.c, node index). The
  * index must answer as the map alone did: a node handle the driver gives out again after its
  * graph was destroyed names the new marker, never the old one; a graph destroyed while its nodes
- * are pending leaves none of them behind; searches that look past the last few pending nodes
- * (two graphs captured in turn) still find their markers; and a marker destroyed while pending is
- * gone. Under AddressSanitizer a pending entry that outlived its marker is a use after free. */
+ * are pending leaves none of them behind and takes none of another graph's with it; searches that
+ * look past the last few pending nodes (graphs captured in turn) still find their markers; and a
+ * marker destroyed while pending is gone. Under AddressSanitizer a pending entry that outlived its
+ * marker is a use after free. */
 #include "check.h"
 #include "engine_sim.h"
 
@@ -72,31 +73,30 @@ static void test_reused_handles_name_the_new_markers(void) {
     CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
 }
 
-/* Two graphs captured in turn, so that each search looks past the last few pending nodes; one of
- * them destroyed in the middle, the other going on. */
-static void test_interleaved_graphs(void) {
+/* Five graphs captured in turn: between two markers of one graph the other four made eight, so
+ * every search looks past the last few pending nodes into the map. One graph is destroyed in the
+ * middle; the others go on, each pair reusing its graph's first bytes. */
+static void test_graphs_in_turn(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
-    enum { PAIRS = 40 };
+    enum { PAIRS = 40, GRAPHS = 5 };
     handles_t h = {0x4000};
-    uint64_t last[2] = {0, 0}, first_va[2] = {0, 0}, nodes_a[2 * PAIRS];
-    uint32_t kept_a = 0, reused = 0;
+    uint64_t last[GRAPHS] = {0}, first_va[GRAPHS] = {0}, nodes_gone[2 * PAIRS];
+    uint32_t gone = 0, reused = 0;
     for (int i = 0; i < PAIRS; i++) {
-        for (int g = 0; g < 2; g++) {
+        for (int g = 0; g < GRAPHS; g++) {
             if (g == 0 && i >= PAIRS / 2)
-                continue; /* graph 0xC0 is gone by then */
-            /* Five plain nodes between two markers of a graph: more than the recent ones. */
-            h.next += 5;
-            uint64_t alloc, freed,
-                va = pair(s.engine, 0xC0 + (uint64_t)g, &h, last[g], &alloc, &freed);
+                continue; /* graph 0xC0 is destroyed by then */
+            uint64_t alloc, freed;
+            uint64_t va = pair(s.engine, 0xC0 + (uint64_t)g, &h, last[g], &alloc, &freed);
             REQUIRE(va);
             if (i == 0)
                 first_va[g] = va;
             reused += va == first_va[g];
             last[g] = freed;
             if (g == 0) {
-                nodes_a[kept_a++] = alloc;
-                nodes_a[kept_a++] = freed;
+                nodes_gone[gone++] = alloc;
+                nodes_gone[gone++] = freed;
             }
         }
         if (i == PAIRS / 2 - 1) {
@@ -104,14 +104,63 @@ static void test_interleaved_graphs(void) {
             REQUIRE(gm_engine_graphs_destroy(s.engine, &graph, 1, GM_NO_CALL) == GM_OK);
         }
     }
-    CHECK_EQ_U64(reused, PAIRS + PAIRS / 2);
+    CHECK_EQ_U64(reused, (GRAPHS - 1) * PAIRS + PAIRS / 2);
     uint32_t left = 0;
-    for (uint32_t k = 0; k < kept_a; k++)
-        left += gm_engine_marker(s.engine, nodes_a[k], NULL) != GM_MARKER_NONE;
+    for (uint32_t k = 0; k < gone; k++)
+        left += gm_engine_marker(s.engine, nodes_gone[k], NULL) != GM_MARKER_NONE;
     CHECK_EQ_U64(left, 0);
-    CHECK_EQ_U64(gm_engine_marker(s.engine, last[1], NULL), GM_MARKER_FREE);
-    uint64_t graphs[] = {0xC1};
+    for (int g = 1; g < GRAPHS; g++)
+        CHECK_EQ_U64(gm_engine_marker(s.engine, last[g], NULL), GM_MARKER_FREE);
+    uint64_t graphs[] = {0xC1, 0xC2, 0xC3, 0xC4};
+    CHECK(sim_teardown(&s, NULL, 0, graphs, 4));
+}
+
+/* A graph destroyed while its nodes and another graph's wait in the pending list (never read
+ * since they were made): with few of the other's (its pending ones leave the list) and with
+ * many (the list is settled first). Either way the other graph's markers are found afterwards
+ * and its chain goes on reusing its bytes, and the destroyed graph's are gone. */
+static void destroy_while_pending(uint32_t other_pairs) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    handles_t h = {0x6000};
+    uint64_t last = 0, first_va = 0, alloc, freed, mine[20];
+    uint32_t reused = 0;
+    for (uint32_t i = 0; i < other_pairs; i++) {
+        uint64_t va = pair(s.engine, 0xE0, &h, last, &alloc, &freed);
+        REQUIRE(va);
+        first_va = i ? first_va : va;
+        reused += va == first_va;
+        last = freed;
+    }
+    uint64_t my_last = 0;
+    for (int i = 0; i < 10; i++) {
+        REQUIRE(pair(s.engine, 0xE1, &h, my_last, &mine[2 * i], &mine[2 * i + 1]));
+        my_last = mine[2 * i + 1];
+    }
+    uint64_t graph = 0xE1;
+    REQUIRE(gm_engine_graphs_destroy(s.engine, &graph, 1, GM_NO_CALL) == GM_OK);
+    uint32_t left = 0;
+    for (int k = 0; k < 20; k++)
+        left += gm_engine_marker(s.engine, mine[k], NULL) != GM_MARKER_NONE;
+    CHECK_EQ_U64(left, 0);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, last, NULL), GM_MARKER_FREE);
+    for (int i = 0; i < 5; i++) {
+        uint64_t va = pair(s.engine, 0xE0, &h, last, &alloc, &freed);
+        REQUIRE(va);
+        reused += va == first_va;
+        last = freed;
+    }
+    CHECK_EQ_U64(reused, other_pairs + 5);
+    uint64_t graphs[] = {0xE0};
     CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
+}
+
+static void test_destroy_while_few_others_pending(void) {
+    destroy_while_pending(3);
+}
+
+static void test_destroy_while_many_others_pending(void) {
+    destroy_while_pending(200);
 }
 
 /* GRAPHMEM_LIFT_RESTRICTIONS: a marker destroyed while its node is pending is gone. */
@@ -133,7 +182,9 @@ static void test_marker_destroyed_while_pending(void) {
 
 int main(void) {
     RUN_TEST(test_reused_handles_name_the_new_markers);
-    RUN_TEST(test_interleaved_graphs);
+    RUN_TEST(test_graphs_in_turn);
+    RUN_TEST(test_destroy_while_few_others_pending);
+    RUN_TEST(test_destroy_while_many_others_pending);
     RUN_TEST(test_marker_destroyed_while_pending);
     return gm_check_summary();
 }
