@@ -142,9 +142,22 @@ def run(argv, env, timeout=TIMEOUT_S):
     return Run(list(argv), p.returncode, p.stdout, p.stderr)
 
 
+# Native runs killed by a signal that are tried again: the driver itself crashes now and then in
+# races some scenarios provoke (scn_concurrent_ends, two threads ending one capture: 2 of 13 native
+# runs died of SIGSEGV on a two-H200 host in 2026-11, none of 12 under graphmem). The reference is
+# the driver's behaviour when it survives; a run under graphmem is never tried again.
+NATIVE_SIGNAL_RETRIES = 2
+
+
 def run_native(argv, extra=None, timeout=TIMEOUT_S):
-    """Runs natively; skips the test on exit 77, fails on any other non-zero exit."""
+    """Runs natively; skips the test on exit 77, fails on any other non-zero exit (after
+    NATIVE_SIGNAL_RETRIES more tries when the driver's run died of a signal)."""
     r = run(argv, native_env(extra), timeout)
+    for _ in range(NATIVE_SIGNAL_RETRIES):
+        if r.returncode >= 0:
+            break
+        print(f"native run died of signal {-r.returncode}, run again: {' '.join(map(str, argv))}")
+        r = run(argv, native_env(extra), timeout)
     if r.returncode == SKIP_CODE:
         pytest.skip(f"{Path(argv[-1]).name}: {r.skip_reason()}")
     assert r.returncode == 0, f"native run failed\n{r.describe()}"
