@@ -36,7 +36,7 @@ gm_graph_t *gm_graph_get(gm_engine_t *e, uint64_t key, bool create) {
     return e->graph_memo = g;
 }
 
-static gm_graph_t *gm_graph_unlist(gm_engine_t *e, uint64_t key) {
+static gm_graph_t *graph_unlist(gm_engine_t *e, uint64_t key) {
     if (e->graph_memo && e->graph_memo->key == key)
         e->graph_memo = NULL;
     return gm_map_remove(&e->graphs, key);
@@ -244,7 +244,7 @@ gm_graph_t *gm_graph_take(gm_engine_t *e, uint64_t graph, bool *created) {
 void gm_graph_unlist_new(gm_engine_t *e, gm_graph_t *g, bool created) {
     if (!created || !g)
         return;
-    gm_graph_unlist(e, g->key);
+    graph_unlist(e, g->key);
     graph_free(e, g);
 }
 
@@ -565,7 +565,7 @@ gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, siz
         st = GM_ERR_DRIVER;
     } else {
         for (size_t i = 0; i < count; i++) {
-            gm_graph_t *g = gm_graph_unlist(e, graphs[i]);
+            gm_graph_t *g = graph_unlist(e, graphs[i]);
             gm_map_remove(&e->moved, graphs[i]);
             if (g)
                 graph_free(e, g);
@@ -704,7 +704,7 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         goto out;
     }
     if ((st = clone_prepare(e, g, c, find, &cp)) != GM_OK) {
-        gm_graph_unlist(e, clone);
+        graph_unlist(e, clone);
         free(c->records);
         free(c->frees);
         free(c);
@@ -748,7 +748,7 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
                 sizeof *p->records) ||
         gm_grow((void **)&p->frees, &p->free_cap, p->free_count + c->free_count, sizeof *p->frees))
         goto out; /* host OOM: the child keeps its markers, which stay valid */
-    gm_graph_unlist(e, child);
+    graph_unlist(e, child);
     /* Its nodes are still memory nodes to the driver: edges and nodes of the child stay as fixed
      * as those of any graph holding markers (reached through cuGraphChildGraphNodeGetGraph). */
     if (c->record_count || c->free_count)

@@ -314,7 +314,7 @@ struct gm_engine {
     gm_node_entry_t *nodes_pending;
     uint32_t pending_count, pending_cap;
     /* The graph gm_graph_get found last (a capture asks for one graph marker after marker); every
-     * removal from `graphs` goes through gm_graph_unlist, which forgets it. */
+     * removal from `graphs` goes through graph_unlist, which forgets it. */
     gm_graph_t *graph_memo;
     gm_spare_t spare_records, spare_markers; /* freed records and free markers, for reuse */
     gm_map_t moved;     /* children moved into a parent with markers: still graphs holding some */
