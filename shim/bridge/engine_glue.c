@@ -7,6 +7,7 @@
 #include "mempools.h"
 #include "nested.h"
 #include "streams.h"
+#include "topology.h"
 #include "interpose/driver.h"
 #include "log.h"
 #include "options.h"
@@ -144,6 +145,7 @@ static void forget_after_fork(void) {
     pthread_mutex_init(&start_lock, NULL);
     gm_backend_cuda_forget_after_fork();
     gm_streams_forget_after_fork();
+    gm_topology_forget_after_fork();
 }
 
 /* Registered by the first start attempt, before anything they cover exists: the engine's

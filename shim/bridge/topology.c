@@ -1,11 +1,96 @@
 #include "topology.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "interpose/driver.h"
 #include "keymap.h"
 #include "options.h"
 #include "util.h"
+
+/* ---- arrays kept between read-backs ----------------------------------------------------------
+ * A read-back's arrays (the topology's, and the top level's list, facts and keys) are kept for the
+ * next one instead of freed. Freed, they left the top of glibc's heap free, which it gave back to
+ * the kernel, and the next read-back took the pages again: brk calls and page faults were a third
+ * of reading back a captured chain of 3,000 nodes (bench/RESULTS.md). One set for the process,
+ * taken and given back under a lock: a read-back that finds it taken (another thread's, or a child
+ * level's) makes its own arrays, and one given back while a set is kept is freed. */
+
+/* Sets larger than this are freed, not kept. */
+#define KEPT_BYTES_MAX (64u << 20)
+
+typedef struct level_arrays {
+    CUgraphNode *nodes;
+    gm_node_facts_t *facts;
+    uint64_t *keys;
+    uint32_t *exit_of;
+    uint32_t cap;
+} level_arrays_t;
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static gm_topology_buf_t kept_topology; /* its arrays and capacities; counts 0 */
+static level_arrays_t kept_level;
+
+static void level_free(level_arrays_t *level) {
+    free(level->nodes);
+    free(level->facts);
+    free(level->keys);
+    free(level->exit_of);
+    *level = (level_arrays_t){0};
+}
+
+void gm_topology_forget_after_fork(void) {
+    if (pthread_mutex_trylock(&kept_lock) == 0) {
+        pthread_mutex_unlock(&kept_lock); /* nobody was inside: the kept set is whole */
+        return;
+    }
+    /* Another thread of the parent was inside: the set may be half written; it is dropped. */
+    pthread_mutex_init(&kept_lock, NULL);
+    kept_topology = (gm_topology_buf_t){0};
+    kept_level = (level_arrays_t){0};
+}
+
+/* Arrays for a level of `count` nodes: the kept ones when `top` and they are there (grown when
+ * too small), else new ones. False without host memory (nothing is held then). */
+static bool level_take(level_arrays_t *level, size_t count, bool top) {
+    *level = (level_arrays_t){0};
+    if (top) {
+        pthread_mutex_lock(&kept_lock);
+        *level = kept_level;
+        kept_level = (level_arrays_t){0};
+        pthread_mutex_unlock(&kept_lock);
+    }
+    size_t n = count ? count : 1;
+    if (n <= level->cap)
+        return true;
+    level_free(level);
+    if (n > UINT32_MAX)
+        return false;
+    level->nodes = malloc(n * sizeof *level->nodes);
+    level->facts = malloc(n * sizeof *level->facts);
+    level->keys = malloc(n * sizeof *level->keys);
+    level->exit_of = malloc(n * sizeof *level->exit_of);
+    if (!level->nodes || !level->facts || !level->keys || !level->exit_of) {
+        level_free(level);
+        return false;
+    }
+    level->cap = (uint32_t)n;
+    return true;
+}
+
+static void level_give(level_arrays_t *level, bool top) {
+    size_t bytes = (size_t)level->cap * (sizeof *level->nodes + sizeof *level->facts +
+                                         sizeof *level->keys + sizeof *level->exit_of);
+    if (top && bytes <= KEPT_BYTES_MAX) {
+        pthread_mutex_lock(&kept_lock);
+        level_arrays_t old = kept_level;
+        kept_level = *level;
+        pthread_mutex_unlock(&kept_lock);
+        *level = old; /* a set given back meanwhile (none, usually): freed below */
+    }
+    level_free(level);
+}
 
 /* Room for `more` nodes (edges) past those read: the parallel arrays grow together. */
 static bool room_for_nodes(gm_topology_buf_t *buf, uint64_t more) {
@@ -113,20 +198,17 @@ static CUresult node_dependencies(CUgraphNode node, dependency_buf_t *deps, size
     return gm_drv.cuGraphNodeGetDependencies_v2(node, deps->nodes, deps->data, count);
 }
 
-/* What the engine knows of a level's nodes (gm_engine_node_facts): markers need no type asked,
- * and most need no dependencies asked either, which was most of reading back a graph of captured
- * allocations. NULL without host memory. */
-static gm_node_facts_t *node_facts(gm_engine_t *engine, CUgraph graph, const CUgraphNode *nodes,
-                                   size_t count) {
-    gm_node_facts_t *facts = calloc(count ? count : 1, sizeof *facts);
-    uint64_t *keys = engine ? malloc((count ? count : 1) * sizeof *keys) : NULL;
-    if (facts && keys) {
-        for (size_t i = 0; i < count; i++)
-            keys[i] = (uint64_t)(uintptr_t)nodes[i];
-        gm_engine_node_facts(engine, (uint64_t)(uintptr_t)graph, keys, count, facts);
+/* What the engine knows of a level's nodes (gm_engine_node_facts), into `level->facts`: markers
+ * need no type asked, and most need no dependencies asked either, which was most of reading back a
+ * graph of captured allocations. */
+static void node_facts(gm_engine_t *engine, CUgraph graph, level_arrays_t *level, size_t count) {
+    if (engine == NULL) {
+        memset(level->facts, 0, (count ? count : 1) * sizeof *level->facts); /* GM_MARKER_NONE */
+        return;
     }
-    free(keys);
-    return facts;
+    for (size_t i = 0; i < count; i++)
+        level->keys[i] = (uint64_t)(uintptr_t)level->nodes[i];
+    gm_engine_node_facts(engine, (uint64_t)(uintptr_t)graph, level->keys, count, level->facts);
 }
 
 /* Conditional bodies are read into the topology under GRAPHMEM_LIFT_RESTRICTIONS only, where
@@ -151,10 +233,13 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     CUresult r = gm_real.cuGraphGetNodes(graph, NULL, &count);
     if (r != CUDA_SUCCESS)
         return r;
-    CUgraphNode *nodes = calloc(count ? count : 1, sizeof *nodes);
-    if (nodes == NULL)
+    level_arrays_t lv;
+    if (!level_take(&lv, count, depth == 0))
         return CUDA_ERROR_OUT_OF_MEMORY;
+    CUgraphNode *nodes = lv.nodes;
+    size_t room = count;
     r = gm_real.cuGraphGetNodes(graph, nodes, &count);
+    count = count < room ? count : room; /* nodes added meanwhile are not in the list */
     uint32_t first = buf->view.node_count;
     /* The level's nodes, and its edges for a chain (a level inside a child graph adds two a node:
      * from its entry and to its exit). */
@@ -162,9 +247,9 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
         !(room_for_nodes(buf, count) &&
           room_for_edges(buf, (uint64_t)count * (entry == UINT32_MAX ? 1 : 3))))
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    gm_node_facts_t *facts = NULL;
-    if (r == CUDA_SUCCESS && !(facts = node_facts(engine, graph, nodes, count)))
-        r = CUDA_ERROR_OUT_OF_MEMORY;
+    const gm_node_facts_t *facts = lv.facts;
+    if (r == CUDA_SUCCESS)
+        node_facts(engine, graph, &lv, count);
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
         CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
@@ -177,15 +262,13 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
                  (exit != UINT32_MAX && !add_edge(buf, index, exit)))
             r = CUDA_ERROR_OUT_OF_MEMORY;
     }
-    uint32_t end = buf->view.node_count, level = end - first;
+    uint32_t end = buf->view.node_count; /* at most `count` past `first` */
     /* Child graphs: every child node runs after the child node's dependencies and before its
      * dependents, so the child node's own index serves as the entry, and an extra exit node
      * collects the child's nodes and feeds the child node's dependents. */
-    uint32_t *exit_of = calloc(level ? level : 1, sizeof *exit_of);
+    uint32_t *exit_of = lv.exit_of; /* room for `count` */
     level_index_t lookup = {.nodes = nodes, .first = first, .end = end};
     dependency_buf_t deps = {NULL, NULL, 0};
-    if (r == CUDA_SUCCESS && !exit_of)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
     for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
         exit_of[i - first] = i;
         if (expanded(buf->types[i]) &&
@@ -225,9 +308,7 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
         if (r == CUDA_SUCCESS)
             r = read_graph(engine, child, buf, i, exit_of[i - first], depth + 1);
     }
-    free(nodes);
-    free(facts);
-    free(exit_of);
+    level_give(&lv, depth == 0);
     gm_map_fini(&lookup.map);
     free(deps.nodes);
     free(deps.data);
@@ -235,7 +316,10 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
 }
 
 CUresult gm_topology_read(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t *buf) {
-    *buf = (gm_topology_buf_t){0};
+    pthread_mutex_lock(&kept_lock);
+    *buf = kept_topology; /* the kept arrays, or none */
+    kept_topology = (gm_topology_buf_t){0};
+    pthread_mutex_unlock(&kept_lock);
     CUresult r = read_graph(engine, graph, buf, UINT32_MAX, UINT32_MAX, 0);
     buf->view.nodes = buf->nodes;
     buf->view.edge_from = buf->from;
@@ -246,6 +330,20 @@ CUresult gm_topology_read(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t 
 }
 
 void gm_topology_free(gm_topology_buf_t *buf) {
+    if (buf->nodes == NULL && buf->types == NULL && buf->from == NULL && buf->to == NULL) {
+        *buf = (gm_topology_buf_t){0};
+        return; /* never read (or read nothing): the kept set stays */
+    }
+    size_t bytes = (size_t)buf->node_cap * (sizeof *buf->nodes + sizeof *buf->types) +
+                   (size_t)buf->edge_cap * (sizeof *buf->from + sizeof *buf->to);
+    if (bytes <= KEPT_BYTES_MAX) {
+        gm_topology_buf_t keep = *buf;
+        keep.view = (gm_topology_t){0};
+        pthread_mutex_lock(&kept_lock);
+        *buf = kept_topology; /* a set given back meanwhile (none, usually): freed below */
+        kept_topology = keep;
+        pthread_mutex_unlock(&kept_lock);
+    }
     free(buf->nodes);
     free(buf->types);
     free(buf->from);

@@ -19,7 +19,11 @@ typedef struct gm_topology_buf {
  * `engine` (NULL: none) knows as a marker is EMPTY without asking the driver (the markers are
  * empty nodes): a third of the driver calls of reading back a captured step. */
 CUresult gm_topology_read(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t *buf);
+/* Its arrays are kept for the next read-back (one set for the process), or freed. */
 void gm_topology_free(gm_topology_buf_t *buf);
+/* In a fork's child: the kept arrays stay unless a thread of the parent was taking or giving them
+ * back, then they are dropped. */
+void gm_topology_forget_after_fork(void);
 
 /* Whether replacing the child graph of `node` in an exec by `child` is refused: either holds a
  * memory node (engine NULL: not started, nothing is refused). */
