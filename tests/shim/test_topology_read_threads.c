@@ -6,6 +6,7 @@
  * graph. Only the four driver entries the read-back calls
  * are filled in. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +60,8 @@ static CUresult CUDAAPI get_type(CUgraphNode node, CUgraphNodeType *type) {
     return CUDA_SUCCESS;
 }
 
-static unsigned long dependency_asks; /* nodes whose dependencies were asked for */
+/* Nodes whose dependencies were asked for (atomic: test_concurrent_reads asks on four threads). */
+static _Atomic unsigned long dependency_asks;
 
 /* As the driver: with an array, at most *count written and *count set to how many. */
 static CUresult CUDAAPI get_dependencies(CUgraphNode node, CUgraphNode *deps,
