@@ -85,10 +85,7 @@ gm_status_t gm_map_put(gm_map_t *map, uint64_t key, void *value) {
     return GM_OK;
 }
 
-void *gm_map_remove(gm_map_t *map, uint64_t key) {
-    int64_t i = find(map, key);
-    if (i < 0)
-        return NULL;
+static void *remove_at(gm_map_t *map, int64_t i) {
     void *value = map->slots[i].value;
     map->count--;
     /* A slot before an empty one ends every probe that reaches it, so it need not be a tombstone,
@@ -104,6 +101,19 @@ void *gm_map_remove(gm_map_t *map, uint64_t key) {
         map->used--;
     }
     return value;
+}
+
+void *gm_map_remove(gm_map_t *map, uint64_t key) {
+    int64_t i = find(map, key);
+    return i < 0 ? NULL : remove_at(map, i);
+}
+
+bool gm_map_remove_if(gm_map_t *map, uint64_t key, const void *value) {
+    int64_t i = find(map, key);
+    if (i < 0 || map->slots[i].value != value)
+        return false;
+    remove_at(map, i);
+    return true;
 }
 
 bool gm_map_next(const gm_map_t *map, uint32_t *pos, uint64_t *key_out, void **value_out) {

@@ -36,6 +36,9 @@ static inline gm_status_t gm_map_reserve(gm_map_t *map, uint32_t n) {
     return need * 4 < (uint64_t)map->cap * 3 ? GM_OK : gm_map_rebuild_for(map, n);
 }
 void *gm_map_remove(gm_map_t *map, uint64_t key);
+/* Removes `key` only while it maps to `value` (a key given to a new owner since stays); whether
+ * it did. */
+bool gm_map_remove_if(gm_map_t *map, uint64_t key, const void *value);
 
 /* Iteration: `*pos` starts at 0; returns false at the end. Removing the current entry is safe. */
 bool gm_map_next(const gm_map_t *map, uint32_t *pos, uint64_t *key_out, void **value_out);

@@ -4,10 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-/* gm_grow's way when the room is not there. */
+/* gm_grow's way when the room is not there (`need` > `*cap`, which gm_grow tested). */
 gm_status_t gm_grow_to(void **array, uint32_t *cap, uint32_t need, size_t elem) {
-    if (need <= *cap)
-        return GM_OK;
     uint64_t ncap = *cap ? *cap : 8;
     while (ncap < need)
         ncap *= 2;

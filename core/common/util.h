@@ -7,6 +7,7 @@
 
 #include "status.h"
 
+/* gm_grow's slow path, for `need` > `*cap` only. */
 gm_status_t gm_grow_to(void **array, uint32_t *cap, uint32_t need, size_t elem);
 
 /* Makes room for `need` elements of `elem` bytes in `*array` (capacity `*cap`, doubling, so n

@@ -462,12 +462,20 @@ size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap)
     return count;
 }
 
+/* Marker `m`'s node leaves the map, if it is there: a handle the driver gave out again (after a
+ * context reset took m's graph without a destroy graphmem saw) names the newer marker, which
+ * keeps it. */
+static void unindex(gm_engine_t *e, gm_marker_t *m) {
+    if (m->indexed)
+        gm_map_remove_if(&e->nodes, m->node, m);
+    m->indexed = false;
+}
+
 /* Marker `m`'s node leaves the index (pending or in the map). */
 static void forget_node(gm_engine_t *e, gm_marker_t *m) {
     if (!m->indexed)
         nodes_settle(e);
-    gm_map_remove(&e->nodes, m->node);
-    m->indexed = false;
+    unindex(e, m);
 }
 
 static void graph_free(gm_engine_t *e, gm_graph_t *g) {
@@ -475,8 +483,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
      * pending ones are gone and the others are in the map. */
     nodes_drop_graph(e, g, (uint64_t)g->free_count + g->record_count);
     for (uint32_t i = 0; i < g->free_count; i++) {
-        if (g->frees[i]->indexed)
-            gm_map_remove(&e->nodes, g->frees[i]->node);
+        unindex(e, g->frees[i]);
         free_marker_release(e, g->frees[i], false);
     }
     g->run = (gm_run_t){0};
@@ -487,9 +494,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     }
     for (uint32_t i = 0; i < g->record_count; i++) {
         gm_record_t *r = g->records[i];
-        if (r->alloc.indexed)
-            gm_map_remove(&e->nodes, r->alloc.node);
-        r->alloc.indexed = false;
+        unindex(e, &r->alloc);
         r->owner = NULL;
         gm_record_unref_check(e, r);
     }

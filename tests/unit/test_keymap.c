@@ -1,6 +1,6 @@
 /* The hash map (core/common/keymap.c) against a plain array of keys: random puts, replaces,
- * removes and lookups, iteration that removes as it goes, and a map whose keys come and go (a
- * graph's nodes) that does not fill with tombstones. */
+ * removes (also only while the key maps to a given value) and lookups, iteration that removes as it
+ * goes, and a map whose keys come and go (a graph's nodes) that does not fill with tombstones. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -46,9 +46,15 @@ static void test_random_operations(void) {
             CHECK(gm_map_put(&map, ref.keys[i], value) == GM_OK);
             ref.values[i] = value;
             ref.present[i] = true;
-        } else {
+        } else if (rand() % 2) {
             CHECK(gm_map_remove(&map, ref.keys[i]) == (ref.present[i] ? ref.values[i] : NULL));
             ref.present[i] = false;
+        } else {
+            /* Removed only while it maps to the value named: half the time an older one. */
+            void *named = rand() % 2 ? ref.values[i] : (void *)(uintptr_t)(step + 1);
+            bool removes = ref.present[i] && named == ref.values[i];
+            CHECK(gm_map_remove_if(&map, ref.keys[i], named) == removes);
+            ref.present[i] = ref.present[i] && !removes;
         }
         if (step % 20000 == 0)
             check_against(&map, &ref);

@@ -1,7 +1,8 @@
 /* The engine's index of marker nodes: a capture appends each new marker's node to a pending list
  * and every reader of the index moves them into the map first (engine_graph.c, node index). The
  * index must answer as the map alone did: a node handle the driver gives out again after its
- * graph was destroyed names the new marker, never the old one; a graph destroyed while its nodes
+ * graph was destroyed names the new marker, never the old one, and stays when the old graph ends
+ * only later; a graph destroyed while its nodes
  * are pending leaves none of them behind and takes none of another graph's with it; searches that
  * look past the last few pending nodes (graphs captured in turn) still find their markers; and a
  * marker destroyed while pending is gone. Under AddressSanitizer a pending entry that outlived its
@@ -69,6 +70,32 @@ static void test_reused_handles_name_the_new_markers(void) {
     /* A pair after it finds the reused free node as its ancestor: the bytes are proven free. */
     uint64_t a3, f3;
     CHECK_EQ_U64(pair(s.engine, 0xB, &h, f2, &a3, &f3), va_new);
+    uint64_t graphs[] = {0xB};
+    CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
+}
+
+/* A graph whose nodes' handles went to another graph's markers before it was destroyed (a context
+ * reset took it without a destroy graphmem saw; it is forgotten when its own handle comes back):
+ * its end leaves the newer markers in the index. */
+static void test_lost_graph_leaves_the_reused_handles(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    handles_t h = {0x1000};
+    uint64_t a1, f1, a2, f2;
+    REQUIRE(pair(s.engine, 0xA, &h, 0, &a1, &f1));
+    CHECK_EQ_U64(gm_engine_marker(s.engine, a1, NULL), GM_MARKER_ALLOC); /* settled */
+    h.next = 0x1000;
+    uint64_t va_new = pair(s.engine, 0xB, &h, 0, &a2, &f2);
+    REQUIRE(va_new);
+    CHECK_EQ_U64(a2, a1);
+    gm_marker_info_t info;
+    CHECK_EQ_U64(gm_engine_marker(s.engine, a2, &info), GM_MARKER_ALLOC); /* settled */
+    uint64_t graph = 0xA;
+    REQUIRE(gm_engine_graphs_destroy(s.engine, &graph, 1, GM_NO_CALL) == GM_OK);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, a2, &info), GM_MARKER_ALLOC);
+    CHECK_EQ_U64(info.va, va_new);
+    CHECK_EQ_U64(gm_engine_marker(s.engine, f2, &info), GM_MARKER_FREE);
+    CHECK_EQ_U64(info.va, va_new);
     uint64_t graphs[] = {0xB};
     CHECK(sim_teardown(&s, NULL, 0, graphs, 1));
 }
@@ -182,6 +209,7 @@ static void test_marker_destroyed_while_pending(void) {
 
 int main(void) {
     RUN_TEST(test_reused_handles_name_the_new_markers);
+    RUN_TEST(test_lost_graph_leaves_the_reused_handles);
     RUN_TEST(test_graphs_in_turn);
     RUN_TEST(test_destroy_while_few_others_pending);
     RUN_TEST(test_destroy_while_many_others_pending);
