@@ -7,6 +7,7 @@
 #include "mempools.h"
 #include "nested.h"
 #include "streams.h"
+#include "side_work.h"
 #include "topology.h"
 #include "interpose/driver.h"
 #include "log.h"
@@ -146,6 +147,7 @@ static void forget_after_fork(void) {
     gm_backend_cuda_forget_after_fork();
     gm_streams_forget_after_fork();
     gm_topology_forget_after_fork();
+    gm_side_forget_after_fork();
 }
 
 /* Registered by the first start attempt, before anything they cover exists: the engine's

@@ -51,16 +51,25 @@ void gm_topology_forget_after_fork(void) {
     kept_level = (level_arrays_t){0};
 }
 
+/* Exchanges `set` with the kept set of its kind (`kept`, `size` bytes) under the lock: with an
+ * empty `set` it takes the kept one, with a full one it gives it back and gets a set given back
+ * meanwhile (none, usually), which the caller frees. */
+static void kept_swap(void *kept, void *set, size_t size) {
+    unsigned char held[sizeof(gm_topology_buf_t)];
+    _Static_assert(sizeof held >= sizeof(level_arrays_t), "the larger kind of set");
+    pthread_mutex_lock(&kept_lock);
+    memcpy(held, kept, size);
+    memcpy(kept, set, size);
+    pthread_mutex_unlock(&kept_lock);
+    memcpy(set, held, size);
+}
+
 /* Arrays for a level of `count` nodes: the kept ones when `top` and they are there (grown when
  * too small), else new ones. False without host memory (nothing is held then). */
 static bool level_take(level_arrays_t *level, size_t count, bool top) {
     *level = (level_arrays_t){0};
-    if (top) {
-        pthread_mutex_lock(&kept_lock);
-        *level = kept_level;
-        kept_level = (level_arrays_t){0};
-        pthread_mutex_unlock(&kept_lock);
-    }
+    if (top)
+        kept_swap(&kept_level, level, sizeof *level);
     size_t n = count ? count : 1;
     if (n <= level->cap)
         return true;
@@ -82,13 +91,8 @@ static bool level_take(level_arrays_t *level, size_t count, bool top) {
 static void level_give(level_arrays_t *level, bool top) {
     size_t bytes = (size_t)level->cap * (sizeof *level->nodes + sizeof *level->facts +
                                          sizeof *level->keys + sizeof *level->exit_of);
-    if (top && bytes <= KEPT_BYTES_MAX) {
-        pthread_mutex_lock(&kept_lock);
-        level_arrays_t old = kept_level;
-        kept_level = *level;
-        pthread_mutex_unlock(&kept_lock);
-        *level = old; /* a set given back meanwhile (none, usually): freed below */
-    }
+    if (top && bytes <= KEPT_BYTES_MAX)
+        kept_swap(&kept_level, level, sizeof *level);
     level_free(level);
 }
 
@@ -316,10 +320,8 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
 }
 
 CUresult gm_topology_read(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t *buf) {
-    pthread_mutex_lock(&kept_lock);
-    *buf = kept_topology; /* the kept arrays, or none */
-    kept_topology = (gm_topology_buf_t){0};
-    pthread_mutex_unlock(&kept_lock);
+    *buf = (gm_topology_buf_t){0};
+    kept_swap(&kept_topology, buf, sizeof *buf); /* the kept arrays, or none */
     CUresult r = read_graph(engine, graph, buf, UINT32_MAX, UINT32_MAX, 0);
     buf->view.nodes = buf->nodes;
     buf->view.edge_from = buf->from;
@@ -337,12 +339,8 @@ void gm_topology_free(gm_topology_buf_t *buf) {
     size_t bytes = (size_t)buf->node_cap * (sizeof *buf->nodes + sizeof *buf->types) +
                    (size_t)buf->edge_cap * (sizeof *buf->from + sizeof *buf->to);
     if (bytes <= KEPT_BYTES_MAX) {
-        gm_topology_buf_t keep = *buf;
-        keep.view = (gm_topology_t){0};
-        pthread_mutex_lock(&kept_lock);
-        *buf = kept_topology; /* a set given back meanwhile (none, usually): freed below */
-        kept_topology = keep;
-        pthread_mutex_unlock(&kept_lock);
+        buf->view = (gm_topology_t){0};
+        kept_swap(&kept_topology, buf, sizeof *buf);
     }
     free(buf->nodes);
     free(buf->types);

@@ -1,7 +1,5 @@
 /* Instantiation, launch, upload and destruction of graphs holding graphmem allocations; graphs
  * without any pass straight through. */
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 
 #include "interpose/driver.h"
@@ -10,6 +8,7 @@
 #include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
 #include "bridge/scratch.h"
+#include "bridge/side_work.h"
 #include "bridge/streams.h"
 #include "bridge/topology.h"
 #include "log.h"
@@ -21,16 +20,16 @@
 #define GM_INSTANTIATE_FLAG_UPLOAD 2ull
 #define GM_INSTANTIATE_FLAG_DEVICE_LAUNCH 4ull
 
-/* The engine's plan of a graph of at least this many nodes is made on a thread of its own while
- * the driver instantiates (it took a quarter to a third of the driver's time: bench/RESULTS.md,
- * "Planning while the driver instantiates"); a smaller graph is planned after the driver, on the
- * caller's thread, where a thread would cost more than it saves. */
+/* The engine's plan of a graph of at least this many nodes is made on graphmem's worker thread
+ * while the driver instantiates (it took a quarter to a third of the driver's time:
+ * bench/RESULTS.md, "Planning while the driver instantiates"); a smaller graph is planned after the
+ * driver, on the caller's thread, where waking the worker would cost about what it saves. */
 #define PLAN_AHEAD_NODES 256u
 
 /* A plan made alongside the driver (gm_engine_instantiate_plan), joined before the commit. */
 typedef struct plan_ahead {
     bool started;
-    pthread_t thread;
+    gm_side_work_t side;
     gm_engine_t *engine;
     uint64_t graph;
     const gm_topology_t *topology; /* the instantiation's, unchanged until the join */
@@ -78,15 +77,14 @@ static unsigned engine_flags(const instantiation_t *inst, unsigned long long fla
     return engine;
 }
 
-static void *plan_ahead_main(void *arg) {
+static void plan_ahead_main(void *arg) {
     plan_ahead_t *a = arg;
     a->status = gm_engine_instantiate_plan(a->engine, a->graph, a->topology, a->flags, &a->planned);
-    return NULL;
 }
 
-/* Starts the plan of a large graph on a thread of its own, to be joined before the commit. The
- * thread takes no signal (the application's handlers run on its own threads) and makes no driver
- * call. When no thread can be made, the plan is made after the driver, as for a small graph. */
+/* Starts the plan of a large graph beside the caller (bridge/side_work.h), to be joined before
+ * the commit; it makes no driver call. When no thread can take it, the plan is made after the
+ * driver, as for a small graph. */
 static void start_plan_ahead(instantiation_t *inst, CUgraph graph, unsigned long long flags) {
     plan_ahead_t *a = &inst->ahead;
     if (inst->topology.view.node_count < PLAN_AHEAD_NODES)
@@ -95,12 +93,7 @@ static void start_plan_ahead(instantiation_t *inst, CUgraph graph, unsigned long
                         .graph = (uint64_t)(uintptr_t)graph,
                         .topology = &inst->topology.view,
                         .flags = engine_flags(inst, flags)};
-    sigset_t all, saved;
-    sigfillset(&all);
-    bool masked = pthread_sigmask(SIG_SETMASK, &all, &saved) == 0;
-    a->started = pthread_create(&a->thread, NULL, plan_ahead_main, a) == 0;
-    if (masked)
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    a->started = gm_side_start(&a->side, plan_ahead_main, a);
 }
 
 /* Joins a plan started ahead; its exec goes unless `keep` (the driver made the exec). */
@@ -108,7 +101,7 @@ static bool join_plan_ahead(instantiation_t *inst, bool keep) {
     plan_ahead_t *a = &inst->ahead;
     if (!a->started)
         return false;
-    pthread_join(a->thread, NULL);
+    gm_side_join(&a->side);
     a->started = false;
     a->used = keep;
     if (!keep) {
