@@ -22,9 +22,11 @@
 
 /* The engine's plan of a graph of at least this many nodes is made on graphmem's worker thread
  * while the driver instantiates (it took a quarter to a third of the driver's time:
- * bench/RESULTS.md, "Planning while the driver instantiates"); a smaller graph is planned after the
- * driver, on the caller's thread, where waking the worker would cost about what it saves. */
-#define PLAN_AHEAD_NODES 256u
+ * bench/RESULTS.md, "Planning while the driver instantiates"; a DAG of 20 allocations, 60 nodes,
+ * instantiated in 0.78x the time it took planned after the driver); a smaller graph is planned
+ * after the driver, on the caller's thread, where waking the worker (about 2 us) would cost about
+ * what it saves. */
+#define PLAN_AHEAD_NODES 32u
 
 /* A plan made alongside the driver (gm_engine_instantiate_plan), joined before the commit. */
 typedef struct plan_ahead {
