@@ -123,9 +123,11 @@ static void test_busy_worker(void) {
  * and only the next cancellation point ends the thread. */
 static atomic_bool joined_before_cancel;
 
-static void *cancelled_main(void *arg) {
-    gm_side_work_t *held = arg;
-    pthread_cancel(pthread_self());
+/* Starts and joins work with the thread's cancellation pending; whether the join returned with the
+ * work done. A frame of its own, returned from before the cancellation unwinds the thread: frames a
+ * cancellation unwinds keep their stack poisoned under AddressSanitizer, which then reports its own
+ * write to that stack when the thread ends. */
+__attribute__((noinline)) static bool join_with_cancel_pending(gm_side_work_t *held) {
     job_t j = {
         .input = 1, .caller = pthread_self(), .signals_blocked_elsewhere = true, .spin = 100000};
     gm_side_work_t w;
@@ -136,7 +138,12 @@ static void *cancelled_main(void *arg) {
         atomic_store(&release, true);
         gm_side_join(held);
     }
-    atomic_store(&joined_before_cancel, j.output == 4);
+    return j.output == 4;
+}
+
+static void *cancelled_main(void *arg) {
+    pthread_cancel(pthread_self());
+    atomic_store(&joined_before_cancel, join_with_cancel_pending(arg));
     pthread_testcancel();
     return NULL;
 }
