@@ -1,5 +1,6 @@
 #include "log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,8 +40,13 @@ static void write_message(const char *prefix, const char *fmt, va_list args, int
         used = (int)sizeof line - 2;
     if (newline)
         line[used++] = '\n';
+    /* write() is a cancellation point, and messages are written under the engine's locks: a
+     * thread cancelled here would leave them held for every other thread. */
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
     ssize_t ignored = write(STDERR_FILENO, line, (size_t)used);
     (void)ignored;
+    pthread_setcancelstate(cancel, NULL);
     log_depth--;
 }
 

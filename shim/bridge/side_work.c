@@ -1,5 +1,6 @@
 #include "side_work.h"
 
+#include <sched.h>
 #include <signal.h>
 
 /* One worker, made at the first start and kept: a thread made for each large instantiation cost
@@ -14,6 +15,7 @@ static gm_side_work_t *slot; /* the worker's work, posted or running; NULL: idle
 
 static void *worker_main(void *arg) {
     (void)arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* graphmem's own thread */
     pthread_mutex_lock(&lock);
     for (;;) {
         while (slot == NULL || slot->state != GM_SIDE_POSTED)
@@ -36,14 +38,34 @@ static void *thread_main(void *arg) {
     return NULL;
 }
 
-/* pthread_create with every signal blocked, so the new thread starts with them blocked. */
-static bool create_quiet(pthread_t *thread, void *(*main)(void *), void *arg) {
-    sigset_t all, saved;
-    sigfillset(&all);
-    bool masked = pthread_sigmask(SIG_SETMASK, &all, &saved) == 0;
-    bool made = pthread_create(thread, NULL, main, arg) == 0;
+/* pthread_create with the signals sent to the process blocked, so the new thread starts with them
+ * blocked and they go to the application's threads. A fault of the thread's own (SIGSEGV and
+ * the like) stays deliverable: blocked, the kernel would kill the process without running the
+ * application's or a sanitizer's handler. The worker, kept for the process, gets the default
+ * scheduling policy rather than that of the thread that happened to make it (a real-time one
+ * would stay real-time for good); a thread for one piece of work inherits its caller's. */
+static bool create_quiet(pthread_t *thread, void *(*main)(void *), void *arg, bool worker) {
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    sigset_t blocked, saved;
+    sigfillset(&blocked);
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        sigdelset(&blocked, faults[i]);
+    pthread_attr_t attr;
+    bool attr_made = worker && pthread_attr_init(&attr) == 0;
+    if (attr_made) {
+        struct sched_param param = {.sched_priority = 0};
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        pthread_attr_setschedparam(&attr, &param);
+    }
+    bool masked = pthread_sigmask(SIG_SETMASK, &blocked, &saved) == 0;
+    bool made = pthread_create(thread, attr_made ? &attr : NULL, main, arg) == 0;
     if (masked)
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (attr_made)
+        pthread_attr_destroy(&attr);
+    if (made && worker)
+        pthread_setname_np(*thread, "graphmem-plan"); /* what ps, top and gdb show */
     return made;
 }
 
@@ -52,7 +74,7 @@ bool gm_side_start(gm_side_work_t *work, void (*run)(void *), void *arg) {
     pthread_mutex_lock(&lock);
     if (!worker_made) {
         pthread_t worker;
-        worker_made = create_quiet(&worker, worker_main, NULL);
+        worker_made = create_quiet(&worker, worker_main, NULL, true);
         if (worker_made)
             pthread_detach(worker);
     }
@@ -66,7 +88,7 @@ bool gm_side_start(gm_side_work_t *work, void (*run)(void *), void *arg) {
     pthread_mutex_unlock(&lock);
     if (queued)
         return true;
-    if (!create_quiet(&work->thread, thread_main, work))
+    if (!create_quiet(&work->thread, thread_main, work, false))
         return false;
     work->where = GM_SIDE_THREAD;
     return true;

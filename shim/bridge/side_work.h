@@ -15,9 +15,10 @@ typedef struct gm_side_work {
     pthread_t thread;                                             /* GM_SIDE_THREAD */
 } gm_side_work_t;
 
-/* Starts run(arg) beside the caller; `work` must stay where it is until gm_side_join. False when
- * no thread could run it: the caller runs it itself. The threads take no signal (the
- * application's handlers run on its own threads). */
+/* Starts run(arg) beside the caller; `work` must stay where it is until gm_side_join, so the
+ * caller must not be cancelled in between (pthread_setcancelstate). False when no thread could
+ * run it: the caller runs it itself. The threads take no signal sent to the process (the
+ * application's handlers run on its own threads), only faults of their own. */
 bool gm_side_start(gm_side_work_t *work, void (*run)(void *), void *arg);
 
 /* Returns once run(arg) has returned: run here when the worker had not taken it yet (the driver

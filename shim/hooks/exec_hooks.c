@@ -1,5 +1,6 @@
 /* Instantiation, launch, upload and destruction of graphs holding graphmem allocations; graphs
  * without any pass straight through. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "interpose/driver.h"
@@ -315,17 +316,31 @@ static CUgraph driver_graph(const instantiation_t *inst, CUgraph graph) {
     return inst->device_copy != NULL ? inst->device_copy : graph;
 }
 
+/* An instantiation is not cancelled between prepare and finish: a plan on the worker still points
+ * into the caller's frame, and a cover holds mappings still until finish ends it. */
+static int cancel_off(void) {
+    int state = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+    return state;
+}
+
+static CUresult cancel_restore(int state, CUresult result) {
+    pthread_setcancelstate(state, NULL);
+    return result;
+}
+
 typedef CUresult (*legacy_instantiate_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
 
 /* cuGraphInstantiate and _v2: the 5-argument ABIs (no flags). */
 static CUresult instantiate_legacy(legacy_instantiate_fn real, CUgraphExec *exec, CUgraph graph,
                                    CUgraphNode *error_node, char *log, size_t log_size) {
+    int cancel = cancel_off();
     instantiation_t inst;
     CUresult r = prepare(graph, 0, &inst, NULL);
     if (r != CUDA_SUCCESS)
-        return r;
+        return cancel_restore(cancel, r);
     r = real(exec, graph, error_node, log, log_size);
-    return finish(&inst, graph, r, exec, 0, NULL);
+    return cancel_restore(cancel, finish(&inst, graph, r, exec, 0, NULL));
 }
 
 CUresult gm_hook_cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -343,12 +358,13 @@ CUresult gm_hook_cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
 
 CUresult gm_hook_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                              unsigned long long flags) {
+    int cancel = cancel_off();
     instantiation_t inst;
     CUresult r = prepare(hGraph, flags, &inst, NULL);
     if (r != CUDA_SUCCESS)
-        return r;
+        return cancel_restore(cancel, r);
     r = gm_real.cuGraphInstantiateWithFlags(phGraphExec, driver_graph(&inst, hGraph), flags);
-    return finish(&inst, hGraph, r, phGraphExec, flags, NULL);
+    return cancel_restore(cancel, finish(&inst, hGraph, r, phGraphExec, flags, NULL));
 }
 
 static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -357,15 +373,17 @@ static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUg
         GM_REAL_PT(cuGraphInstantiateWithParams, ptsz);
     if (params == NULL || phGraphExec == NULL)
         return real(phGraphExec, hGraph, params);
+    int cancel = cancel_off();
     instantiation_t inst;
     CUresult r = prepare(hGraph, params->flags, &inst, params);
     if (r != CUDA_SUCCESS)
-        return r;
+        return cancel_restore(cancel, r);
     r = real(phGraphExec, driver_graph(&inst, hGraph), params);
     if (r != CUDA_SUCCESS && inst.device_copy != NULL) /* the copy goes: name the graph's node */
         params->hErrNode_out =
             gm_device_copy_original(hGraph, inst.device_copy, params->hErrNode_out);
-    return finish(&inst, hGraph, r, phGraphExec, params->flags, params->hUploadStream);
+    return cancel_restore(
+        cancel, finish(&inst, hGraph, r, phGraphExec, params->flags, params->hUploadStream));
 }
 
 CUresult gm_hook_cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,

@@ -1,12 +1,14 @@
 /* Work beside the caller (shim/bridge/side_work.c): every piece of work runs exactly once and has
  * returned when its join returns, from one thread or four at once (each join sees its own result;
  * under ThreadSanitizer a join that returned before the worker finished is a race on it); a start
- * while the worker is busy runs on a thread of its own; the worker and those threads block every
- * signal; a join is no cancellation point; and a child after fork, which has no worker, gets a
- * new one while the parent's is still busy. */
+ * while the worker is busy runs on a thread of its own; the worker is named graphmem-plan; the
+ * worker and those threads block the signals sent to the process but not their own faults; a join
+ * is no cancellation point; and a child after fork, which has no worker, gets a new one while the
+ * parent's is still busy. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,9 +27,13 @@ static atomic_ulong runs;
 typedef struct job {
     unsigned long input, output;
     pthread_t caller;
-    bool signals_blocked_elsewhere; /* false when run elsewhere with SIGUSR1 deliverable */
+    /* False when run elsewhere with SIGUSR1 deliverable (a signal for the process) or SIGSEGV
+     * blocked (a fault of the thread's own, which must reach the handlers). */
+    bool signals_blocked_elsewhere;
     unsigned spin;
 } job_t;
+
+static atomic_ulong runs_on_worker; /* by the thread named graphmem-plan */
 
 static void run_job(void *arg) {
     job_t *j = arg;
@@ -36,8 +42,13 @@ static void run_job(void *arg) {
         sink += i;
     sigset_t now;
     if (!pthread_equal(pthread_self(), j->caller) &&
-        (pthread_sigmask(SIG_BLOCK, NULL, &now) != 0 || !sigismember(&now, SIGUSR1)))
+        (pthread_sigmask(SIG_BLOCK, NULL, &now) != 0 || !sigismember(&now, SIGUSR1) ||
+         sigismember(&now, SIGSEGV)))
         j->signals_blocked_elsewhere = false;
+    char name[16] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    if (strcmp(name, "graphmem-plan") == 0)
+        atomic_fetch_add(&runs_on_worker, 1);
     j->output = j->input * 3 + 1;
     atomic_fetch_add(&runs, 1);
 }
@@ -67,6 +78,20 @@ static void test_one_thread(void) {
     atomic_store(&runs, 0);
     CHECK_EQ_U64(rounds(2000, 1), 0);
     CHECK_EQ_U64(atomic_load(&runs), 2000);
+}
+
+/* Work the worker took runs on the thread named for ps and gdb; work taken back does not. */
+static void test_worker_named(void) {
+    atomic_store(&runs_on_worker, 0);
+    job_t j = {.input = 9, .caller = pthread_self(), .signals_blocked_elsewhere = true};
+    gm_side_work_t w;
+    REQUIRE(gm_side_start(&w, run_job, &j));
+    CHECK(w.where == GM_SIDE_WORKER);
+    for (int i = 0; i < 1000 && atomic_load(&runs) == 0; i++)
+        usleep(1000); /* the worker takes it */
+    gm_side_join(&w);
+    CHECK_EQ_U64(j.output, 28);
+    CHECK_EQ_U64(atomic_load(&runs_on_worker), 1);
 }
 
 static void *rounds_main(void *arg) {
@@ -188,6 +213,8 @@ static void test_fork_child_gets_a_new_worker(void) {
 
 int main(void) {
     RUN_TEST(test_one_thread);
+    atomic_store(&runs, 0);
+    RUN_TEST(test_worker_named);
     RUN_TEST(test_four_threads);
     RUN_TEST(test_busy_worker);
     RUN_TEST(test_join_is_no_cancellation_point);
