@@ -26,7 +26,10 @@ bool gm_side_start(gm_side_work_t *work, void (*run)(void *), void *arg);
 void gm_side_join(gm_side_work_t *work);
 
 /* In a child after fork: the worker is gone with the parent's other threads (work a parent
- * thread posted is its business); the next start makes a new one. */
+ * thread posted is its business); the next start makes a new one. Work the forking thread itself
+ * had started and not joined (a fork from a signal handler during the driver's call) has no thread
+ * left to finish it: its join in the child would wait for good, in a child where the parent's
+ * CUDA state is unusable anyway. */
 void gm_side_forget_after_fork(void);
 
 #endif
