@@ -6,8 +6,10 @@
  * is no cancellation point; and a child after fork, which has no worker, gets a new one while the
  * parent's is still busy. */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,22 +56,34 @@ static void run_job(void *arg) {
 }
 
 /* `count` start-join rounds; the number of failed checks. */
+/* `count` start-join rounds; the number of failed checks. Each round's job and work are on the
+ * heap, wiped and freed right after the join: the worker touching either after the join is a use
+ * after free under AddressSanitizer and a race under ThreadSanitizer. */
 static unsigned rounds(unsigned count, unsigned seed) {
     unsigned failed = 0;
     for (unsigned i = 0; i < count; i++) {
         seed = seed * 1103515245u + 12345u;
-        job_t j = {.input = i + seed,
-                   .caller = pthread_self(),
-                   .signals_blocked_elsewhere = true,
-                   .spin = (seed >> 8) % 2000};
-        gm_side_work_t w;
-        if (!gm_side_start(&w, run_job, &j))
-            run_job(&j);
+        struct {
+            job_t job;
+            gm_side_work_t work;
+        } *r = malloc(sizeof *r);
+        if (r == NULL)
+            return failed + 1;
+        r->job = (job_t){.input = i + seed,
+                         .caller = pthread_self(),
+                         .signals_blocked_elsewhere = true,
+                         .spin = (seed >> 8) % 2000};
+        if (!gm_side_start(&r->work, run_job, &r->job))
+            run_job(&r->job);
         volatile unsigned sink = 0;
         for (unsigned k = 0; k < (seed >> 16) % 2000; k++) /* the driver's turn */
             sink += k;
-        gm_side_join(&w);
-        failed += j.output != j.input * 3 + 1 || !j.signals_blocked_elsewhere;
+        if ((seed >> 4) % 7 == 0)
+            sched_yield();
+        gm_side_join(&r->work);
+        failed += r->job.output != r->job.input * 3 + 1 || !r->job.signals_blocked_elsewhere;
+        memset(r, 0xab, sizeof *r);
+        free(r);
     }
     return failed;
 }
