@@ -241,7 +241,7 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
     gm_engine_t *e = c->engine;
     if (!e || bytes == 0 || va + bytes < va)
         return;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     /* The scratch page stands for the allocation's own memory: of its device, with its access,
      * so that the driver's check answers as it will for that memory, whatever device the call
      * names or is current (a memset of device 1's allocation added for device 0 is refused, one
@@ -261,7 +261,7 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
              * setting memset parameters in a loop) would otherwise hold it off for good. A
              * cover already held takes more ranges without waiting: it ends on its own. */
             while (e->cover_waiters)
-                pthread_cond_wait(&e->uncovered, &e->lock);
+                gm_engine_wait(e, &e->uncovered);
             c->held = true;
             e->covers++;
             if (!gm_vaspace_contains(e->vas, page)) /* released while this thread waited */
@@ -276,7 +276,7 @@ void gm_engine_cover_end(gm_cover_t *c) {
     gm_engine_t *e = c->engine;
     if (!e || !c->held)
         return;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     for (uint32_t i = 0; i < c->count; i++) {
         scratch_entry_t entry;
         if (!scratch_get(e, c->pages[i], &entry) || entry.holders == 0)
@@ -305,7 +305,7 @@ void gm_engine_cover_end(gm_cover_t *c) {
 void gm_cover_wait(gm_engine_t *e) {
     e->cover_waiters++;
     while (e->covers)
-        pthread_cond_wait(&e->uncovered, &e->lock);
+        gm_engine_wait(e, &e->uncovered);
     gm_cover_drop_idle(e);
     /* The caller maps or trims before it lets the lock go: new covers start after that. */
     if (--e->cover_waiters == 0)

@@ -239,7 +239,7 @@ gm_status_t gm_engine_instantiate_plan(gm_engine_t *e, uint64_t graph, const gm_
     *out = NULL;
     if (!gm_topology_valid(topo))
         return GM_ERR_INVALID_VALUE;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_graph_t *g = gm_graph_get(e, graph, false);
     bool own = false;
     /* A graph graphmem does not know (its conditional bodies hold the markers) is listed at the
@@ -258,7 +258,7 @@ gm_status_t gm_engine_instantiate_plan(gm_engine_t *e, uint64_t graph, const gm_
 }
 
 gm_status_t gm_engine_instantiate_commit(gm_engine_t *e, gm_planned_exec_t *x, uint64_t exec) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     /* The driver has just made an exec under this handle: one graphmem still knows under it is
      * gone without a destroy it saw (gm_engine_exec_gone). */
     exec_end(e, exec, true);
@@ -309,7 +309,7 @@ out:
 void gm_engine_instantiate_abandon(gm_engine_t *e, gm_planned_exec_t *x) {
     if (!x)
         return;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_exec_discard(e, x);
     gm_engine_unlock(e);
 }
@@ -326,7 +326,7 @@ bool gm_engine_has_pinned_waiting(gm_engine_t *e) {
 }
 
 void gm_engine_exec_set_context(gm_engine_t *e, uint64_t exec, uint64_t context) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_exec_t *x = gm_map_get(&e->execs, exec);
     if (x)
         x->context = context;
@@ -338,7 +338,7 @@ uint64_t gm_engine_sync_mark(gm_engine_t *e) {
 }
 
 void gm_engine_device_idle(gm_engine_t *e, uint64_t context, uint64_t mark) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     for (gm_part_t *p = e->parts, *next; p; p = next) {
         next = p->all_next;
         if (!p->pinned || !p->pin_stamp || p->pin_stamp > mark || p->exec->context != context)
@@ -356,7 +356,7 @@ void gm_engine_device_idle(gm_engine_t *e, uint64_t context, uint64_t mark) {
 }
 
 bool gm_engine_graph_instantiated(gm_engine_t *e, uint64_t graph) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_graph_t *g = gm_graph_get(e, graph, false);
     bool inst = g && g->execs;
     gm_engine_unlock_unchanged(e);
@@ -415,7 +415,7 @@ static void exec_end(gm_engine_t *e, uint64_t exec, bool gone) {
 }
 
 gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call_t call) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_status_t st = GM_OK;
     if (call.fn && !call.fn(call.arg))
         st = GM_ERR_DRIVER;
@@ -426,7 +426,7 @@ gm_status_t gm_engine_exec_destroy(gm_engine_t *e, uint64_t exec, gm_driver_call
 }
 
 void gm_engine_exec_gone(gm_engine_t *e, uint64_t exec) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     exec_end(e, exec, true);
     gm_engine_unlock(e);
 }

@@ -137,7 +137,7 @@ size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *
                                 uint64_t markers_out[GM_ANCESTOR_MAX]) {
     gm_search_t search = {deps, count, parents, arg};
     const gm_marker_t *found[GM_ANCESTOR_MAX];
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     size_t n = search_markers(e, gm_graph_get(e, graph, false), &search, found);
     for (size_t i = 0; i < n; i++)
         markers_out[i] = found[i]->node;
@@ -213,7 +213,7 @@ void gm_engine_node_facts(gm_engine_t *e, uint64_t graph, const uint64_t *nodes,
     fact_walk_t walk = {0, 0};
     for (size_t at = 0; at < count; at += FACTS_SLICE) {
         size_t end = count - at < FACTS_SLICE ? count : at + FACTS_SLICE;
-        pthread_mutex_lock(&e->lock);
+        gm_engine_lock(e);
         const gm_graph_t *g = gm_graph_get(e, graph, false);
         for (size_t i = at; i < end; i++) {
             const gm_node_fact_t *f = g ? fact_match(g, &walk, nodes[i]) : NULL;
@@ -226,7 +226,7 @@ void gm_engine_node_facts(gm_engine_t *e, uint64_t graph, const uint64_t *nodes,
 }
 
 void gm_engine_graph_edges_edited(gm_engine_t *e, uint64_t graph) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_graph_t *g = gm_graph_get(e, graph, false);
     if (g)
         g->edges_edited = true;
@@ -260,7 +260,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     uint64_t limit = e->config.max_allocation[params->device];
     if (limit && params->size > limit)
         return GM_ERR_OUT_OF_MEMORY; /* more than the device can ever back (§A1.6) */
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     bool created;
     gm_graph_t *g = gm_graph_take(e, graph, &created);
@@ -329,7 +329,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
                                   uint64_t *node_out) {
     if (!node_out || !add.fn)
         return GM_ERR_INVALID_VALUE;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     bool created;
     gm_graph_t *g = gm_graph_take(e, graph, &created);
@@ -403,7 +403,7 @@ static void free_marker_release(gm_engine_t *e, gm_marker_t *m, bool unfree) {
 /* ---- introspection and the end of graphs -------------------------------------------------- */
 
 gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_t *info_out) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_marker_t *m = gm_node_marker(e, node);
     gm_marker_kind_t kind = m ? m->kind : GM_MARKER_NONE;
     if (m && info_out) {
@@ -415,14 +415,14 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_
 }
 
 bool gm_engine_graph_known(gm_engine_t *e, uint64_t graph) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     bool known = gm_graph_get(e, graph, false) || gm_map_get(&e->moved, graph);
     gm_engine_unlock_unchanged(e);
     return known;
 }
 
 bool gm_engine_graph_has_markers(gm_engine_t *e, uint64_t graph) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_graph_t *g = gm_graph_get(e, graph, false);
     bool has = (g && (g->record_count || g->free_count)) || gm_map_get(&e->moved, graph);
     gm_engine_unlock_unchanged(e);
@@ -430,7 +430,7 @@ bool gm_engine_graph_has_markers(gm_engine_t *e, uint64_t graph) {
 }
 
 bool gm_engine_graph_self_contained(gm_engine_t *e, uint64_t graph) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     const gm_graph_t *g = gm_graph_get(e, graph, false);
     bool contained = true;
     for (uint32_t i = 0; g && contained && i < g->record_count; i++)
@@ -442,7 +442,7 @@ bool gm_engine_graph_self_contained(gm_engine_t *e, uint64_t graph) {
 }
 
 size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     size_t count = 0;
     uint32_t pos = 0;
     uint64_t key;
@@ -548,7 +548,7 @@ static void alloc_marker_end(gm_engine_t *e, gm_marker_t *m) {
 }
 
 gm_status_t gm_engine_marker_destroy(gm_engine_t *e, uint64_t node, gm_driver_call_t call) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_marker_t *m = gm_node_marker(e, node);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     if (m) {
@@ -564,7 +564,7 @@ gm_status_t gm_engine_marker_destroy(gm_engine_t *e, uint64_t node, gm_driver_ca
 
 gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, size_t count,
                                      gm_driver_call_t call) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_status_t st = GM_OK;
     if (call.fn && !call.fn(call.arg)) {
         st = GM_ERR_DRIVER;
@@ -691,7 +691,7 @@ static gm_status_t clone_prepare(gm_engine_t *e, const gm_graph_t *g, gm_graph_t
 
 gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t clone,
                                   gm_node_map_t find) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_status_t st = GM_OK;
     gm_graph_t *g = gm_graph_get(e, original, false), *c = NULL;
     clone_plan_t cp = {0};
@@ -745,7 +745,7 @@ out:
 }
 
 void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_graph_t *c = gm_graph_get(e, child, false);
     gm_graph_t *p = c ? gm_graph_get(e, parent, true) : NULL;
     if (!p || p == c || gm_map_reserve(&e->moved, 1) ||

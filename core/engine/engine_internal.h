@@ -283,7 +283,8 @@ struct gm_exec {
                         commit */
     /* The launch fast path (engine_launch.c): its last launch, on steady_stream, left nothing for
      * a relaunch there to do but the driver's call, as long as the engine's epoch is still
-     * steady_epoch and steady_fence (the stream's deferred fence) is not realized. */
+     * steady_epoch and steady_fence (the stream's deferred fence) is not realized. Written in
+     * sections of `lock`, read by the fast path under defer_lock while the engine's fast_open. */
     uint64_t steady_stream, steady_epoch;
     gm_fence_t *steady_fence;
     uint64_t context;        /* GM_EXEC_PINNED: where its device launches run */
@@ -354,22 +355,71 @@ struct gm_engine {
      * that stamps each exec's destruction. */
     atomic_uint pinned_waiting;
     atomic_uint_fast64_t pin_clock;
-    /* Raised by every release of `lock` after a change (gm_engine_unlock; lookups and the launch
-     * fast path release it with gm_engine_unlock_unchanged): an exec whose steady_epoch equals it
-     * has seen nothing change since its last launch. */
+    /* Raised by every release of `lock` after a change (gm_engine_unlock; lookups release it with
+     * gm_engine_unlock_unchanged): an exec whose steady_epoch equals it has seen nothing change
+     * since its last launch. */
     uint64_t epoch;
+    /* The launch fast path runs under defer_lock alone, and only while fast_open (core/README.md,
+     * "Launch protocol"). fast_open is written with both locks held and is true only while no
+     * section of `lock` is in progress: each closes it first (gm_engine_lock), so no fast relaunch
+     * runs between a section's decisions and its actions. A section reopens it on its release
+     * when it armed an exec (fast_armed, by arm_fast), or when it found it open and changed nothing
+     * (fast_reopen). */
+    bool fast_open, fast_armed, fast_reopen;
+    uint64_t last_launch_exec, last_launch_stream; /* the latest launch's (arm_fast) */
     uint64_t build_token; /* the latest instantiation's (gm_marker_t.seen) */
 };
 
-/* Releases the engine lock after anything that may have changed the engine's state. */
+/* Opens or closes the launch fast path: under defer_lock, which a fast relaunch holds across its
+ * driver call, so a close waits for the one in flight. `lock` held. */
+static inline void gm_engine_set_fast(gm_engine_t *e, bool open) {
+    pthread_mutex_lock(&e->defer_lock);
+    e->fast_open = open;
+    pthread_mutex_unlock(&e->defer_lock);
+}
+
+/* Closes the fast path for the section that holds `lock` from here on; remembers whether it was
+ * open, for gm_engine_unlock_unchanged. */
+static inline void gm_engine_close_fast(gm_engine_t *e) {
+    e->fast_reopen = e->fast_open;
+    if (e->fast_open)
+        gm_engine_set_fast(e, false);
+}
+
+/* Begins a section: every entry of engine.h that reads or writes the engine's state. */
+static inline void gm_engine_lock(gm_engine_t *e) {
+    pthread_mutex_lock(&e->lock);
+    gm_engine_close_fast(e);
+}
+
+/* pthread_cond_wait on `lock` inside a section: other sections run meanwhile, and may reopen the
+ * fast path; it is closed again before the section goes on. */
+static inline void gm_engine_wait(gm_engine_t *e, pthread_cond_t *cond) {
+    bool reopen = e->fast_reopen;
+    pthread_cond_wait(cond, &e->lock);
+    gm_engine_close_fast(e);
+    e->fast_reopen |= reopen;
+}
+
+/* Releases the engine lock after anything that may have changed the engine's state: no exec
+ * armed before stays armed; one armed in this section is from now on. */
 static inline void gm_engine_unlock(gm_engine_t *e) {
     e->epoch++;
+    e->fast_reopen = false;
+    if (e->fast_armed) {
+        e->fast_armed = false;
+        gm_engine_set_fast(e, true);
+    }
     pthread_mutex_unlock(&e->lock);
 }
 
-/* Releases it after a section that changed nothing (a lookup, a read of counters, a fast-path
- * launch): the launch fast path of every exec stays armed. */
+/* Releases it after a section that changed nothing (a lookup, a read of counters): every exec
+ * armed before stays armed, and the fast path is open again if it was. */
 static inline void gm_engine_unlock_unchanged(gm_engine_t *e) {
+    if (e->fast_reopen) {
+        e->fast_reopen = false;
+        gm_engine_set_fast(e, true);
+    }
     pthread_mutex_unlock(&e->lock);
 }
 

@@ -282,34 +282,42 @@ static bool changes_mappings(const gm_engine_t *e, const gm_exec_t *x, uint64_t 
  * stream's deferred fence that followed that launch is still deferred. Then steps 1-5 and 7 of
  * the protocol would change nothing: the same checks pass, everything is mapped, the group's
  * latest user is this exec on this stream, and the fence of this launch is that same deferred
- * fence. What is left is step 6 under both locks. */
-static bool launch_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, gm_driver_call_t call,
+ * fence. What is left is step 6, under the defer lock alone: while fast_open no section of the
+ * engine lock is in progress, and none begins before this releases the defer lock (each closes
+ * the fast path first, gm_engine_lock), so what is read here stays as it was read until the
+ * driver's call has returned. No handshake with the joins (gm_fence_launch_begin): the fence is
+ * listed, so defer_active has counted it since before the launch that made it, which waited for
+ * the joins running unlocked then; every later join takes this lock. */
+static bool launch_fast(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_driver_call_t call,
                         gm_status_t *st) {
-    if (x->steady_stream != stream || x->steady_epoch != e->epoch)
-        return false;
-    /* The defer lock alone, without gm_fence_launch_begin's handshake: the fence is listed, so
-     * defer_active has counted it since before the launch that made it, which waited for the joins
-     * running unlocked then; every later join takes this lock. */
     pthread_mutex_lock(&e->defer_lock);
-    if (!gm_fence_still_deferred(x->steady_fence)) {
+    gm_exec_t *x = e->fast_open ? gm_map_get(&e->execs, exec) : NULL;
+    if (!x || x->steady_stream != stream || x->steady_epoch != e->epoch ||
+        !gm_fence_still_deferred(x->steady_fence)) {
         pthread_mutex_unlock(&e->defer_lock);
         return false;
     }
     bool launched = call.fn(call.arg);
+    x->report.launches += launched; /* sections read it with the fast path closed */
     pthread_mutex_unlock(&e->defer_lock);
     *st = launched ? GM_OK : GM_ERR_DRIVER;
-    x->report.launches += launched;
     return true;
 }
 
 /* After a launch: whether the next one on the same stream may take the fast path. Not after an
  * upload (the driver orders launches after launches only), nor with an immediate fence, nor when a
  * relaunch has checks to make or frees to record (unfreed allocations without AutoFree, frees of
- * other graphs' allocations), nor while idle scratch mappings wait to be unmapped. */
+ * other graphs' allocations), nor while idle scratch mappings wait to be unmapped. And only from
+ * the second launch in a row of the exec on the stream: an exec that alternates with another, or
+ * between streams, would open the path only for the next launch to close it again, two more
+ * trips through the defer lock each. */
 static void arm_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload,
                      gm_fence_t *fence) {
     x->steady_stream = GM_NO_STREAM;
-    if (upload || !fence || !gm_fence_still_deferred(fence) || x->foreign_count || e->scratch_idle)
+    bool again = !upload && e->last_launch_exec == x->key && e->last_launch_stream == stream;
+    e->last_launch_exec = upload ? 0 : x->key;
+    e->last_launch_stream = stream;
+    if (!again || !fence || !gm_fence_still_deferred(fence) || x->foreign_count || e->scratch_idle)
         return;
     for (uint32_t i = 0; i < x->part_count; i++)
         if (x->parts[i]->escaping_count && !(x->flags & GM_EXEC_AUTO_FREE))
@@ -317,6 +325,7 @@ static void arm_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload,
     x->steady_stream = stream;
     x->steady_fence = fence;
     x->steady_epoch = e->epoch + 1; /* what releasing the lock makes it */
+    e->fast_armed = true;           /* which opens the fast path then */
 }
 
 /* One attempt under the lock. GM_ERR_NOT_READY with *wait (a fence to wait for on the host, the
@@ -390,13 +399,10 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
 
 gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, bool upload,
                              gm_driver_call_t call) {
-    pthread_mutex_lock(&e->lock);
     gm_status_t st;
-    gm_exec_t *x = upload ? NULL : gm_map_get(&e->execs, exec);
-    if (x && launch_fast(e, x, stream, call, &st)) {
-        gm_engine_unlock_unchanged(e);
+    if (!upload && launch_fast(e, exec, stream, call, &st))
         return st;
-    }
+    gm_engine_lock(e);
     for (;;) {
         gm_fence_t *wait = NULL;
         st = launch_locked(e, exec, stream, upload, call, &wait);
@@ -417,7 +423,7 @@ gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, boo
         wait->refs++;
         gm_engine_unlock(e);
         gm_status_t waited = e->backend.fence_wait_host(e->backend.ctx, wait->handle);
-        pthread_mutex_lock(&e->lock);
+        gm_engine_lock(e);
         if (waited == GM_OK)
             wait->done = true;
         gm_fence_unref(e, wait);
@@ -436,7 +442,7 @@ gm_status_t gm_engine_free_outside(gm_engine_t *e, uint64_t va, uint64_t stream)
 
 gm_status_t gm_engine_free_outside_checked(gm_engine_t *e, uint64_t va, uint64_t stream,
                                            gm_driver_call_t still_outside) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_status_t st = GM_ERR_INVALID_VALUE;
     gm_record_t *r = gm_map_get(&e->addresses, va);
     while (r && !r->live)
@@ -480,7 +486,7 @@ gm_status_t gm_engine_stream_destroy(gm_engine_t *e, uint64_t stream, gm_driver_
     /* Realized first without the engine lock: a busy stream that gets no event is waited for
      * there (realize_locked), never under the engine lock. */
     gm_engine_join_end(e, gm_engine_join_begin(e, stream));
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     /* Its deferred fence is realized while the handle still names it (a launch may have deferred
      * one since). */
     bool fast = gm_engine_join_begin(e, stream);

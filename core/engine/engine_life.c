@@ -104,7 +104,7 @@ gm_status_t gm_engine_attr_get(gm_engine_t *e, int device, int attr, uint64_t *v
         return GM_ERR_INVALID_DEVICE;
     if (!value || attr < GM_ATTR_USED_CURRENT || attr > GM_ATTR_RESERVED_HIGH)
         return GM_ERR_INVALID_VALUE;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_pool_stats_t s;
     if (e->config.uaf_check) { /* the poll may unmap */
         gm_uaf_poll(e);
@@ -124,7 +124,7 @@ gm_status_t gm_engine_attr_set(gm_engine_t *e, int device, int attr, uint64_t va
         return GM_ERR_INVALID_DEVICE;
     if (value != 0 || (attr != GM_ATTR_USED_HIGH && attr != GM_ATTR_RESERVED_HIGH))
         return GM_ERR_INVALID_VALUE; /* "High watermark can only be reset to zero" (§A10.3) */
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     if (attr == GM_ATTR_USED_HIGH)
         gm_pool_reset_used_high(e->pools[device]);
     else
@@ -146,7 +146,7 @@ static uint64_t mapped_bytes(const gm_exec_t *x) {
 }
 
 void gm_engine_report(gm_engine_t *e, void (*fn)(const gm_exec_report_t *, void *), void *arg) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     uint32_t pos = 0;
     void *v;
     while (gm_map_next(&e->execs, &pos, NULL, &v)) {
@@ -161,7 +161,7 @@ void gm_engine_report(gm_engine_t *e, void (*fn)(const gm_exec_report_t *, void 
 }
 
 bool gm_engine_call_locked(gm_engine_t *e, gm_driver_call_t call) {
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     bool done = call.fn(call.arg);
     gm_engine_unlock(e);
     return done;

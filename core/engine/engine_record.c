@@ -471,7 +471,7 @@ bool gm_engine_may_own(gm_engine_t *e, uint64_t va) {
 bool gm_engine_owns(gm_engine_t *e, uint64_t va) {
     if (!gm_engine_may_own(e, va))
         return false;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     bool owns = false;
     for (gm_record_t *r = gm_map_get(&e->addresses, va); r && !owns; r = r->va_next)
         owns = r->owner || r->live || r->exec_refs; /* an exec still makes it at its launches */

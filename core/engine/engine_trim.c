@@ -20,7 +20,7 @@ void gm_uaf_poll(gm_engine_t *e) {
 gm_status_t gm_engine_trim(gm_engine_t *e, int device) {
     if (device < 0 || device >= e->config.device_count)
         return GM_ERR_INVALID_DEVICE;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_cover_wait(e); /* a covered page must stay as the driver's check found it */
     gm_trim_device(e, device);
     gm_engine_unlock(e);

@@ -12,7 +12,7 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
     if (!gm_topology_valid(topo))
         return GM_ERR_INVALID_VALUE;
     *error_node = 0;
-    pthread_mutex_lock(&e->lock);
+    gm_engine_lock(e);
     gm_exec_t *x = gm_map_get(&e->execs, exec), *y = NULL;
     gm_shape_t b = {0};
     gm_graph_t *g = NULL;

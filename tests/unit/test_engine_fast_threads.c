@@ -1,0 +1,240 @@
+/* The launch fast path (core/README.md, "Launch protocol"): a relaunch on the stream of the exec's
+ * last launch, with nothing changed since, makes its driver call under the defer lock alone, and
+ * only while no section of the engine lock is in progress. Seen from the driver's call: whether
+ * the engine lock was held around it, and whether a relaunch on another thread got its call made
+ * while a section was inside its own. */
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "check.h"
+#include "engine_internal.h"
+#include "engine_sim.h"
+
+#define MiB (1ull << 20)
+#define S1 0x51u
+#define S2 0x52u
+
+typedef struct seen_call {
+    sim_t *s;
+    uint64_t stream;
+    bool under_engine_lock;
+} seen_call_t;
+
+/* The driver's launch, noting whether the engine lock is held (by this thread: no other runs). */
+static bool seen_submit(void *arg) {
+    seen_call_t *c = arg;
+    int busy = pthread_mutex_trylock(&c->s->engine->lock);
+    if (busy == 0)
+        pthread_mutex_unlock(&c->s->engine->lock);
+    c->under_engine_lock = busy == EBUSY;
+    host_backend_submit(c->s->hb, c->stream);
+    return true;
+}
+
+/* Launches exec on stream; whether the driver's call ran without the engine lock (the fast path).
+ */
+static bool launched_fast(sim_t *s, uint64_t exec, uint64_t stream) {
+    seen_call_t c = {s, stream, true};
+    CHECK_EQ_INT(
+        gm_engine_launch(s->engine, exec, stream, false, (gm_driver_call_t){seen_submit, &c}),
+        GM_OK);
+    return !c.under_engine_lock;
+}
+
+/* Which launches take the fast path: from the third launch in a row of an exec on one stream
+ * (the second arms it), after nothing or after a section that changed nothing; not the first
+ * after a change, a stream change or an upload, and never while execs or streams alternate. */
+static void test_which_launches_are_fast(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a;
+    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    CHECK(!launched_fast(&s, 0xA, S1));
+    CHECK(!launched_fast(&s, 0xA, S1)); /* armed from the second launch in a row */
+    CHECK(launched_fast(&s, 0xA, S1));
+    /* A read of counters changes nothing: the path stays open. */
+    uint64_t reserved = 0;
+    CHECK_EQ_INT(gm_engine_attr_get(s.engine, 0, GM_ATTR_RESERVED_CURRENT, &reserved), GM_OK);
+    CHECK_EQ_U64(reserved, 1 * MiB);
+    CHECK(launched_fast(&s, 0xA, S1));
+    /* A trim is a change: one launch through the whole protocol, then fast again. */
+    CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
+    CHECK(!launched_fast(&s, 0xA, S1));
+    CHECK(launched_fast(&s, 0xA, S1));
+    /* Another stream: the protocol orders it after S1, then it is the steady stream. */
+    CHECK(!launched_fast(&s, 0xA, S2));
+    CHECK(!launched_fast(&s, 0xA, S2));
+    CHECK(launched_fast(&s, 0xA, S2));
+    /* Alternating streams, or execs, never arm: each launch goes through the protocol. */
+    sim_graph_t b;
+    sim_one_alloc_graph(&s, &b, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
+    for (int i = 0; i < 3; i++) {
+        CHECK(!launched_fast(&s, 0xA, S1));
+        CHECK(!launched_fast(&s, 0xA, S2));
+    }
+    for (int i = 0; i < 3; i++) {
+        CHECK(!launched_fast(&s, 0xA, S1));
+        CHECK(!launched_fast(&s, 0xB, S1));
+    }
+    CHECK_EQ_INT(sim_upload(&s, 0xA, S1), GM_OK);
+    CHECK(!launched_fast(&s, 0xA, S1));
+    CHECK(!launched_fast(&s, 0xA, S1));
+    CHECK(launched_fast(&s, 0xA, S1));
+    /* Every launch counted, fast ones included. */
+    CHECK_EQ_U64(sim_report_of(&s, 0xA).launches, 21);
+    CHECK_EQ_U64(sim_report_of(&s, 0xA).uploads, 1);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_run_data(&s, &a, NULL));
+    CHECK(sim_fini(&s));
+}
+
+/* ---- a section in progress on one thread, a relaunch on another ------------------------------ */
+
+typedef struct relauncher {
+    sim_t *s;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    bool go, done;
+    gm_status_t status;
+} relauncher_t;
+
+static void *relaunch(void *arg) {
+    relauncher_t *r = arg;
+    pthread_mutex_lock(&r->lock);
+    while (!r->go)
+        pthread_cond_wait(&r->changed, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+    gm_status_t st = sim_launch(r->s, 0xA, S1);
+    pthread_mutex_lock(&r->lock);
+    r->status = st;
+    r->done = true;
+    pthread_cond_broadcast(&r->changed);
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+typedef struct inside {
+    relauncher_t *r;
+    bool relaunched_meanwhile;
+} inside_t;
+
+/* The section's driver call: lets the relaunch go, gives it 200 ms to finish, notes whether it
+ * did. It must not: the relaunch waits for the section's end. */
+static bool inside_section(void *arg) {
+    inside_t *in = arg;
+    relauncher_t *r = in->r;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 200 * 1000 * 1000;
+    until.tv_sec += until.tv_nsec / 1000000000;
+    until.tv_nsec %= 1000000000;
+    pthread_mutex_lock(&r->lock);
+    r->go = true;
+    pthread_cond_broadcast(&r->changed);
+    while (!r->done && pthread_cond_timedwait(&r->changed, &r->lock, &until) == 0)
+        ;
+    in->relaunched_meanwhile = r->done;
+    pthread_mutex_unlock(&r->lock);
+    return true;
+}
+
+typedef enum section_kind { CALL_LOCKED, EXEC_DESTROY } section_kind_t;
+
+/* Exec 0xA armed on S1, then a section whose driver call runs while another thread relaunches
+ * 0xA there: a context's destruction (gm_engine_call_locked), or another exec's destruction. */
+static void run_section_against_relaunch(section_kind_t kind) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a, b;
+    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
+    sim_one_alloc_graph(&s, &b, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    CHECK(launched_fast(&s, 0xA, S1)); /* armed: the relaunch below would take the fast path */
+    relauncher_t r = {.s = &s, .status = GM_ERR_BACKEND};
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.changed, NULL);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, relaunch, &r) == 0);
+    inside_t in = {&r, true};
+    gm_driver_call_t call = {inside_section, &in};
+    if (kind == CALL_LOCKED)
+        CHECK(gm_engine_call_locked(s.engine, call));
+    else
+        CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xB, call), GM_OK);
+    CHECK(!in.relaunched_meanwhile);
+    pthread_join(t, NULL);
+    CHECK(r.done);
+    CHECK_EQ_INT(r.status, GM_OK);
+    pthread_cond_destroy(&r.changed);
+    pthread_mutex_destroy(&r.lock);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_run_data(&s, &a, NULL));
+    CHECK(sim_fini(&s));
+}
+
+static void test_section_holds_off_relaunch(void) {
+    run_section_against_relaunch(CALL_LOCKED);
+    run_section_against_relaunch(EXEC_DESTROY);
+}
+
+/* ---- a section that waits inside closes the path again ----------------------------------------
+ */
+
+typedef struct opener {
+    sim_t *s;
+    pthread_cond_t *cond;
+    bool fast_seen;
+} opener_t;
+
+/* While the section waits: three launches of A, the first two through the whole protocol (the
+ * second arms A and opens the path on its release), the third on the fast path; then the section
+ * may go on. */
+static void *open_meanwhile(void *arg) {
+    opener_t *o = arg;
+    CHECK(!launched_fast(o->s, 0xA, S1));
+    CHECK(!launched_fast(o->s, 0xA, S1));
+    o->fast_seen = launched_fast(o->s, 0xA, S1);
+    pthread_cond_signal(o->cond);
+    return NULL;
+}
+
+/* A section that waits on a condition of the engine lock (a launch or trim waiting for covers,
+ * gm_cover_wait) lets other sections run, which may open the path: gm_engine_wait closes it again
+ * before the section goes on, and its release opens it again only as it found it. */
+static void test_wait_closes_again(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a;
+    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    gm_engine_t *e = s.engine;
+    pthread_cond_t cond;
+    pthread_cond_init(&cond, NULL);
+    opener_t o = {&s, &cond, false};
+    gm_engine_lock(e);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, open_meanwhile, &o) == 0);
+    gm_engine_wait(e, &cond); /* no spurious return: the other thread's launches need the lock */
+    CHECK(!e->fast_open);
+    gm_engine_unlock_unchanged(e);
+    pthread_join(t, NULL);
+    CHECK(o.fast_seen);
+    CHECK(launched_fast(&s, 0xA, S1)); /* open again: the waiting section changed nothing */
+    pthread_cond_destroy(&cond);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_run_data(&s, &a, NULL));
+    CHECK(sim_fini(&s));
+}
+
+int main(void) {
+    RUN_TEST(test_which_launches_are_fast);
+    RUN_TEST(test_section_holds_off_relaunch);
+    RUN_TEST(test_wait_closes_again);
+    return gm_check_summary();
+}
