@@ -88,10 +88,10 @@ static gm_status_t stream_idle(gm_engine_t *e, const gm_fence_t *f) {
 void gm_fence_realize(gm_engine_t *e, gm_fence_t *f) {
     if (!f || !atomic_load_explicit(&f->deferred, memory_order_acquire))
         return;
-    pthread_mutex_lock(&e->defer_lock);
+    gm_defer_lock(e);
     if (atomic_load_explicit(&f->deferred, memory_order_relaxed))
         realize_locked(e, f, stream_idle(e, f), false);
-    pthread_mutex_unlock(&e->defer_lock);
+    gm_defer_unlock(e);
 }
 
 bool gm_fence_may_defer(const gm_engine_t *e, uint64_t stream) {
@@ -100,7 +100,7 @@ bool gm_fence_may_defer(const gm_engine_t *e, uint64_t stream) {
 }
 
 void gm_fence_launch_begin(gm_engine_t *e) {
-    pthread_mutex_lock(&e->defer_lock);
+    gm_defer_lock(e);
     /* Dekker with gm_engine_join_fast: either a joiner sees defer_active and waits for the lock,
      * or this sees it running unlocked and lets its driver call finish first (it cannot block on
      * us). */
@@ -137,7 +137,7 @@ gm_fence_t *gm_fence_launch_end(gm_engine_t *e, uint64_t stream, bool launched, 
         e->backend.stream_sync(e->backend.ctx, stream);
     }
     atomic_fetch_sub(&e->defer_active, 1);
-    pthread_mutex_unlock(&e->defer_lock);
+    gm_defer_unlock(e);
     return f;
 }
 
@@ -150,7 +150,7 @@ bool gm_engine_join_fast(gm_engine_t *e) {
 }
 
 void gm_engine_join_slow(gm_engine_t *e, uint64_t stream) {
-    pthread_mutex_lock(&e->defer_lock);
+    gm_defer_lock(e);
     for (gm_fence_t *f = e->deferred, *next; f; f = next) {
         next = f->deferred_next;
         if (stream == GM_NO_STREAM || f->stream == stream)
@@ -169,7 +169,7 @@ void gm_engine_join_end(gm_engine_t *e, bool fast) {
     if (fast)
         atomic_fetch_sub(&e->joins_unlocked, 1);
     else
-        pthread_mutex_unlock(&e->defer_lock);
+        gm_defer_unlock(e);
 }
 
 /* ---- references and queries ----------------------------------------------------------------- */
@@ -178,10 +178,10 @@ void gm_fence_unref(gm_engine_t *e, gm_fence_t *f) {
     if (!f || --f->refs)
         return;
     if (atomic_load_explicit(&f->deferred, memory_order_acquire)) {
-        pthread_mutex_lock(&e->defer_lock); /* a join may be realizing it now */
+        gm_defer_lock(e); /* a join may be realizing it now */
         if (atomic_load_explicit(&f->deferred, memory_order_relaxed))
             unlist(e, f);
-        pthread_mutex_unlock(&e->defer_lock);
+        gm_defer_unlock(e);
     }
     if (f->handle)
         e->backend.fence_destroy(e->backend.ctx, f->handle);
@@ -208,7 +208,7 @@ bool gm_fence_done(gm_engine_t *e, gm_fence_t *f) {
 
 bool gm_fence_finished(gm_engine_t *e, gm_fence_t *f) {
     if (f && atomic_load_explicit(&f->deferred, memory_order_acquire)) {
-        pthread_mutex_lock(&e->defer_lock);
+        gm_defer_lock(e);
         bool busy = false;
         if (atomic_load_explicit(&f->deferred, memory_order_relaxed)) {
             gm_status_t idle = stream_idle(e, f);
@@ -216,7 +216,7 @@ bool gm_fence_finished(gm_engine_t *e, gm_fence_t *f) {
             if (!busy)
                 realize_locked(e, f, idle, false); /* idle (or gone): done, no event */
         }
-        pthread_mutex_unlock(&e->defer_lock);
+        gm_defer_unlock(e);
         if (busy)
             return false;
     }

@@ -19,6 +19,7 @@
 #define GRAPHMEM_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "engine.h"
@@ -366,16 +367,36 @@ struct gm_engine {
      * when it armed an exec (fast_armed, by arm_fast), or when it found it open and changed nothing
      * (fast_reopen). */
     bool fast_open, fast_armed, fast_reopen;
+    /* The fast path takes no mutex: it holds fast_gate (one relaunch at a time) and goes only while
+     * fast_blocked is down; every holder of defer_lock raises fast_blocked, then waits for the gate
+     * to be let go (gm_defer_lock: Dekker, sequentially consistent), so the fast path is excluded
+     * wherever defer_lock is held, as if it took that lock, but lets its gate go with a plain
+     * store: no locked instruction after the driver's call. */
+    atomic_bool fast_gate, fast_blocked;
     uint64_t last_launch_exec, last_launch_stream; /* the latest launch's (arm_fast) */
     uint64_t build_token; /* the latest instantiation's (gm_marker_t.seen) */
 };
 
-/* Opens or closes the launch fast path: under defer_lock, which a fast relaunch holds across its
- * driver call, so a close waits for the one in flight. `lock` held. */
-static inline void gm_engine_set_fast(gm_engine_t *e, bool open) {
+/* Takes defer_lock; from its return until gm_defer_unlock no launch fast path runs (a relaunch in
+ * flight has made its driver call, none begins). */
+static inline void gm_defer_lock(gm_engine_t *e) {
     pthread_mutex_lock(&e->defer_lock);
-    e->fast_open = open;
+    atomic_store(&e->fast_blocked, true);
+    while (atomic_load(&e->fast_gate))
+        sched_yield();
+}
+
+static inline void gm_defer_unlock(gm_engine_t *e) {
+    atomic_store_explicit(&e->fast_blocked, false, memory_order_release);
     pthread_mutex_unlock(&e->defer_lock);
+}
+
+/* Opens or closes the launch fast path: under the defer lock, so a close waits for the relaunch in
+ * flight. `lock` held. */
+static inline void gm_engine_set_fast(gm_engine_t *e, bool open) {
+    gm_defer_lock(e);
+    e->fast_open = open;
+    gm_defer_unlock(e);
 }
 
 /* Closes the fast path for the section that holds `lock` from here on; remembers whether it was

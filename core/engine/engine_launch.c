@@ -282,24 +282,33 @@ static bool changes_mappings(const gm_engine_t *e, const gm_exec_t *x, uint64_t 
  * stream's deferred fence that followed that launch is still deferred. Then steps 1-5 and 7 of
  * the protocol would change nothing: the same checks pass, everything is mapped, the group's
  * latest user is this exec on this stream, and the fence of this launch is that same deferred
- * fence. What is left is step 6, under the defer lock alone: while fast_open no section of the
- * engine lock is in progress, and none begins before this releases the defer lock (each closes
- * the fast path first, gm_engine_lock), so what is read here stays as it was read until the
- * driver's call has returned. No handshake with the joins (gm_fence_launch_begin): the fence is
- * listed, so defer_active has counted it since before the launch that made it, which waited for
- * the joins running unlocked then; every later join takes this lock. */
+ * fence. What is left is step 6, holding only the fast gate, which excludes it as the defer lock
+ * would (gm_defer_lock): while fast_open no section of the engine lock is in progress, and none
+ * begins before this lets the gate go (each closes the fast path first, gm_engine_lock, under the
+ * defer lock), so what is read here stays as it was read until the driver's call has returned; no
+ * join realizes the fence meanwhile either. No handshake with the joins (gm_fence_launch_begin):
+ * the fence is listed, so defer_active has counted it since before the launch that made it, which
+ * waited for the joins running unlocked then; every later join takes the defer lock. */
 static bool launch_fast(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_driver_call_t call,
                         gm_status_t *st) {
-    pthread_mutex_lock(&e->defer_lock);
-    gm_exec_t *x = e->fast_open ? gm_map_get(&e->execs, exec) : NULL;
+    /* Another relaunch in flight: wait for it (a driver call), unless a holder of the defer lock
+     * waits too, which goes first; then this goes through the whole protocol. */
+    while (atomic_exchange(&e->fast_gate, true)) {
+        if (atomic_load_explicit(&e->fast_blocked, memory_order_relaxed))
+            return false;
+        sched_yield();
+    }
+    gm_exec_t *x = NULL;
+    if (!atomic_load(&e->fast_blocked) && e->fast_open)
+        x = gm_map_get(&e->execs, exec);
     if (!x || x->steady_stream != stream || x->steady_epoch != e->epoch ||
         !gm_fence_still_deferred(x->steady_fence)) {
-        pthread_mutex_unlock(&e->defer_lock);
+        atomic_store_explicit(&e->fast_gate, false, memory_order_release);
         return false;
     }
     bool launched = call.fn(call.arg);
     x->report.launches += launched; /* sections read it with the fast path closed */
-    pthread_mutex_unlock(&e->defer_lock);
+    atomic_store_explicit(&e->fast_gate, false, memory_order_release);
     *st = launched ? GM_OK : GM_ERR_DRIVER;
     return true;
 }

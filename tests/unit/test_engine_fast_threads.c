@@ -1,8 +1,9 @@
 /* The launch fast path (core/README.md, "Launch protocol"): a relaunch on the stream of the exec's
- * last launch, with nothing changed since, makes its driver call under the defer lock alone, and
- * only while no section of the engine lock is in progress. Seen from the driver's call: whether
- * the engine lock was held around it, and whether a relaunch on another thread got its call made
- * while a section was inside its own. */
+ * last launch, with nothing changed since, makes its driver call holding no mutex, only while no
+ * section of the engine lock is in progress and no holder of the defer lock (a join realizing a
+ * fence) is inside its own. Seen from the driver's call: whether the engine lock was held around
+ * it, and whether a relaunch on another thread got its call made while a section or a join was
+ * inside its own. */
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -183,6 +184,143 @@ static void test_section_holds_off_relaunch(void) {
     run_section_against_relaunch(EXEC_DESTROY);
 }
 
+/* ---- a join realizing the stream's fence, a relaunch on another thread ----------------------- */
+
+static relauncher_t *recording_for;
+static gm_status_t (*real_record)(void *, uint64_t, uint64_t *);
+
+/* The backend's record of the event that realizes S1's deferred fence: a relaunch of A on S1 that
+ * got its driver call made now would come after the event that is to prove it done. */
+static gm_status_t record_probe(void *ctx, uint64_t stream, uint64_t *fence_out) {
+    if (recording_for && stream == S1) {
+        inside_t in = {recording_for, true};
+        inside_section(&in);
+        CHECK(!in.relaunched_meanwhile);
+        recording_for = NULL;
+    }
+    return real_record(ctx, stream, fence_out);
+}
+
+/* A join on S1 (a capture about to begin there) realizes its deferred fence while A's runs are
+ * pending: the event is recorded with the fast path held off, and the relaunch waits for the
+ * join's end (then it goes through the protocol: the fence it was armed with is realized). */
+static void test_realize_holds_off_relaunch(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a;
+    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    CHECK(launched_fast(&s, 0xA, S1));
+    relauncher_t r = {.s = &s, .status = GM_ERR_BACKEND};
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.changed, NULL);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, relaunch, &r) == 0);
+    real_record = s.engine->backend.fence_record;
+    s.engine->backend.fence_record = record_probe;
+    recording_for = &r;
+    bool fast = gm_engine_join_begin(s.engine, S1);
+    CHECK(!fast);
+    CHECK(recording_for == NULL); /* the probe ran: the stream was busy, an event was recorded */
+    gm_engine_join_end(s.engine, fast);
+    pthread_join(t, NULL);
+    CHECK(r.done);
+    CHECK_EQ_INT(r.status, GM_OK);
+    s.engine->backend.fence_record = real_record;
+    pthread_cond_destroy(&r.changed);
+    pthread_mutex_destroy(&r.lock);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_run_data(&s, &a, NULL));
+    CHECK(sim_fini(&s));
+}
+
+/* ---- a relaunch in flight, a join on another thread ----------------------------------------- */
+
+typedef struct held_call {
+    sim_t *s;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    bool in_call, release, join_done;
+    gm_status_t status;
+} held_call_t;
+
+/* The relaunch's driver call: says it is in, waits to be let go, then submits. */
+static bool held_submit(void *arg) {
+    held_call_t *h = arg;
+    pthread_mutex_lock(&h->lock);
+    h->in_call = true;
+    pthread_cond_broadcast(&h->changed);
+    while (!h->release)
+        pthread_cond_wait(&h->changed, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+    host_backend_submit(h->s->hb, S1);
+    return true;
+}
+
+static void *relaunch_held(void *arg) {
+    held_call_t *h = arg;
+    h->status = gm_engine_launch(h->s->engine, 0xA, S1, false, (gm_driver_call_t){held_submit, h});
+    return NULL;
+}
+
+static void *join_s1(void *arg) {
+    held_call_t *h = arg;
+    gm_engine_join_end(h->s->engine, gm_engine_join_begin(h->s->engine, S1));
+    pthread_mutex_lock(&h->lock);
+    h->join_done = true;
+    pthread_cond_broadcast(&h->changed);
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+/* A fast relaunch whose driver call has not returned yet: a join on its stream (which realizes the
+ * fence the relaunch counts on) waits for the call, as it would for the defer lock. */
+static void test_relaunch_in_flight_holds_off_join(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a;
+    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    CHECK(launched_fast(&s, 0xA, S1));
+    held_call_t h = {.s = &s, .status = GM_ERR_BACKEND};
+    pthread_mutex_init(&h.lock, NULL);
+    pthread_cond_init(&h.changed, NULL);
+    pthread_t launcher, joiner;
+    REQUIRE(pthread_create(&launcher, NULL, relaunch_held, &h) == 0);
+    pthread_mutex_lock(&h.lock);
+    while (!h.in_call)
+        pthread_cond_wait(&h.changed, &h.lock);
+    pthread_mutex_unlock(&h.lock);
+    CHECK(pthread_mutex_trylock(&s.engine->lock) == 0); /* the relaunch holds no engine lock */
+    pthread_mutex_unlock(&s.engine->lock);
+    REQUIRE(pthread_create(&joiner, NULL, join_s1, &h) == 0);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 200 * 1000 * 1000;
+    until.tv_sec += until.tv_nsec / 1000000000;
+    until.tv_nsec %= 1000000000;
+    pthread_mutex_lock(&h.lock);
+    while (!h.join_done && pthread_cond_timedwait(&h.changed, &h.lock, &until) == 0)
+        ;
+    CHECK(!h.join_done);
+    h.release = true;
+    pthread_cond_broadcast(&h.changed);
+    pthread_mutex_unlock(&h.lock);
+    pthread_join(launcher, NULL);
+    pthread_join(joiner, NULL);
+    CHECK_EQ_INT(h.status, GM_OK);
+    CHECK(h.join_done);
+    pthread_cond_destroy(&h.changed);
+    pthread_mutex_destroy(&h.lock);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_run_data(&s, &a, NULL));
+    CHECK(sim_fini(&s));
+}
+
 /* ---- a section that waits inside closes the path again ----------------------------------------
  */
 
@@ -236,5 +374,7 @@ int main(void) {
     RUN_TEST(test_which_launches_are_fast);
     RUN_TEST(test_section_holds_off_relaunch);
     RUN_TEST(test_wait_closes_again);
+    RUN_TEST(test_realize_holds_off_relaunch);
+    RUN_TEST(test_relaunch_in_flight_holds_off_join);
     return gm_check_summary();
 }
