@@ -55,13 +55,17 @@ static void node_note(gm_engine_t *e, uint64_t node, gm_marker_t *m) {
     e->nodes_pending[e->pending_count++] = (gm_node_entry_t){node, m};
 }
 
-/* Moves the pending nodes into `nodes`, in the order they were made (a handle the driver gave out
- * again replaces the stale entry, as a put does): their room is reserved, so nothing fails. */
+/* Marker m's node enters `nodes` (a handle the driver gave out again replaces the stale entry):
+ * its room is reserved, so nothing fails. */
+static void index_node(gm_engine_t *e, uint64_t node, gm_marker_t *m) {
+    gm_map_put(&e->nodes, node, m);
+    m->indexed = true;
+}
+
+/* Moves the pending nodes into `nodes`, in the order they were made. */
 static void nodes_settle(gm_engine_t *e) {
-    for (uint32_t i = 0; i < e->pending_count; i++) {
-        gm_map_put(&e->nodes, e->nodes_pending[i].node, e->nodes_pending[i].marker);
-        e->nodes_pending[i].marker->indexed = true;
-    }
+    for (uint32_t i = 0; i < e->pending_count; i++)
+        index_node(e, e->nodes_pending[i].node, e->nodes_pending[i].marker);
     e->pending_count = 0;
 }
 
@@ -723,8 +727,7 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         cp.copies[i] = NULL;
         cp.chunks[i] = NULL;
         c->records[c->record_count++] = copy;
-        gm_map_put(&e->nodes, cp.alloc_nodes[i], &copy->alloc); /* reserved */
-        copy->alloc.indexed = true;
+        index_node(e, cp.alloc_nodes[i], &copy->alloc);
     }
     for (uint32_t i = 0; i < g->free_count; i++) {
         gm_record_t *copy = c->records[cp.free_record[i]];
@@ -735,8 +738,7 @@ gm_status_t gm_engine_graph_clone(gm_engine_t *e, uint64_t original, uint64_t cl
         copy->free_marker = mc;
         copy->freed_in_owner = true;
         c->frees[c->free_count++] = mc;
-        gm_map_put(&e->nodes, cp.free_nodes[i], mc); /* reserved */
-        mc->indexed = true;
+        index_node(e, cp.free_nodes[i], mc);
     }
 out:
     clone_plan_free(&cp);

@@ -87,8 +87,8 @@ typedef struct gm_marker {
      * is that instantiation's token: one lookup of each node, no map from nodes to indices. */
     uint64_t seen;
     uint32_t seen_index;
-    bool
-        indexed; /* its node is in the engine's `nodes`; false while it waits in the pending list */
+    /* Its node is in the engine's `nodes`; false while it waits in the pending list. */
+    bool indexed;
 } gm_marker_t;
 
 /* A padded window shared by several allocations: small ones of one packer, or a run. */
