@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "engine.h"
 #include "keymap.h"
@@ -285,7 +286,7 @@ struct gm_exec {
     /* The launch fast path (engine_launch.c): its last launch, on steady_stream, left nothing for
      * a relaunch there to do but the driver's call, as long as the engine's epoch is still
      * steady_epoch and steady_fence (the stream's deferred fence) is not realized. Written in
-     * sections of `lock`, read by the fast path under defer_lock while the engine's fast_open. */
+     * sections of `lock`, read by the fast path while the engine's fast_open (fast_gate held). */
     uint64_t steady_stream, steady_epoch;
     gm_fence_t *steady_fence;
     uint64_t context;        /* GM_EXEC_PINNED: where its device launches run */
@@ -360,8 +361,8 @@ struct gm_engine {
      * gm_engine_unlock_unchanged): an exec whose steady_epoch equals it has seen nothing change
      * since its last launch. */
     uint64_t epoch;
-    /* The launch fast path runs under defer_lock alone, and only while fast_open (core/README.md,
-     * "Launch protocol"). fast_open is written with both locks held and is true only while no
+    /* The launch fast path takes no mutex, and runs only while fast_open (core/README.md, "Launch
+     * protocol"). fast_open is written with both locks held and is true only while no
      * section of `lock` is in progress: each closes it first (gm_engine_lock), so no fast relaunch
      * runs between a section's decisions and its actions. A section reopens it on its release
      * when it armed an exec (fast_armed, by arm_fast), or when it found it open and changed nothing
@@ -377,13 +378,27 @@ struct gm_engine {
     uint64_t build_token; /* the latest instantiation's (gm_marker_t.seen) */
 };
 
+/* One more round of waiting for a fast relaunch's driver call, which is short but may block (a
+ * full launch queue): first yields, then sleeps of up to 100 us, so a waiter neither burns its
+ * core nor, under a real-time policy, keeps the relaunching thread off it for good. */
+static inline void gm_fast_backoff(unsigned *round) {
+    if (*round < 16) {
+        sched_yield();
+    } else {
+        unsigned shift = *round - 16 < 7 ? *round - 16 : 7;
+        struct timespec nap = {0, 1000L << shift}; /* 1 us, doubling to 128 us */
+        nanosleep(&nap, NULL);
+    }
+    (*round)++;
+}
+
 /* Takes defer_lock; from its return until gm_defer_unlock no launch fast path runs (a relaunch in
  * flight has made its driver call, none begins). */
 static inline void gm_defer_lock(gm_engine_t *e) {
     pthread_mutex_lock(&e->defer_lock);
     atomic_store(&e->fast_blocked, true);
-    while (atomic_load(&e->fast_gate))
-        sched_yield();
+    for (unsigned round = 0; atomic_load(&e->fast_gate);)
+        gm_fast_backoff(&round);
 }
 
 static inline void gm_defer_unlock(gm_engine_t *e) {

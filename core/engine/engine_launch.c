@@ -293,10 +293,10 @@ static bool launch_fast(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_drive
                         gm_status_t *st) {
     /* Another relaunch in flight: wait for it (a driver call), unless a holder of the defer lock
      * waits too, which goes first; then this goes through the whole protocol. */
-    while (atomic_exchange(&e->fast_gate, true)) {
+    for (unsigned round = 0; atomic_exchange(&e->fast_gate, true);) {
         if (atomic_load_explicit(&e->fast_blocked, memory_order_relaxed))
             return false;
-        sched_yield();
+        gm_fast_backoff(&round);
     }
     gm_exec_t *x = NULL;
     if (!atomic_load(&e->fast_blocked) && e->fast_open)

@@ -6,6 +6,10 @@
  * inside its own. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "check.h"
@@ -327,7 +331,7 @@ static void test_relaunch_in_flight_holds_off_join(void) {
 typedef struct opener {
     sim_t *s;
     pthread_cond_t *cond;
-    bool fast_seen;
+    bool fast_seen, done; /* done: under the engine lock */
 } opener_t;
 
 /* While the section waits: three launches of A, the first two through the whole protocol (the
@@ -338,7 +342,10 @@ static void *open_meanwhile(void *arg) {
     CHECK(!launched_fast(o->s, 0xA, S1));
     CHECK(!launched_fast(o->s, 0xA, S1));
     o->fast_seen = launched_fast(o->s, 0xA, S1);
+    pthread_mutex_lock(&o->s->engine->lock); /* a plain flag: no section, the path untouched */
+    o->done = true;
     pthread_cond_signal(o->cond);
+    pthread_mutex_unlock(&o->s->engine->lock);
     return NULL;
 }
 
@@ -354,11 +361,12 @@ static void test_wait_closes_again(void) {
     gm_engine_t *e = s.engine;
     pthread_cond_t cond;
     pthread_cond_init(&cond, NULL);
-    opener_t o = {&s, &cond, false};
+    opener_t o = {&s, &cond, false, false};
     gm_engine_lock(e);
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, open_meanwhile, &o) == 0);
-    gm_engine_wait(e, &cond); /* no spurious return: the other thread's launches need the lock */
+    while (!o.done)
+        gm_engine_wait(e, &cond);
     CHECK(!e->fast_open);
     gm_engine_unlock_unchanged(e);
     pthread_join(t, NULL);
@@ -370,11 +378,152 @@ static void test_wait_closes_again(void) {
     CHECK(sim_fini(&s));
 }
 
+/* ---- many relaunches against sections and joins ---------------------------------------------- */
+
+#define STRESS_ROUNDS 5000
+
+typedef struct stress {
+    sim_t s;
+    atomic_int windows;                  /* sections' and joins' driver calls in progress */
+    atomic_uint_fast64_t overlaps, fast; /* launch calls inside one; calls on the fast path */
+    atomic_bool stop;
+} stress_t;
+
+typedef struct stress_call {
+    stress_t *w;
+    uint64_t stream;
+} stress_call_t;
+
+/* A launch's driver call: none may run while a section or a join is inside its own window. */
+static bool stress_submit(void *arg) {
+    stress_call_t *c = arg;
+    stress_t *w = c->w;
+    if (atomic_load(&w->windows))
+        atomic_fetch_add(&w->overlaps, 1);
+    int busy = pthread_mutex_trylock(&w->s.engine->lock);
+    if (busy == 0)
+        pthread_mutex_unlock(&w->s.engine->lock);
+    if (busy == 0 && atomic_load(&w->s.engine->fast_gate))
+        atomic_fetch_add(&w->fast, 1); /* maybe another thread's section: counts as a hint */
+    for (volatile int i = 0; i < 50; i++)
+        ;
+    if (atomic_load(&w->windows))
+        atomic_fetch_add(&w->overlaps, 1);
+    host_backend_submit(w->s.hb, c->stream);
+    return true;
+}
+
+/* A window: a section's or a join's driver call (another thread's launch must not come inside). */
+static bool stress_window(void *arg) {
+    stress_t *w = arg;
+    atomic_fetch_add(&w->windows, 1);
+    for (int k = 0; k < 3; k++)
+        sched_yield();
+    atomic_fetch_sub(&w->windows, 1);
+    return true;
+}
+
+typedef struct stress_launcher {
+    stress_t *w;
+    uint64_t exec, stream;
+} stress_launcher_t;
+
+static void *stress_launch(void *arg) {
+    stress_launcher_t *l = arg;
+    stress_call_t c = {l->w, l->stream};
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        CHECK_EQ_INT(gm_engine_launch(l->w->s.engine, l->exec, l->stream, false,
+                                      (gm_driver_call_t){stress_submit, &c}),
+                     GM_OK);
+        if (l->exec != 0xA) /* B now and then: a launch of another exec closes the path */
+            for (int k = 0; k < 200; k++)
+                sched_yield();
+    }
+    return NULL;
+}
+
+static void *stress_sections(void *arg) {
+    stress_t *w = arg;
+    uint64_t v, rng = 7;
+    while (!atomic_load(&w->stop)) {
+        gm_engine_call_locked(w->s.engine, (gm_driver_call_t){stress_window, w});
+        gm_engine_attr_get(w->s.engine, 0, GM_ATTR_RESERVED_CURRENT, &v);
+        for (int k = 0; k < 20; k++)
+            sched_yield();
+        if (gm_rand(&rng) % 8 == 0)
+            gm_engine_trim(w->s.engine, 0);
+    }
+    return NULL;
+}
+
+static void *stress_joins(void *arg) {
+    stress_t *w = arg;
+    while (!atomic_load(&w->stop)) {
+        bool fast = gm_engine_join_begin(w->s.engine, S1);
+        stress_window(w);
+        gm_engine_join_end(w->s.engine, fast);
+        for (int k = 0; k < 20; k++)
+            sched_yield();
+    }
+    return NULL;
+}
+
+static void *stress_complete(void *arg) {
+    stress_t *w = arg;
+    while (!atomic_load(&w->stop)) {
+        host_backend_complete_all(w->s.hb);
+        sched_yield();
+    }
+    return NULL;
+}
+
+/* Two threads relaunch A on S1 (the fast path, one at a time through its gate), one launches B on
+ * S2 now and then, while other threads run sections (a context's destruction, a read of counters,
+ * a trim), joins on S1 and the GPU's completions: no launch's driver call inside a section's or a
+ * join's, every launch counted, the data intact. */
+static void test_stress(void) {
+    stress_t *w = calloc(1, sizeof *w);
+    REQUIRE(w != NULL);
+    REQUIRE(sim_init(&w->s, NULL));
+    sim_graph_t a, b;
+    sim_one_alloc_graph(&w->s, &a, 1 * MiB, false);
+    sim_one_alloc_graph(&w->s, &b, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&w->s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_instantiate(&w->s, &b, 0xB, 0) == GM_OK);
+    stress_launcher_t launchers[3] = {{w, 0xA, S1}, {w, 0xA, S1}, {w, 0xB, S2}};
+    pthread_t l[3], sections, joins, complete;
+    REQUIRE(pthread_create(&sections, NULL, stress_sections, w) == 0);
+    REQUIRE(pthread_create(&joins, NULL, stress_joins, w) == 0);
+    REQUIRE(pthread_create(&complete, NULL, stress_complete, w) == 0);
+    for (int i = 0; i < 3; i++)
+        REQUIRE(pthread_create(&l[i], NULL, stress_launch, &launchers[i]) == 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(l[i], NULL);
+    atomic_store(&w->stop, true);
+    pthread_join(sections, NULL);
+    pthread_join(joins, NULL);
+    pthread_join(complete, NULL);
+    printf("stress: %llu fast-path launches of %d\n", (unsigned long long)atomic_load(&w->fast),
+           3 * STRESS_ROUNDS);
+    CHECK_EQ_U64(atomic_load(&w->overlaps), 0);
+    CHECK(atomic_load(&w->fast) > 0);
+    CHECK_EQ_U64(sim_report_of(&w->s, 0xA).launches, 2 * STRESS_ROUNDS);
+    /* A last run of each (a trim may have taken the memory since): the data check reads it. */
+    CHECK_EQ_INT(sim_launch(&w->s, 0xA, S1), GM_OK);
+    CHECK_EQ_INT(sim_launch(&w->s, 0xB, S2), GM_OK);
+    host_backend_complete_all(w->s.hb);
+    CHECK(sim_run_data(&w->s, &a, NULL));
+    CHECK(sim_run_data(&w->s, &b, NULL));
+    CHECK(sim_fini(&w->s));
+    free(w);
+}
+
 int main(void) {
     RUN_TEST(test_which_launches_are_fast);
     RUN_TEST(test_section_holds_off_relaunch);
     RUN_TEST(test_wait_closes_again);
     RUN_TEST(test_realize_holds_off_relaunch);
     RUN_TEST(test_relaunch_in_flight_holds_off_join);
+    RUN_TEST(test_stress);
     return gm_check_summary();
 }

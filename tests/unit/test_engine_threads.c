@@ -279,8 +279,9 @@ static void *host_main(void *arg) {
             free_all_live(w, t, stream);
         else if (roll < 35)
             one_launch(w, t, SHARED(gm_rand(&rng) % SHARED_STREAMS), stream, &rng);
-        else
-            one_launch(w, t, stream, stream, &rng);
+        else /* one to four in a row: from the third, a relaunch may take the fast path */
+            for (uint64_t burst = 1 + gm_rand(&rng) % 4; burst; burst--)
+                one_launch(w, t, stream, stream, &rng);
         pthread_mutex_unlock(&t->lock);
     }
     return NULL;
