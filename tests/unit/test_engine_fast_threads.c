@@ -518,6 +518,68 @@ static void test_stress(void) {
     free(w);
 }
 
+/* ---- waiting for a relaunch that blocks ------------------------------------------------------ */
+
+static sim_t *blocking_sim;
+static atomic_bool blocking_in_call;
+
+/* A driver launch that blocks 300 ms, as cuGraphLaunch does on a full launch queue. */
+static bool blocking_submit(void *arg) {
+    (void)arg;
+    atomic_store(&blocking_in_call, true);
+    struct timespec nap = {0, 300 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    host_backend_submit(blocking_sim->hb, S1);
+    return true;
+}
+
+static void *relaunch_blocking(void *arg) {
+    (void)arg;
+    CHECK_EQ_INT(gm_engine_launch(blocking_sim->engine, 0xA, S1, false,
+                                  (gm_driver_call_t){blocking_submit, NULL}),
+                 GM_OK);
+    return NULL;
+}
+
+static void no_report(const gm_exec_report_t *report, void *arg) {
+    (void)report;
+    (void)arg;
+}
+
+static double seconds(clockid_t clock) {
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A section that finds a relaunch's driver call in flight waits for it (its close waits for the
+ * gate) without burning its core: it yielded for the whole wait before gm_fast_backoff, 300 ms of
+ * CPU for 300 ms. */
+static void test_wait_for_blocked_relaunch_sleeps(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a;
+    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    blocking_sim = &s;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, relaunch_blocking, NULL) == 0);
+    while (!atomic_load(&blocking_in_call))
+        sched_yield();
+    double cpu = seconds(CLOCK_THREAD_CPUTIME_ID), wall = seconds(CLOCK_MONOTONIC);
+    gm_engine_report(s.engine, no_report, NULL); /* a section: closes, so waits for the gate */
+    cpu = seconds(CLOCK_THREAD_CPUTIME_ID) - cpu, wall = seconds(CLOCK_MONOTONIC) - wall;
+    printf("waited %.0f ms, %.0f ms of CPU\n", wall * 1e3, cpu * 1e3);
+    CHECK(wall > 0.1);     /* it did wait for the call */
+    CHECK(cpu < wall / 3); /* mostly asleep */
+    pthread_join(t, NULL);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_run_data(&s, &a, NULL));
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_which_launches_are_fast);
     RUN_TEST(test_section_holds_off_relaunch);
@@ -525,5 +587,6 @@ int main(void) {
     RUN_TEST(test_realize_holds_off_relaunch);
     RUN_TEST(test_relaunch_in_flight_holds_off_join);
     RUN_TEST(test_stress);
+    RUN_TEST(test_wait_for_blocked_relaunch_sleeps);
     return gm_check_summary();
 }
