@@ -47,6 +47,37 @@ static bool launched_fast(sim_t *s, uint64_t exec, uint64_t stream) {
     return !c.under_engine_lock;
 }
 
+/* Exec 0xA of graph `a` (one 1 MiB allocation) launched twice on S1: armed, its next relaunch
+ * there takes the fast path. With `b`, a second graph instantiated as exec 0xB. */
+static void armed_exec(sim_t *s, sim_graph_t *a, sim_graph_t *b) {
+    REQUIRE(sim_init(s, NULL));
+    sim_one_alloc_graph(s, a, 1 * MiB, false);
+    REQUIRE(sim_instantiate(s, a, 0xA, 0) == GM_OK);
+    if (b) {
+        sim_one_alloc_graph(s, b, 1 * MiB, false);
+        REQUIRE(sim_instantiate(s, b, 0xB, 0) == GM_OK);
+    }
+    REQUIRE(sim_launch(s, 0xA, S1) == GM_OK);
+    REQUIRE(sim_launch(s, 0xA, S1) == GM_OK);
+}
+
+/* The runs finish; A's data is checked; the engine ends with nothing left. */
+static void finish(sim_t *s, const sim_graph_t *a) {
+    host_backend_complete_all(s->hb);
+    CHECK(sim_run_data(s, a, NULL));
+    CHECK(sim_fini(s));
+}
+
+/* `ms` from now on the clock pthread_cond_timedwait reads. */
+static struct timespec deadline_ms(long ms) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += ms * 1000 * 1000;
+    t.tv_sec += t.tv_nsec / 1000000000;
+    t.tv_nsec %= 1000000000;
+    return t;
+}
+
 /* Which launches take the fast path: from the third launch in a row of an exec on one stream
  * (the second arms it), after nothing or after a section that changed nothing; not the first
  * after a change, a stream change or an upload, and never while execs or streams alternate. */
@@ -91,9 +122,7 @@ static void test_which_launches_are_fast(void) {
     /* Every launch counted, fast ones included. */
     CHECK_EQ_U64(sim_report_of(&s, 0xA).launches, 21);
     CHECK_EQ_U64(sim_report_of(&s, 0xA).uploads, 1);
-    host_backend_complete_all(s.hb);
-    CHECK(sim_run_data(&s, &a, NULL));
-    CHECK(sim_fini(&s));
+    finish(&s, &a);
 }
 
 /* ---- a section in progress on one thread, a relaunch on another ------------------------------ */
@@ -131,11 +160,7 @@ typedef struct inside {
 static bool inside_section(void *arg) {
     inside_t *in = arg;
     relauncher_t *r = in->r;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 200 * 1000 * 1000;
-    until.tv_sec += until.tv_nsec / 1000000000;
-    until.tv_nsec %= 1000000000;
+    struct timespec until = deadline_ms(200);
     pthread_mutex_lock(&r->lock);
     r->go = true;
     pthread_cond_broadcast(&r->changed);
@@ -152,14 +177,8 @@ typedef enum section_kind { CALL_LOCKED, EXEC_DESTROY } section_kind_t;
  * 0xA there: a context's destruction (gm_engine_call_locked), or another exec's destruction. */
 static void run_section_against_relaunch(section_kind_t kind) {
     sim_t s;
-    REQUIRE(sim_init(&s, NULL));
     sim_graph_t a, b;
-    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
-    sim_one_alloc_graph(&s, &b, 1 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
-    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
-    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
-    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    armed_exec(&s, &a, &b);
     CHECK(launched_fast(&s, 0xA, S1)); /* armed: the relaunch below would take the fast path */
     relauncher_t r = {.s = &s, .status = GM_ERR_BACKEND};
     pthread_mutex_init(&r.lock, NULL);
@@ -178,9 +197,7 @@ static void run_section_against_relaunch(section_kind_t kind) {
     CHECK_EQ_INT(r.status, GM_OK);
     pthread_cond_destroy(&r.changed);
     pthread_mutex_destroy(&r.lock);
-    host_backend_complete_all(s.hb);
-    CHECK(sim_run_data(&s, &a, NULL));
-    CHECK(sim_fini(&s));
+    finish(&s, &a);
 }
 
 static void test_section_holds_off_relaunch(void) {
@@ -210,12 +227,8 @@ static gm_status_t record_probe(void *ctx, uint64_t stream, uint64_t *fence_out)
  * join's end (then it goes through the protocol: the fence it was armed with is realized). */
 static void test_realize_holds_off_relaunch(void) {
     sim_t s;
-    REQUIRE(sim_init(&s, NULL));
     sim_graph_t a;
-    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
-    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
-    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    armed_exec(&s, &a, NULL);
     CHECK(launched_fast(&s, 0xA, S1));
     relauncher_t r = {.s = &s, .status = GM_ERR_BACKEND};
     pthread_mutex_init(&r.lock, NULL);
@@ -235,9 +248,7 @@ static void test_realize_holds_off_relaunch(void) {
     s.engine->backend.fence_record = real_record;
     pthread_cond_destroy(&r.changed);
     pthread_mutex_destroy(&r.lock);
-    host_backend_complete_all(s.hb);
-    CHECK(sim_run_data(&s, &a, NULL));
-    CHECK(sim_fini(&s));
+    finish(&s, &a);
 }
 
 /* ---- a relaunch in flight, a join on another thread ----------------------------------------- */
@@ -283,12 +294,8 @@ static void *join_s1(void *arg) {
  * fence the relaunch counts on) waits for the call, as it would for the defer lock. */
 static void test_relaunch_in_flight_holds_off_join(void) {
     sim_t s;
-    REQUIRE(sim_init(&s, NULL));
     sim_graph_t a;
-    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
-    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
-    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    armed_exec(&s, &a, NULL);
     CHECK(launched_fast(&s, 0xA, S1));
     held_call_t h = {.s = &s, .status = GM_ERR_BACKEND};
     pthread_mutex_init(&h.lock, NULL);
@@ -302,11 +309,7 @@ static void test_relaunch_in_flight_holds_off_join(void) {
     CHECK(pthread_mutex_trylock(&s.engine->lock) == 0); /* the relaunch holds no engine lock */
     pthread_mutex_unlock(&s.engine->lock);
     REQUIRE(pthread_create(&joiner, NULL, join_s1, &h) == 0);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 200 * 1000 * 1000;
-    until.tv_sec += until.tv_nsec / 1000000000;
-    until.tv_nsec %= 1000000000;
+    struct timespec until = deadline_ms(200);
     pthread_mutex_lock(&h.lock);
     while (!h.join_done && pthread_cond_timedwait(&h.changed, &h.lock, &until) == 0)
         ;
@@ -320,9 +323,7 @@ static void test_relaunch_in_flight_holds_off_join(void) {
     CHECK(h.join_done);
     pthread_cond_destroy(&h.changed);
     pthread_mutex_destroy(&h.lock);
-    host_backend_complete_all(s.hb);
-    CHECK(sim_run_data(&s, &a, NULL));
-    CHECK(sim_fini(&s));
+    finish(&s, &a);
 }
 
 /* ---- a section that waits inside closes the path again ----------------------------------------
@@ -373,9 +374,7 @@ static void test_wait_closes_again(void) {
     CHECK(o.fast_seen);
     CHECK(launched_fast(&s, 0xA, S1)); /* open again: the waiting section changed nothing */
     pthread_cond_destroy(&cond);
-    host_backend_complete_all(s.hb);
-    CHECK(sim_run_data(&s, &a, NULL));
-    CHECK(sim_fini(&s));
+    finish(&s, &a);
 }
 
 /* ---- many relaunches against sections and joins ---------------------------------------------- */
@@ -557,12 +556,8 @@ static double seconds(clockid_t clock) {
  * CPU for 300 ms. */
 static void test_wait_for_blocked_relaunch_sleeps(void) {
     sim_t s;
-    REQUIRE(sim_init(&s, NULL));
     sim_graph_t a;
-    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
-    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
-    REQUIRE(sim_launch(&s, 0xA, S1) == GM_OK);
+    armed_exec(&s, &a, NULL);
     blocking_sim = &s;
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, relaunch_blocking, NULL) == 0);
@@ -575,9 +570,7 @@ static void test_wait_for_blocked_relaunch_sleeps(void) {
     CHECK(wall > 0.1);     /* it did wait for the call */
     CHECK(cpu < wall / 3); /* mostly asleep */
     pthread_join(t, NULL);
-    host_backend_complete_all(s.hb);
-    CHECK(sim_run_data(&s, &a, NULL));
-    CHECK(sim_fini(&s));
+    finish(&s, &a);
 }
 
 int main(void) {
