@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 
+#include "fake_dependencies.h"
 #include "interpose/driver.h"
 
 gm_driver_table_t gm_drv;
@@ -83,22 +84,10 @@ static inline CUresult CUDAAPI fake_ctx_get_current(CUcontext *context) {
     return CUDA_SUCCESS;
 }
 
-/* As the driver: with an array, at most *count written and *count set to how many. */
 static inline CUresult CUDAAPI fake_dependencies(CUgraphNode node, CUgraphNode *deps,
                                                  CUgraphEdgeData *edges, size_t *count) {
     const fake_node_t *n = (const fake_node_t *)node;
-    if (deps == NULL) {
-        *count = n->dep_count;
-        return CUDA_SUCCESS;
-    }
-    size_t written = *count < n->dep_count ? *count : n->dep_count;
-    for (size_t i = 0; i < written; i++) {
-        deps[i] = (CUgraphNode)n->deps[i];
-        if (edges != NULL)
-            edges[i] = (CUgraphEdgeData){0};
-    }
-    *count = written;
-    return CUDA_SUCCESS;
+    return fake_dependencies_of(n->deps, n->dep_count, deps, edges, count);
 }
 
 static inline void fake_capture_install(void) {

@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "engine_sim.h"
+#include "fake_dependencies.h"
 #include "interpose/driver.h"
 #include "topology.h"
 
@@ -63,23 +64,11 @@ static CUresult CUDAAPI get_type(CUgraphNode node, CUgraphNodeType *type) {
 /* Nodes whose dependencies were asked for (atomic: test_concurrent_reads asks on four threads). */
 static _Atomic unsigned long dependency_asks;
 
-/* As the driver: with an array, at most *count written and *count set to how many. */
 static CUresult CUDAAPI get_dependencies(CUgraphNode node, CUgraphNode *deps,
                                          CUgraphEdgeData *edges, size_t *count) {
     const fake_node_t *n = (const fake_node_t *)node;
     dependency_asks += deps != NULL;
-    if (deps == NULL) {
-        *count = n->dep_count;
-        return CUDA_SUCCESS;
-    }
-    size_t written = *count < n->dep_count ? *count : n->dep_count;
-    for (size_t i = 0; i < written; i++) {
-        deps[i] = (CUgraphNode)n->deps[i];
-        if (edges != NULL)
-            memset(&edges[i], 0, sizeof edges[i]);
-    }
-    *count = written;
-    return CUDA_SUCCESS;
+    return fake_dependencies_of(n->deps, n->dep_count, deps, edges, count);
 }
 
 static CUresult CUDAAPI child_graph(CUgraphNode node, CUgraph *graph) {
