@@ -368,18 +368,18 @@ struct gm_engine {
      * when it armed an exec (fast_armed, by arm_fast), or when it found it open and changed nothing
      * (fast_reopen). */
     bool fast_open, fast_armed, fast_reopen;
-    /* The fast path takes no mutex: it holds fast_gate (one relaunch at a time) and goes only while
-     * fast_blocked is down; every holder of defer_lock raises fast_blocked, then waits for the gate
-     * to be let go (gm_defer_lock: Dekker, sequentially consistent), so the fast path is excluded
-     * wherever defer_lock is held, as if it took that lock, but lets its gate go with a plain
-     * store: no locked instruction after the driver's call. */
+    /* In place of a mutex the fast path holds fast_gate (one relaunch at a time) and goes only
+     * while fast_blocked is down; every holder of defer_lock raises fast_blocked, then waits for
+     * the gate to be let go (gm_defer_lock: Dekker, sequentially consistent), so the fast path is
+     * excluded wherever defer_lock is held, as if it took that lock, but lets its gate go with a
+     * plain store: no locked instruction after the driver's call. */
     atomic_bool fast_gate, fast_blocked;
     uint64_t last_launch_exec, last_launch_stream; /* the latest launch's (arm_fast) */
     uint64_t build_token; /* the latest instantiation's (gm_marker_t.seen) */
 };
 
 /* One more round of waiting for a fast relaunch's driver call, which is short but may block (a
- * full launch queue): first yields, then sleeps of up to 100 us, so a waiter neither burns its
+ * full launch queue): first yields, then sleeps of up to 128 us, so a waiter neither burns its
  * core nor, under a real-time policy, keeps the relaunching thread off it for good. */
 static inline void gm_fast_backoff(unsigned *round) {
     if (*round < 16) {
