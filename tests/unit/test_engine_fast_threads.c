@@ -4,7 +4,6 @@
  * fence) is inside its own. Seen from the driver's call: whether the engine lock was held around
  * it, and whether a relaunch on another thread got its call made while a section or a join was
  * inside its own. */
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -20,6 +19,14 @@
 #define S1 0x51u
 #define S2 0x52u
 
+/* Whether the engine lock is free at this moment (false too when this thread holds it). */
+static bool engine_lock_free(gm_engine_t *e) {
+    if (pthread_mutex_trylock(&e->lock) != 0)
+        return false;
+    pthread_mutex_unlock(&e->lock);
+    return true;
+}
+
 typedef struct seen_call {
     sim_t *s;
     uint64_t stream;
@@ -29,10 +36,7 @@ typedef struct seen_call {
 /* The driver's launch, noting whether the engine lock is held (by this thread: no other runs). */
 static bool seen_submit(void *arg) {
     seen_call_t *c = arg;
-    int busy = pthread_mutex_trylock(&c->s->engine->lock);
-    if (busy == 0)
-        pthread_mutex_unlock(&c->s->engine->lock);
-    c->under_engine_lock = busy == EBUSY;
+    c->under_engine_lock = !engine_lock_free(c->s->engine);
     host_backend_submit(c->s->hb, c->stream);
     return true;
 }
@@ -68,14 +72,17 @@ static void finish(sim_t *s, const sim_graph_t *a) {
     CHECK(sim_fini(s));
 }
 
-/* `ms` from now on the clock pthread_cond_timedwait reads. */
-static struct timespec deadline_ms(long ms) {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += ms * 1000 * 1000;
-    t.tv_sec += t.tv_nsec / 1000000000;
-    t.tv_nsec %= 1000000000;
-    return t;
+/* With `lock` held: waits at most `ms` for *flag (set under `lock`, `changed` broadcast); its
+ * value then. */
+static bool flag_within(pthread_cond_t *changed, pthread_mutex_t *lock, const bool *flag, long ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ms * 1000 * 1000;
+    until.tv_sec += until.tv_nsec / 1000000000;
+    until.tv_nsec %= 1000000000;
+    while (!*flag && pthread_cond_timedwait(changed, lock, &until) == 0)
+        ;
+    return *flag;
 }
 
 /* Which launches take the fast path: from the third launch in a row of an exec on one stream
@@ -160,13 +167,10 @@ typedef struct inside {
 static bool inside_section(void *arg) {
     inside_t *in = arg;
     relauncher_t *r = in->r;
-    struct timespec until = deadline_ms(200);
     pthread_mutex_lock(&r->lock);
     r->go = true;
     pthread_cond_broadcast(&r->changed);
-    while (!r->done && pthread_cond_timedwait(&r->changed, &r->lock, &until) == 0)
-        ;
-    in->relaunched_meanwhile = r->done;
+    in->relaunched_meanwhile = flag_within(&r->changed, &r->lock, &r->done, 200);
     pthread_mutex_unlock(&r->lock);
     return true;
 }
@@ -306,14 +310,10 @@ static void test_relaunch_in_flight_holds_off_join(void) {
     while (!h.in_call)
         pthread_cond_wait(&h.changed, &h.lock);
     pthread_mutex_unlock(&h.lock);
-    CHECK(pthread_mutex_trylock(&s.engine->lock) == 0); /* the relaunch holds no engine lock */
-    pthread_mutex_unlock(&s.engine->lock);
+    CHECK(engine_lock_free(s.engine)); /* the relaunch holds no engine lock */
     REQUIRE(pthread_create(&joiner, NULL, join_s1, &h) == 0);
-    struct timespec until = deadline_ms(200);
     pthread_mutex_lock(&h.lock);
-    while (!h.join_done && pthread_cond_timedwait(&h.changed, &h.lock, &until) == 0)
-        ;
-    CHECK(!h.join_done);
+    CHECK(!flag_within(&h.changed, &h.lock, &h.join_done, 200));
     h.release = true;
     pthread_cond_broadcast(&h.changed);
     pthread_mutex_unlock(&h.lock);
@@ -326,8 +326,7 @@ static void test_relaunch_in_flight_holds_off_join(void) {
     finish(&s, &a);
 }
 
-/* ---- a section that waits inside closes the path again ----------------------------------------
- */
+/* ---- a section that waits inside closes the path again --------------------------------------- */
 
 typedef struct opener {
     sim_t *s;
@@ -399,10 +398,7 @@ static bool stress_submit(void *arg) {
     stress_t *w = c->w;
     if (atomic_load(&w->windows))
         atomic_fetch_add(&w->overlaps, 1);
-    int busy = pthread_mutex_trylock(&w->s.engine->lock);
-    if (busy == 0)
-        pthread_mutex_unlock(&w->s.engine->lock);
-    if (busy == 0 && atomic_load(&w->s.engine->fast_gate))
+    if (engine_lock_free(w->s.engine) && atomic_load(&w->s.engine->fast_gate))
         atomic_fetch_add(&w->fast, 1); /* maybe another thread's section: counts as a hint */
     for (volatile int i = 0; i < 50; i++)
         ;
