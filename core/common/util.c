@@ -1,5 +1,6 @@
 #include "util.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,14 @@ uint64_t gm_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void gm_nap(long ns) {
+    struct timespec nap = {ns / 1000000000L, ns % 1000000000L};
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+    nanosleep(&nap, NULL);
+    pthread_setcancelstate(cancel, NULL);
 }
 
 #if defined(__SANITIZE_ADDRESS__)

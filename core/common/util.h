@@ -1,4 +1,5 @@
-/* Small pieces core/ and shim/ share: growable arrays, intrusive lists and a monotonic clock. */
+/* Small pieces core/ and shim/ share: growable arrays, intrusive lists, a monotonic clock and a
+ * sleep. */
 #ifndef GRAPHMEM_UTIL_H
 #define GRAPHMEM_UTIL_H
 
@@ -65,5 +66,11 @@ void gm_spare_give(gm_spare_t *spare, void *object);
 void gm_spare_fini(gm_spare_t *spare);
 
 uint64_t gm_now_ns(void);
+
+/* Sleeps `ns` nanoseconds without being a cancellation point: graphmem sleeps while it waits
+ * holding its own locks (a relaunch in flight, a fence), and a thread cancelled in the sleep would
+ * end holding them, blocking every other thread for good. The driver's calls it stands in for are
+ * no cancellation points either. */
+void gm_nap(long ns);
 
 #endif

@@ -386,8 +386,7 @@ static inline void gm_fast_backoff(unsigned *round) {
         sched_yield();
     } else {
         unsigned shift = *round - 16 < 7 ? *round - 16 : 7;
-        struct timespec nap = {0, 1000L << shift}; /* 1 us, doubling to 128 us */
-        nanosleep(&nap, NULL);
+        gm_nap(1000L << shift); /* 1 us, doubling to 128 us; the defer lock may be held */
     }
     (*round)++;
 }
@@ -429,10 +428,14 @@ static inline void gm_engine_lock(gm_engine_t *e) {
 }
 
 /* pthread_cond_wait on `lock` inside a section: other sections run meanwhile, and may reopen the
- * fast path; it is closed again before the section goes on. */
+ * fast path; it is closed again before the section goes on. Not a cancellation point: a thread
+ * cancelled in the wait would end holding the engine lock (see gm_nap). */
 static inline void gm_engine_wait(gm_engine_t *e, pthread_cond_t *cond) {
     bool reopen = e->fast_reopen;
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
     pthread_cond_wait(cond, &e->lock);
+    pthread_setcancelstate(cancel, NULL);
     gm_engine_close_fast(e);
     e->fast_reopen |= reopen;
 }

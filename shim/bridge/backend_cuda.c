@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "captures.h"
 #include "streams.h"
@@ -398,15 +397,15 @@ static gm_status_t fence_wait_stream(void *ctx, uint64_t stream_key, uint64_t fe
 }
 
 /* Yields 64 times, then sleeps from 50 µs, doubling up to 1 ms: a wait for a run that ends soon
- * returns soon, one for a long run costs little. */
+ * returns soon, one for a long run costs little. No cancellation point (gm_nap): the waiting
+ * launch holds a reference to the fence. */
 static void back_off(unsigned round) {
     if (round < 64) {
         sched_yield();
         return;
     }
     unsigned shift = round - 64 < 5 ? round - 64 : 5;
-    struct timespec t = {0, (50000L << shift) > 1000000L ? 1000000L : 50000L << shift};
-    nanosleep(&t, NULL);
+    gm_nap((50000L << shift) > 1000000L ? 1000000L : 50000L << shift);
 }
 
 /* Unlocked (the engine's lock is released meanwhile): polls, each query under the event gate, so

@@ -474,6 +474,54 @@ static void test_cover_takes_the_allocation_device(void) {
     CHECK(sim_fini(&s));
 }
 
+typedef struct trimmer {
+    sim_t *s;
+    atomic_bool done;
+    gm_status_t status;
+} trimmer_t;
+
+static void *trim_in_thread(void *arg) {
+    trimmer_t *t = arg;
+    t->status = gm_engine_trim(t->s->engine, 0);
+    atomic_store(&t->done, true);
+    return NULL;
+}
+
+/* A trim waiting for a cover, cancelled in its wait: a wait that took the cancel ended the thread
+ * holding the engine lock, and every later call of the engine blocked for good. A trim is no
+ * cancellation point natively; now graphmem's wait is none either, and the trim finishes when the
+ * cover ends. */
+static void test_cancelled_wait_for_cover(void) {
+    sim_t s;
+    sim_graph_t a;
+    REQUIRE(sim_init(&s, NULL));
+    sim_one_alloc_graph(&s, &a, 128 * KiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, STREAM(0)) == GM_OK);
+    uint64_t va = 0, size = 0;
+    alloc_of(&a, &va, &size);
+    gm_cover_t held;
+    gm_engine_cover_begin(s.engine, &held, 0);
+    gm_engine_cover_range(&held, va, size);
+    trimmer_t t = {.s = &s};
+    pthread_t b;
+    REQUIRE(pthread_create(&b, NULL, trim_in_thread, &t) == 0);
+    usleep(100 * 1000); /* B waits for the cover by now */
+    pthread_cancel(b);
+    usleep(100 * 1000); /* and would have ended by now, had the wait taken the cancel */
+    bool usable = sim_engine_lock_free(s.engine);
+    CHECK(usable);
+    if (!usable)
+        return; /* held by a thread that is gone: any call would block */
+    CHECK(!atomic_load(&t.done));
+    gm_engine_cover_end(&held);
+    pthread_join(b, NULL);
+    CHECK(atomic_load(&t.done));
+    CHECK_EQ_INT(t.status, GM_OK);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_cover_maps_only_unmapped_pages);
     RUN_TEST(test_idle_scratch_ends);
@@ -485,5 +533,6 @@ int main(void) {
     RUN_TEST(test_covers_hold_against_launch_and_trim);
     RUN_TEST(test_waiting_launch_goes_before_new_covers);
     RUN_TEST(test_leaving_launch_waits_for_cover);
+    RUN_TEST(test_cancelled_wait_for_cover);
     return gm_check_summary();
 }

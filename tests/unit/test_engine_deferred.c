@@ -260,10 +260,7 @@ static gm_status_t (*real_sync)(void *, uint64_t);
 static int syncs_under_engine_lock;
 
 static gm_status_t sync_probe(void *ctx, uint64_t stream) {
-    if (pthread_mutex_trylock(&probed->lock) == EBUSY)
-        syncs_under_engine_lock++;
-    else
-        pthread_mutex_unlock(&probed->lock);
+    syncs_under_engine_lock += !sim_engine_lock_free(probed);
     return real_sync(ctx, stream);
 }
 

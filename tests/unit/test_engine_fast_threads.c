@@ -19,14 +19,6 @@
 #define S1 0x51u
 #define S2 0x52u
 
-/* Whether the engine lock is free at this moment (false too when this thread holds it). */
-static bool engine_lock_free(gm_engine_t *e) {
-    if (pthread_mutex_trylock(&e->lock) != 0)
-        return false;
-    pthread_mutex_unlock(&e->lock);
-    return true;
-}
-
 typedef struct seen_call {
     sim_t *s;
     uint64_t stream;
@@ -36,7 +28,7 @@ typedef struct seen_call {
 /* The driver's launch, noting whether the engine lock is held (by this thread: no other runs). */
 static bool seen_submit(void *arg) {
     seen_call_t *c = arg;
-    c->under_engine_lock = !engine_lock_free(c->s->engine);
+    c->under_engine_lock = !sim_engine_lock_free(c->s->engine);
     host_backend_submit(c->s->hb, c->stream);
     return true;
 }
@@ -310,7 +302,7 @@ static void test_relaunch_in_flight_holds_off_join(void) {
     while (!h.in_call)
         pthread_cond_wait(&h.changed, &h.lock);
     pthread_mutex_unlock(&h.lock);
-    CHECK(engine_lock_free(s.engine)); /* the relaunch holds no engine lock */
+    CHECK(sim_engine_lock_free(s.engine)); /* the relaunch holds no engine lock */
     REQUIRE(pthread_create(&joiner, NULL, join_s1, &h) == 0);
     pthread_mutex_lock(&h.lock);
     CHECK(!flag_within(&h.changed, &h.lock, &h.join_done, 200));
@@ -398,7 +390,7 @@ static bool stress_submit(void *arg) {
     stress_t *w = c->w;
     if (atomic_load(&w->windows))
         atomic_fetch_add(&w->overlaps, 1);
-    if (engine_lock_free(w->s.engine) && atomic_load(&w->s.engine->fast_gate))
+    if (sim_engine_lock_free(w->s.engine) && atomic_load(&w->s.engine->fast_gate))
         atomic_fetch_add(&w->fast, 1); /* maybe another thread's section: counts as a hint */
     for (volatile int i = 0; i < 50; i++)
         ;
@@ -569,6 +561,40 @@ static void test_wait_for_blocked_relaunch_sleeps(void) {
     finish(&s, &a);
 }
 
+static void *report_in_thread(void *arg) {
+    gm_engine_report(((sim_t *)arg)->engine, no_report, NULL);
+    return NULL;
+}
+
+/* A section waiting for a relaunch's driver call, cancelled in its wait. The wait sleeps holding
+ * the defer lock with the fast path held off; with a sleep that took the cancel, the thread ended
+ * holding both (and the engine lock), and every later launch or section blocked for good. Now the
+ * wait is no cancellation point, as none of graphmem's calls natively is: the section finishes
+ * once the relaunch returns. */
+static void test_cancelled_wait_for_relaunch(void) {
+    sim_t s;
+    sim_graph_t a;
+    armed_exec(&s, &a, NULL);
+    blocking_sim = &s;
+    atomic_store(&blocking_in_call, false);
+    pthread_t relauncher, section;
+    REQUIRE(pthread_create(&relauncher, NULL, relaunch_blocking, NULL) == 0);
+    while (!atomic_load(&blocking_in_call))
+        sched_yield();
+    REQUIRE(pthread_create(&section, NULL, report_in_thread, &s) == 0);
+    struct timespec nap = {0, 50 * 1000 * 1000};
+    nanosleep(&nap, NULL); /* the section sleeps in its wait for the gate by now */
+    pthread_cancel(section);
+    pthread_join(section, NULL);
+    pthread_join(relauncher, NULL);
+    bool usable = sim_engine_lock_free(s.engine) && sim_defer_lock_free(s.engine);
+    CHECK(usable);
+    if (!usable)
+        return; /* held by a thread that is gone: any call would block */
+    CHECK_EQ_INT(sim_launch(&s, 0xA, S1), GM_OK);
+    finish(&s, &a);
+}
+
 int main(void) {
     RUN_TEST(test_which_launches_are_fast);
     RUN_TEST(test_section_holds_off_relaunch);
@@ -577,5 +603,6 @@ int main(void) {
     RUN_TEST(test_relaunch_in_flight_holds_off_join);
     RUN_TEST(test_stress);
     RUN_TEST(test_wait_for_blocked_relaunch_sleeps);
+    RUN_TEST(test_cancelled_wait_for_relaunch);
     return gm_check_summary();
 }

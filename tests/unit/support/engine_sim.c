@@ -1,6 +1,7 @@
 #include "engine_sim.h"
 
 #include "check.h"
+#include "engine_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,4 +378,19 @@ gm_node_map_t sim_clone_map(bool found) {
 
 void sim_graph_destroy(gm_engine_t *engine, uint64_t graph) {
     gm_engine_graphs_destroy(engine, &graph, 1, GM_NO_CALL);
+}
+
+bool sim_engine_lock_free(gm_engine_t *e) {
+    if (pthread_mutex_trylock(&e->lock) != 0)
+        return false;
+    pthread_mutex_unlock(&e->lock);
+    return true;
+}
+
+bool sim_defer_lock_free(gm_engine_t *e) {
+    if (pthread_mutex_trylock(&e->defer_lock) != 0)
+        return false;
+    bool blocked = atomic_load(&e->fast_blocked);
+    pthread_mutex_unlock(&e->defer_lock);
+    return !blocked;
 }

@@ -102,4 +102,9 @@ gm_node_map_t sim_clone_map(bool found);
 /* cuGraphDestroy as the shim reports it (the driver's part done). */
 void sim_graph_destroy(gm_engine_t *engine, uint64_t graph);
 
+/* Whether the engine lock is free at this moment (false too when this thread holds it). */
+bool sim_engine_lock_free(gm_engine_t *e);
+/* Whether the defer lock is free and nothing holds the launch fast path off at this moment. */
+bool sim_defer_lock_free(gm_engine_t *e);
+
 #endif
