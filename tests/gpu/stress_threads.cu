@@ -7,7 +7,8 @@
 // allocations outside graphs (checking their signature first), and destroy and re-instantiate
 // execs; one more thread captures small graphs with graph allocations on a blocking stream in the
 // three capture modes (every capture must succeed). Workers run in relaxed capture mode, so
-// natively nothing they do concerns that capture.
+// natively nothing they do concerns that capture. A worker launches an exec one to four times in
+// a row, so that graphmem's launch fast path races all of that too.
 //
 // Frees outside graphs, trims, re-instantiations and captures hold one mutex (`pool_ops`);
 // launches and uploads do not. Natively, driver 580 crashed inside cuMemFreeAsync of an escaped
@@ -118,11 +119,18 @@ static void worker(int index, uint64_t seed) {
             note(cudaGraphUpload(e->w.exec, s));
             uploads++;
         }
-        note(cudaGraphLaunch(e->w.exec, s));
+        // One to four launches in a row on this stream (one while the launch leaves an
+        // allocation live that only a free outside the graph ends): from the third in a row
+        // graphmem launches on its fast path (core/README.md, "Launch protocol"), racing the
+        // other threads' launches of graphs sharing the memory, their trims, frees and captures.
+        bool relaunchable = e->w.escaped == nullptr || (e->w.flags & kAutoFree);
+        int burst = relaunchable ? 1 + (int)(next_random(&rng) % 4) : 1;
+        for (int b = 0; b < burst; b++)
+            note(cudaGraphLaunch(e->w.exec, s));
         note(cudaEventRecord(e->done, s));
         e->live = e->w.escaped != nullptr;
         e->m.unlock();
-        launches++;
+        launches += burst;
     }
     note(cudaStreamSynchronize(s));
     if (index > 0)
