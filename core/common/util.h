@@ -68,9 +68,8 @@ void gm_spare_fini(gm_spare_t *spare);
 uint64_t gm_now_ns(void);
 
 /* Sleeps `ns` nanoseconds without being a cancellation point: graphmem sleeps while it waits
- * holding its own locks (a relaunch in flight, a fence), and a thread cancelled in the sleep would
- * end holding them, blocking every other thread for good. The driver's calls it stands in for are
- * no cancellation points either. */
+ * holding its own locks or a fence (a relaunch in flight, a GPU run), and a thread cancelled in the
+ * sleep would end holding them, blocking every other thread for good. */
 void gm_nap(long ns);
 
 #endif
