@@ -488,9 +488,8 @@ static void *trim_in_thread(void *arg) {
 }
 
 /* A trim waiting for a cover, cancelled in its wait: a wait that took the cancel ended the thread
- * holding the engine lock, and every later call of the engine blocked for good. A trim is no
- * cancellation point natively; now graphmem's wait is none either, and the trim finishes when the
- * cover ends. */
+ * holding the engine lock, and every later call of the engine blocked for good. Now graphmem's
+ * wait is no cancellation point, and the trim finishes when the cover ends. */
 static void test_cancelled_wait_for_cover(void) {
     sim_t s;
     sim_graph_t a;

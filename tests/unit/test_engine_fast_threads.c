@@ -528,6 +528,17 @@ static void *relaunch_blocking(void *arg) {
     return NULL;
 }
 
+/* Exec 0xA armed on S1 and relaunched there by thread `t`, whose driver call blocks 300 ms; returns
+ * once that call is in flight. */
+static void start_blocked_relaunch(sim_t *s, sim_graph_t *a, pthread_t *t) {
+    armed_exec(s, a, NULL);
+    blocking_sim = s;
+    atomic_store(&blocking_in_call, false);
+    REQUIRE(pthread_create(t, NULL, relaunch_blocking, NULL) == 0);
+    while (!atomic_load(&blocking_in_call))
+        sched_yield();
+}
+
 static void no_report(const gm_exec_report_t *report, void *arg) {
     (void)report;
     (void)arg;
@@ -545,12 +556,8 @@ static double seconds(clockid_t clock) {
 static void test_wait_for_blocked_relaunch_sleeps(void) {
     sim_t s;
     sim_graph_t a;
-    armed_exec(&s, &a, NULL);
-    blocking_sim = &s;
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, relaunch_blocking, NULL) == 0);
-    while (!atomic_load(&blocking_in_call))
-        sched_yield();
+    start_blocked_relaunch(&s, &a, &t);
     double cpu = seconds(CLOCK_THREAD_CPUTIME_ID), wall = seconds(CLOCK_MONOTONIC);
     gm_engine_report(s.engine, no_report, NULL); /* a section: closes, so waits for the gate */
     cpu = seconds(CLOCK_THREAD_CPUTIME_ID) - cpu, wall = seconds(CLOCK_MONOTONIC) - wall;
@@ -569,18 +576,12 @@ static void *report_in_thread(void *arg) {
 /* A section waiting for a relaunch's driver call, cancelled in its wait. The wait sleeps holding
  * the defer lock with the fast path held off; with a sleep that took the cancel, the thread ended
  * holding both (and the engine lock), and every later launch or section blocked for good. Now the
- * wait is no cancellation point, as none of graphmem's calls natively is: the section finishes
- * once the relaunch returns. */
+ * wait is no cancellation point: the section finishes once the relaunch returns. */
 static void test_cancelled_wait_for_relaunch(void) {
     sim_t s;
     sim_graph_t a;
-    armed_exec(&s, &a, NULL);
-    blocking_sim = &s;
-    atomic_store(&blocking_in_call, false);
     pthread_t relauncher, section;
-    REQUIRE(pthread_create(&relauncher, NULL, relaunch_blocking, NULL) == 0);
-    while (!atomic_load(&blocking_in_call))
-        sched_yield();
+    start_blocked_relaunch(&s, &a, &relauncher);
     REQUIRE(pthread_create(&section, NULL, report_in_thread, &s) == 0);
     struct timespec nap = {0, 50 * 1000 * 1000};
     nanosleep(&nap, NULL); /* the section sleeps in its wait for the gate by now */
