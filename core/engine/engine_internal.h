@@ -21,7 +21,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "engine.h"
 #include "keymap.h"

@@ -2,7 +2,6 @@
  * that its work finished is taken when something first needs it (a trim, a launch on another
  * stream sharing the memory, a stream going away or joining a capture), from an idle stream
  * without an event, otherwise from an event recorded then; never on a stream while it captures. */
-#include <errno.h>
 #include <pthread.h>
 
 #include "check.h"
