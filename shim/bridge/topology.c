@@ -31,6 +31,12 @@ typedef struct level_arrays {
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static gm_topology_buf_t kept_topology; /* its arrays and capacities; counts 0 */
 static level_arrays_t kept_level;
+/* The node counts of the graphs listed last (below, "node counts remembered"). */
+#define COUNT_HINTS 64
+static struct {
+    CUgraph graph;
+    size_t count;
+} count_hints[COUNT_HINTS];
 
 static void level_free(level_arrays_t *level) {
     free(level->nodes);
@@ -49,6 +55,7 @@ void gm_topology_forget_after_fork(void) {
     pthread_mutex_init(&kept_lock, NULL);
     kept_topology = (gm_topology_buf_t){0};
     kept_level = (level_arrays_t){0};
+    memset(count_hints, 0, sizeof count_hints);
 }
 
 /* Exchanges `set` with the kept set of its kind (`kept`, `size` bytes) under the lock: with an
@@ -64,12 +71,9 @@ static void kept_swap(void *kept, void *set, size_t size) {
     memcpy(set, held, size);
 }
 
-/* Arrays for a level of `count` nodes: the kept ones when `top` and they are there (grown when
- * too small), else new ones. False without host memory (nothing is held then). */
-static bool level_take(level_arrays_t *level, size_t count, bool top) {
-    *level = (level_arrays_t){0};
-    if (top)
-        kept_swap(&kept_level, level, sizeof *level);
+/* Room in `level` for `count` nodes: its arrays as they are when large enough, else new ones
+ * (what they held is dropped). False without host memory (nothing is held then). */
+static bool level_fit(level_arrays_t *level, size_t count) {
     size_t n = count ? count : 1;
     if (n <= level->cap)
         return true;
@@ -88,12 +92,81 @@ static bool level_take(level_arrays_t *level, size_t count, bool top) {
     return true;
 }
 
+/* A level's arrays: the kept ones when `top` and they are there, else none yet (level_fit). */
+static void level_take(level_arrays_t *level, bool top) {
+    *level = (level_arrays_t){0};
+    if (top)
+        kept_swap(&kept_level, level, sizeof *level);
+}
+
 static void level_give(level_arrays_t *level, bool top) {
     size_t bytes = (size_t)level->cap * (sizeof *level->nodes + sizeof *level->facts +
                                          sizeof *level->keys + sizeof *level->exit_of);
     if (top && bytes <= KEPT_BYTES_MAX)
         kept_swap(&kept_level, level, sizeof *level);
     level_free(level);
+}
+
+/* ---- node counts remembered ------------------------------------------------------------------
+ * Listing a graph's nodes took two driver calls, its count and then the list, and the driver walks
+ * its nodes for each: at 2,000 nodes 14 us when they are in cache and 59 us when not (on an H200
+ * host, tests/probe/node_listing_cost.cu). A graph read back before is listed in one call, with
+ * room for the count it had and some more; only when that room fills up (the graph grew) is the
+ * count asked for. The counts of the graphs read last, by handle, in a small table (count_hints)
+ * under kept_lock: a handle given out again or pushed out of the table costs only the count call.
+ */
+static size_t hint_slot(CUgraph graph) {
+    uint64_t h = (uint64_t)(uintptr_t)graph * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 58); /* the top 6 bits: COUNT_HINTS slots */
+}
+
+/* The count `graph` had when last listed, or false. */
+static bool count_hint(CUgraph graph, size_t *count) {
+    size_t slot = hint_slot(graph);
+    pthread_mutex_lock(&kept_lock);
+    bool known = count_hints[slot].graph == graph;
+    *count = count_hints[slot].count;
+    pthread_mutex_unlock(&kept_lock);
+    return known;
+}
+
+static void remember_count(CUgraph graph, size_t count) {
+    size_t slot = hint_slot(graph);
+    pthread_mutex_lock(&kept_lock);
+    count_hints[slot].graph = graph;
+    count_hints[slot].count = count;
+    pthread_mutex_unlock(&kept_lock);
+}
+
+/* Lists `graph`'s nodes into `level` (taken, not yet fitted); their number in *count. */
+static CUresult list_nodes(CUgraph graph, level_arrays_t *level, size_t *count) {
+    size_t hint = 0;
+    CUresult r;
+    if (count_hint(graph, &hint)) {
+        /* The driver fills what is there and says how many: fewer than the room, all of them. */
+        size_t room = hint + hint / 8 + 8;
+        if (!level_fit(level, room))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        *count = room;
+        r = gm_real.cuGraphGetNodes(graph, level->nodes, count);
+        if (r != CUDA_SUCCESS || *count < room) {
+            if (r == CUDA_SUCCESS)
+                remember_count(graph, *count);
+            return r;
+        }
+    }
+    *count = 0;
+    r = gm_real.cuGraphGetNodes(graph, NULL, count);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!level_fit(level, *count))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t room = *count;
+    r = gm_real.cuGraphGetNodes(graph, level->nodes, count);
+    *count = *count < room ? *count : room; /* nodes added meanwhile are not in the list */
+    if (r == CUDA_SUCCESS)
+        remember_count(graph, *count);
+    return r;
 }
 
 /* Room for `more` nodes (edges) past those read: the parallel arrays grow together. */
@@ -233,17 +306,15 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
                            uint32_t entry, uint32_t exit, int depth) {
     if (depth > GM_NESTING_MAX)
         return CUDA_ERROR_NOT_SUPPORTED;
-    size_t count = 0;
-    CUresult r = gm_real.cuGraphGetNodes(graph, NULL, &count);
-    if (r != CUDA_SUCCESS)
-        return r;
     level_arrays_t lv;
-    if (!level_take(&lv, count, depth == 0))
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    level_take(&lv, depth == 0);
+    size_t count = 0;
+    CUresult r = list_nodes(graph, &lv, &count);
+    if (r != CUDA_SUCCESS) {
+        level_give(&lv, depth == 0);
+        return r;
+    }
     CUgraphNode *nodes = lv.nodes;
-    size_t room = count;
-    r = gm_real.cuGraphGetNodes(graph, nodes, &count);
-    count = count < room ? count : room; /* nodes added meanwhile are not in the list */
     uint32_t first = buf->view.node_count;
     /* The level's nodes, and its edges for a chain (a level inside a child graph adds two a node:
      * from its entry and to its exit). */
@@ -254,12 +325,14 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     const gm_node_facts_t *facts = lv.facts;
     if (r == CUDA_SUCCESS)
         node_facts(engine, graph, &lv, count);
+    bool nested = false; /* a child graph or conditional node: the passes for them are needed */
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
         CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
         if (facts[i].kind == GM_MARKER_NONE &&
             gm_drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
             type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing graphmem would look into */
+        nested |= type == CU_GRAPH_NODE_TYPE_GRAPH || type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
         if (!add_node(buf, (uint64_t)(uintptr_t)nodes[i], type, &index))
             r = CUDA_ERROR_OUT_OF_MEMORY;
         else if ((entry != UINT32_MAX && !add_edge(buf, entry, index)) ||
@@ -269,11 +342,12 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     uint32_t end = buf->view.node_count; /* at most `count` past `first` */
     /* Child graphs: every child node runs after the child node's dependencies and before its
      * dependents, so the child node's own index serves as the entry, and an extra exit node
-     * collects the child's nodes and feeds the child node's dependents. */
+     * collects the child's nodes and feeds the child node's dependents. Without such nodes
+     * (most graphs) each node is its own exit, and those passes are skipped. */
     uint32_t *exit_of = lv.exit_of; /* room for `count` */
     level_index_t lookup = {.nodes = nodes, .first = first, .end = end};
     dependency_buf_t deps = {NULL, NULL, 0};
-    for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
+    for (uint32_t i = first; r == CUDA_SUCCESS && nested && i < end; i++) {
         exit_of[i - first] = i;
         if (expanded(buf->types[i]) &&
             (!add_node(buf, 0, CU_GRAPH_NODE_TYPE_EMPTY, &exit_of[i - first]) ||
@@ -288,11 +362,11 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
         for (size_t k = 0; r == CUDA_SUCCESS && k < n; k++) {
             CUgraphNode dep = f->deps_known ? (CUgraphNode)(uintptr_t)f->deps[k] : deps.nodes[k];
             uint32_t a = find_node(&lookup, b, dep, &r);
-            if (a != UINT32_MAX && !add_edge(buf, exit_of[a - first], b))
+            if (a != UINT32_MAX && !add_edge(buf, nested ? exit_of[a - first] : a, b))
                 r = CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
-    for (uint32_t i = first; r == CUDA_SUCCESS && i < end; i++) {
+    for (uint32_t i = first; r == CUDA_SUCCESS && nested && i < end; i++) {
         if (buf->types[i] == CU_GRAPH_NODE_TYPE_CONDITIONAL && expanded(buf->types[i])) {
             size_t n = gm_node_bodies(nodes[i - first], NULL, 0), got = 0;
             CUgraph *bodies = calloc(n ? n : 1, sizeof *bodies);

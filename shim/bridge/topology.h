@@ -21,8 +21,8 @@ typedef struct gm_topology_buf {
 CUresult gm_topology_read(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t *buf);
 /* Its arrays are kept for the next read-back (one set for the process), or freed. */
 void gm_topology_free(gm_topology_buf_t *buf);
-/* In a fork's child: the kept arrays stay unless a thread of the parent was taking or giving them
- * back, then they are dropped. */
+/* In a fork's child: the kept arrays and remembered node counts stay unless a thread of the parent
+ * was taking or giving them back, then they are dropped. */
 void gm_topology_forget_after_fork(void);
 
 /* Whether replacing the child graph of `node` in an exec by `child` is refused: either holds a

@@ -43,15 +43,21 @@ struct fake_graph {
     unsigned listed[MAX_NODES]; /* the order the driver lists them in */
 };
 
+/* Calls that asked for a graph's count, not its nodes (atomic: test_concurrent_reads). */
+static _Atomic unsigned long count_asks;
+
+/* As the driver documents it: with room for more nodes than there are, the rest of the room is
+ * set to NULL and the count returned. */
 static CUresult CUDAAPI get_nodes(CUgraph graph, CUgraphNode *nodes, size_t *count) {
     const fake_graph_t *g = (const fake_graph_t *)graph;
     if (nodes == NULL) {
+        count_asks++;
         *count = g->count;
         return CUDA_SUCCESS;
     }
     size_t n = *count < g->count ? *count : g->count;
-    for (size_t i = 0; i < n; i++)
-        nodes[i] = (CUgraphNode)&g->nodes[g->listed[i]];
+    for (size_t i = 0; i < *count; i++)
+        nodes[i] = i < n ? (CUgraphNode)&g->nodes[g->listed[i]] : NULL;
     *count = n;
     return CUDA_SUCCESS;
 }
@@ -218,6 +224,24 @@ static void test_many_dependencies(void) {
     for (unsigned i = 0; i + 1 < g->count; i++)
         depend(g, g->count - 1, i);
     check_flat(g);
+    graph_free(g);
+}
+
+/* A graph read back before is listed in one call while it has not grown past the room left for
+ * its count; one that grew past it is listed whole after its count is asked again. Its first 40
+ * nodes, then one more, then all 600 (a chain listed in the order made, so the first k nodes of
+ * the 600 are a chain of k). */
+static void test_listing_remembers_counts(void) {
+    fake_graph_t *g = chain(600, MADE);
+    const unsigned counts[] = {40, 40, 41, 600, 600, 599};
+    const unsigned long asks[] = {1, 0, 0, 1, 0, 0};
+    for (unsigned k = 0; k < sizeof counts / sizeof *counts; k++) {
+        g->count = counts[k];
+        count_asks = 0;
+        check_flat(g);
+        CHECK(count_asks == asks[k]);
+    }
+    g->count = 600;
     graph_free(g);
 }
 
@@ -413,6 +437,7 @@ int main(void) {
     RUN_TEST(test_random_dags);
     RUN_TEST(test_many_dependencies);
     RUN_TEST(test_child_graph);
+    RUN_TEST(test_listing_remembers_counts);
     RUN_TEST(test_marker_dependencies_from_the_engine);
     RUN_TEST(test_marker_dependencies_asked);
     RUN_TEST(test_concurrent_reads);
