@@ -297,6 +297,14 @@ bool gm_engine_serves(gm_engine_t *engine, uint64_t exec);
  * just gets the call. */
 gm_status_t gm_engine_launch(gm_engine_t *engine, uint64_t exec, uint64_t stream, bool upload_only,
                              gm_driver_call_t call);
+/* The launch's fast path alone (core/README.md, "Fast path"): when `exec` is the exec the engine
+ * armed for a relaunch on `stream` and nothing changed since, makes only `call`, holding no mutex,
+ * and returns true (*status GM_OK, or GM_ERR_DRIVER when the call failed, which changes nothing).
+ * Returns false, without calling, whenever the whole protocol is needed: gm_engine_launch then
+ * (which tries this first itself). Only an exec the engine serves is ever armed, so a caller may
+ * try this before gm_engine_serves. */
+bool gm_engine_relaunch(gm_engine_t *engine, uint64_t exec, uint64_t stream, gm_driver_call_t call,
+                        gm_status_t *status);
 /* cuGraphExecDestroy through `call`: the exec's live allocations survive (with `free_on_destroy`
  * they are freed once its last launch finished); its memory is reclaimed at trim. The engine
  * forgets the exec in the same step as the driver destroys it, so a handle the driver hands out

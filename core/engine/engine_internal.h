@@ -280,16 +280,10 @@ struct gm_exec {
     gm_record_t **foreign; /* allocations of other graphs its launches free */
     uint32_t foreign_count;
     bool destroyed;
-    bool owns_graph; /* planned for a graph graphmem did not know: `graph` is its own until the
-                        commit */
-    /* The launch fast path (engine_launch.c): its last launch, on steady_stream, left nothing for
-     * a relaunch there to do but the driver's call, as long as the engine's epoch is still
-     * steady_epoch and steady_fence (the stream's deferred fence) is not realized. Written in
-     * sections of `lock`, read by the fast path while the engine's fast_open (fast_gate held). */
-    uint64_t steady_stream, steady_epoch;
-    gm_fence_t *steady_fence;
-    uint64_t context;        /* GM_EXEC_PINNED: where its device launches run */
-    gm_shape_t shape;        /* what cuGraphExecUpdate pairs (shape.h) */
+    bool owns_graph;  /* planned for a graph graphmem did not know: `graph` is its own until the
+                         commit */
+    uint64_t context; /* GM_EXEC_PINNED: where its device launches run */
+    gm_shape_t shape; /* what cuGraphExecUpdate pairs (shape.h) */
     gm_exec_report_t report; /* counters; bytes are filled when reported */
 };
 
@@ -357,8 +351,8 @@ struct gm_engine {
     atomic_uint pinned_waiting;
     atomic_uint_fast64_t pin_clock;
     /* Raised by every release of `lock` after a change (gm_engine_unlock; lookups release it with
-     * gm_engine_unlock_unchanged): an exec whose steady_epoch equals it has seen nothing change
-     * since its last launch. */
+     * gm_engine_unlock_unchanged): while it is still the epoch the fast path's exec was armed
+     * under (fast.epoch), nothing changed since that exec's last launch. */
     uint64_t epoch;
     /* The launch fast path takes no mutex, and runs only while fast_open (core/README.md, "Launch
      * protocol"). fast_open is written with both locks held and is true only while no
@@ -373,6 +367,19 @@ struct gm_engine {
      * excluded wherever defer_lock is held, as if it took that lock, but lets its gate go with a
      * plain store: no locked instruction after the driver's call. */
     atomic_bool fast_gate, fast_blocked;
+    /* The exec the fast path may relaunch (engine_launch.c, arm_fast): its key (0: none), the
+     * stream of its last launch, which left nothing for a relaunch there to do but the driver's
+     * call, the epoch that launch's section produced, and the stream's deferred fence that
+     * followed it, as long as that fence is not realized. One exec at a time: every section that
+     * changes anything raises the epoch, so one exec's steady state ends as soon as another
+     * launch takes the whole protocol. Written in sections of `lock`, read by the fast path while
+     * fast_open (fast_gate held); kept beside the flags and the epoch, so that a relaunch reads
+     * the engine's own few cache lines, not the exec map and the exec. */
+    struct {
+        uint64_t exec, stream, epoch;
+        gm_fence_t *fence;
+        gm_exec_t *x;
+    } fast;
     uint64_t last_launch_exec, last_launch_stream; /* the latest launch's (arm_fast) */
     uint64_t build_token; /* the latest instantiation's (gm_marker_t.seen) */
 };

@@ -277,19 +277,21 @@ static bool changes_mappings(const gm_engine_t *e, const gm_exec_t *x, uint64_t 
     return false;
 }
 
-/* The fast path: a relaunch on the stream of the exec's last launch, when nothing in the engine
- * changed since (no other launch, free, trim, destruction or cover: each raises the epoch) and the
- * stream's deferred fence that followed that launch is still deferred. Then steps 1-5 and 7 of
- * the protocol would change nothing: the same checks pass, everything is mapped, the group's
- * latest user is this exec on this stream, and the fence of this launch is that same deferred
- * fence. What is left is step 6, holding only the fast gate, which excludes it as the defer lock
- * would (gm_defer_lock): while fast_open no section of the engine lock is in progress, and none
- * begins before this lets the gate go (each closes the fast path first, gm_engine_lock, under the
- * defer lock), so what is read here stays as it was read until the driver's call has returned; no
- * join realizes the fence meanwhile either. No handshake with the joins (gm_fence_launch_begin):
- * the fence is listed, so defer_active has counted it since before the launch that made it, which
- * waited for the joins running unlocked then; every later join takes the defer lock. */
-static bool launch_fast(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_driver_call_t call,
+/* The fast path: a relaunch of the armed exec on the stream of its last launch, when nothing in
+ * the engine changed since (no other launch, free, trim, destruction or cover: each raises the
+ * epoch) and the stream's deferred fence that followed that launch is still deferred. Then steps
+ * 1-5 and 7 of the protocol would change nothing: the same checks pass, everything is mapped, the
+ * group's latest user is this exec on this stream, and the fence of this launch is that same
+ * deferred fence. What is left is step 6, holding only the fast gate, which excludes it as the
+ * defer lock would (gm_defer_lock): while fast_open no section of the engine lock is in progress,
+ * and none begins before this lets the gate go (each closes the fast path first, gm_engine_lock,
+ * under the defer lock), so what is read here stays as it was read until the driver's call has
+ * returned; no join realizes the fence meanwhile either. No handshake with the joins
+ * (gm_fence_launch_begin): the fence is listed, so defer_active has counted it since before the
+ * launch that made it, which waited for the joins running unlocked then; every later join takes
+ * the defer lock. The exec behind e->fast.x is alive while the epoch is unchanged (its
+ * destruction is a section that raises it), and the fence is read only then. */
+bool gm_engine_relaunch(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_driver_call_t call,
                         gm_status_t *st) {
     /* Another relaunch in flight: wait for it (a driver call), unless a holder of the defer lock
      * waits too, which goes first; then this goes through the whole protocol. */
@@ -298,16 +300,14 @@ static bool launch_fast(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_drive
             return false;
         gm_fast_backoff(&round);
     }
-    gm_exec_t *x = NULL;
-    if (!atomic_load(&e->fast_blocked) && e->fast_open)
-        x = gm_map_get(&e->execs, exec);
-    if (!x || x->steady_stream != stream || x->steady_epoch != e->epoch ||
-        !gm_fence_still_deferred(x->steady_fence)) {
+    if (atomic_load(&e->fast_blocked) || !e->fast_open || e->fast.exec != exec || exec == 0 ||
+        e->fast.stream != stream || e->fast.epoch != e->epoch ||
+        !gm_fence_still_deferred(e->fast.fence)) {
         atomic_store_explicit(&e->fast_gate, false, memory_order_release);
         return false;
     }
     bool launched = call.fn(call.arg);
-    x->report.launches += launched; /* sections read it with the fast path closed */
+    e->fast.x->report.launches += launched; /* sections read it with the fast path closed */
     atomic_store_explicit(&e->fast_gate, false, memory_order_release);
     *st = launched ? GM_OK : GM_ERR_DRIVER;
     return true;
@@ -322,7 +322,7 @@ static bool launch_fast(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_drive
  * trips through the defer lock each. */
 static void arm_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload,
                      gm_fence_t *fence) {
-    x->steady_stream = GM_NO_STREAM;
+    e->fast.exec = 0; /* whichever was armed: this section raises the epoch anyway */
     bool again = !upload && e->last_launch_exec == x->key && e->last_launch_stream == stream;
     e->last_launch_exec = upload ? 0 : x->key;
     e->last_launch_stream = stream;
@@ -331,10 +331,12 @@ static void arm_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload,
     for (uint32_t i = 0; i < x->part_count; i++)
         if (x->parts[i]->escaping_count && !(x->flags & GM_EXEC_AUTO_FREE))
             return;
-    x->steady_stream = stream;
-    x->steady_fence = fence;
-    x->steady_epoch = e->epoch + 1; /* what releasing the lock makes it */
-    e->fast_armed = true;           /* which opens the fast path then */
+    e->fast.exec = x->key;
+    e->fast.stream = stream;
+    e->fast.fence = fence;
+    e->fast.x = x;
+    e->fast.epoch = e->epoch + 1; /* what releasing the lock makes it */
+    e->fast_armed = true;         /* which opens the fast path then */
 }
 
 /* One attempt under the lock. GM_ERR_NOT_READY with *wait (a fence to wait for on the host, the
@@ -409,7 +411,7 @@ static gm_status_t launch_locked(gm_engine_t *e, uint64_t exec, uint64_t stream,
 gm_status_t gm_engine_launch(gm_engine_t *e, uint64_t exec, uint64_t stream, bool upload,
                              gm_driver_call_t call) {
     gm_status_t st;
-    if (!upload && launch_fast(e, exec, stream, call, &st))
+    if (!upload && gm_engine_relaunch(e, exec, stream, call, &st))
         return st;
     gm_engine_lock(e);
     for (;;) {

@@ -403,11 +403,20 @@ typedef struct launch_args {
     CUresult (*real)(CUgraphExec, CUstream);
     CUgraphExec exec;
     CUstream stream;
+    CUresult result; /* the driver's answer, when the engine's fast path made the call */
 } launch_args_t;
 
 static CUresult call_launch(void *arg) {
     launch_args_t *a = arg;
     return a->real(a->exec, a->stream);
+}
+
+/* The application's own call, made by the engine's fast path, where graphmem makes no driver call
+ * of its own around it (so nothing to run in RELAXED mode). */
+static bool call_launch_now(void *arg) {
+    launch_args_t *a = arg;
+    a->result = a->real(a->exec, a->stream);
+    return a->result == CUDA_SUCCESS;
 }
 
 /* A launch or upload into a capturing stream: the driver refuses every one, with or without
@@ -427,14 +436,28 @@ static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload
         upload ? GM_REAL_PT(cuGraphUpload, ptsz) : GM_REAL_PT(cuGraphLaunch, ptsz);
     gm_engine_t *engine = gm_glue_engine_if_started();
     uint64_t key = (uint64_t)(uintptr_t)exec;
-    if (engine == NULL || !gm_engine_serves(engine, key))
+    if (engine == NULL)
+        return real(exec, stream);
+    launch_args_t args = {real, exec, stream, CUDA_SUCCESS};
+    gm_status_t status;
+    /* A steady relaunch (gm_engine_relaunch): the driver's call alone, before any other check,
+     * the few cache lines it reads being most of its cost. Only a served exec is armed, so no
+     * gm_engine_serves; and no capture check: into a capturing stream the driver refuses the
+     * launch, and ends the capture, as it does on the way below (launch_into_capture), and a
+     * failed call leaves the engine as it was. Under GRAPHMEM_UAF_CHECK nothing is ever armed. */
+    if (!upload && gm_engine_relaunch(engine, key, gm_stream_key(stream, ptsz),
+                                      (gm_driver_call_t){call_launch_now, &args}, &status)) {
+        if (status == GM_OK)
+            gm_stat_add(GM_STAT_launches, 1);
+        return args.result;
+    }
+    if (!gm_engine_serves(engine, key))
         return real(exec, stream);
     if (gm_stream_capturing(stream, ptsz))
         return launch_into_capture(real, exec, stream);
-    launch_args_t args = {real, exec, stream};
     gm_app_call_t call;
-    gm_status_t status = gm_engine_launch(engine, key, gm_stream_key(stream, ptsz), upload,
-                                          gm_app_call_begin(&call, call_launch, &args));
+    status = gm_engine_launch(engine, key, gm_stream_key(stream, ptsz), upload,
+                              gm_app_call_begin(&call, call_launch, &args));
     gm_app_call_end(&call);
     if (status == GM_ERR_DRIVER)
         return call.result;

@@ -124,6 +124,51 @@ static void test_which_launches_are_fast(void) {
     finish(&s, &a);
 }
 
+/* The driver's launch that fails (a launch into a capturing stream, say): nothing submitted. */
+static bool failed_submit(void *arg) {
+    (void)arg;
+    return false;
+}
+
+/* gm_engine_relaunch, the fast path alone (what the launch hook tries first, before asking
+ * whether the engine serves the exec): it calls the driver only for the armed exec on its stream
+ * with nothing changed since, and says so; every other case is left to gm_engine_launch, with no
+ * call made. A failed call changes nothing, not even the count. */
+static void test_relaunch_alone(void) {
+    sim_t s;
+    sim_graph_t a, b;
+    armed_exec(&s, &a, &b);
+    seen_call_t c = {&s, S1, true};
+    gm_driver_call_t call = {seen_submit, &c};
+    gm_status_t st = GM_ERR_BACKEND;
+    CHECK(!gm_engine_relaunch(s.engine, 0xA, S2, call, &st)); /* another stream */
+    CHECK(!gm_engine_relaunch(s.engine, 0xB, S1, call, &st)); /* not the armed exec */
+    CHECK(!gm_engine_relaunch(s.engine, 0xC, S1, call, &st)); /* not an exec at all */
+    CHECK(!gm_engine_relaunch(s.engine, 0, S1, call, &st));
+    CHECK(c.under_engine_lock && st == GM_ERR_BACKEND); /* no call made */
+    CHECK(gm_engine_relaunch(s.engine, 0xA, S1, call, &st));
+    CHECK(st == GM_OK && !c.under_engine_lock);
+    CHECK(gm_engine_relaunch(s.engine, 0xA, S1, (gm_driver_call_t){failed_submit, NULL}, &st));
+    CHECK(st == GM_ERR_DRIVER);
+    CHECK_EQ_U64(sim_report_of(&s, 0xA).launches, 3);
+    c.under_engine_lock = true;
+    CHECK(gm_engine_relaunch(s.engine, 0xA, S1, call, &st)); /* still armed */
+    CHECK(st == GM_OK && !c.under_engine_lock);
+    CHECK_EQ_U64(sim_report_of(&s, 0xA).launches, 4);
+    /* Another exec's launch changes the engine: no relaunch of A until it is armed again. */
+    REQUIRE(sim_launch(&s, 0xB, S1) == GM_OK);
+    CHECK(!gm_engine_relaunch(s.engine, 0xA, S1, call, &st));
+    CHECK(!gm_engine_relaunch(s.engine, 0xB, S1, call, &st)); /* B's first launch in a row */
+    REQUIRE(sim_launch(&s, 0xB, S1) == GM_OK);
+    CHECK(gm_engine_relaunch(s.engine, 0xB, S1, call, &st));
+    /* B destroyed while armed: its handle is never relaunched again. */
+    CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xB, GM_NO_CALL), GM_OK);
+    CHECK(!gm_engine_relaunch(s.engine, 0xB, S1, call, &st));
+    host_backend_complete_all(s.hb);
+    CHECK(sim_run_data(&s, &a, NULL));
+    CHECK(sim_fini(&s));
+}
+
 /* ---- a section in progress on one thread, a relaunch on another ------------------------------ */
 
 typedef struct relauncher {
@@ -598,6 +643,7 @@ static void test_cancelled_wait_for_relaunch(void) {
 
 int main(void) {
     RUN_TEST(test_which_launches_are_fast);
+    RUN_TEST(test_relaunch_alone);
     RUN_TEST(test_section_holds_off_relaunch);
     RUN_TEST(test_wait_closes_again);
     RUN_TEST(test_realize_holds_off_relaunch);
