@@ -305,6 +305,9 @@ gm_status_t gm_engine_launch(gm_engine_t *engine, uint64_t exec, uint64_t stream
  * try this before gm_engine_serves. */
 bool gm_engine_relaunch(gm_engine_t *engine, uint64_t exec, uint64_t stream, gm_driver_call_t call,
                         gm_status_t *status);
+/* Whether `exec` is the exec armed for the fast path (one atomic load, never waits): false means
+ * gm_engine_relaunch refuses it without touching anything another thread holds. */
+bool gm_engine_armed(gm_engine_t *engine, uint64_t exec);
 /* cuGraphExecDestroy through `call`: the exec's live allocations survive (with `free_on_destroy`
  * they are freed once its last launch finished); its memory is reclaimed at trim. The engine
  * forgets the exec in the same step as the driver destroys it, so a handle the driver hands out

@@ -396,6 +396,9 @@ void gm_exec_retire(gm_engine_t *e, gm_exec_t *x) {
  * destruction waited for its work: no device launch of it can run any more, and no synchronize
  * of that context will come to unpin it. Under the lock. */
 static void exec_end(gm_engine_t *e, uint64_t exec, bool gone) {
+    gm_engine_disarm(e, exec);
+    if (e->last_launch_exec == exec)
+        e->last_launch_exec = 0; /* an exec made under the handle again starts a row of its own */
     gm_exec_t *x = gm_map_remove(&e->execs, exec);
     gm_keyset_remove(&e->served, exec);
     for (uint32_t i = 0; gone && x && i < x->part_count; i++)

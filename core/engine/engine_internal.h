@@ -374,9 +374,12 @@ struct gm_engine {
      * changes anything raises the epoch, so one exec's steady state ends as soon as another
      * launch takes the whole protocol. Written in sections of `lock`, read by the fast path while
      * fast_open (fast_gate held); kept beside the flags and the epoch, so that a relaunch reads
-     * the engine's own few cache lines, not the exec map and the exec. */
+     * the engine's own few cache lines, not the exec map and the exec. `exec` is also read before
+     * the gate is taken (gm_engine_relaunch), so that a launch of any other exec never touches
+     * the gate, let alone waits for it: atomic, relaxed (the gate and fast_open order the rest). */
     struct {
-        uint64_t exec, stream, epoch;
+        _Atomic uint64_t exec;
+        uint64_t stream, epoch;
         gm_fence_t *fence;
         gm_exec_t *x;
     } fast;
@@ -425,6 +428,14 @@ static inline void gm_engine_close_fast(gm_engine_t *e) {
     e->fast_reopen = e->fast_open;
     if (e->fast_open)
         gm_engine_set_fast(e, false);
+}
+
+/* Forgets the exec armed for the fast path when it is `exec` (0: whichever it is). In a section
+ * (the fast path closed): the exec's end, so that its handle, which the driver may give to an exec
+ * graphmem does not serve, no longer leads a launch to the gate. */
+static inline void gm_engine_disarm(gm_engine_t *e, uint64_t exec) {
+    if (!exec || atomic_load_explicit(&e->fast.exec, memory_order_relaxed) == exec)
+        atomic_store_explicit(&e->fast.exec, 0, memory_order_relaxed);
 }
 
 /* Begins a section: every entry of engine.h that reads or writes the engine's state. */

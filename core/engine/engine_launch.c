@@ -277,6 +277,10 @@ static bool changes_mappings(const gm_engine_t *e, const gm_exec_t *x, uint64_t 
     return false;
 }
 
+bool gm_engine_armed(gm_engine_t *e, uint64_t exec) {
+    return exec != 0 && atomic_load_explicit(&e->fast.exec, memory_order_relaxed) == exec;
+}
+
 /* The fast path: a relaunch of the armed exec on the stream of its last launch, when nothing in
  * the engine changed since (no other launch, free, trim, destruction or cover: each raises the
  * epoch) and the stream's deferred fence that followed that launch is still deferred. Then steps
@@ -289,10 +293,13 @@ static bool changes_mappings(const gm_engine_t *e, const gm_exec_t *x, uint64_t 
  * returned; no join realizes the fence meanwhile either. No handshake with the joins
  * (gm_fence_launch_begin): the fence is listed, so defer_active has counted it since before the
  * launch that made it, which waited for the joins running unlocked then; every later join takes
- * the defer lock. The exec behind e->fast.x is alive while the epoch is unchanged (its
- * destruction is a section that raises it), and the fence is read only then. */
+ * the defer lock. The exec behind e->fast.x is alive whenever the path is open: its end is a
+ * section, which closes the path and disarms the exec, and only an arming section, which rewrites
+ * the whole slot, reopens it after a change. */
 bool gm_engine_relaunch(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_driver_call_t call,
                         gm_status_t *st) {
+    if (!gm_engine_armed(e, exec))
+        return false; /* not the armed exec: the gate is not for it */
     /* Another relaunch in flight: wait for it (a driver call), unless a holder of the defer lock
      * waits too, which goes first; then this goes through the whole protocol. */
     for (unsigned round = 0; atomic_exchange(&e->fast_gate, true);) {
@@ -300,7 +307,7 @@ bool gm_engine_relaunch(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_drive
             return false;
         gm_fast_backoff(&round);
     }
-    if (atomic_load(&e->fast_blocked) || !e->fast_open || e->fast.exec != exec || exec == 0 ||
+    if (atomic_load(&e->fast_blocked) || !e->fast_open || !gm_engine_armed(e, exec) ||
         e->fast.stream != stream || e->fast.epoch != e->epoch ||
         !gm_fence_still_deferred(e->fast.fence)) {
         atomic_store_explicit(&e->fast_gate, false, memory_order_release);
@@ -322,7 +329,7 @@ bool gm_engine_relaunch(gm_engine_t *e, uint64_t exec, uint64_t stream, gm_drive
  * trips through the defer lock each. */
 static void arm_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload,
                      gm_fence_t *fence) {
-    e->fast.exec = 0; /* whichever was armed: this section raises the epoch anyway */
+    gm_engine_disarm(e, 0); /* whichever was armed: this section raises the epoch anyway */
     bool again = !upload && e->last_launch_exec == x->key && e->last_launch_stream == stream;
     e->last_launch_exec = upload ? 0 : x->key;
     e->last_launch_stream = stream;
@@ -331,7 +338,7 @@ static void arm_fast(gm_engine_t *e, gm_exec_t *x, uint64_t stream, bool upload,
     for (uint32_t i = 0; i < x->part_count; i++)
         if (x->parts[i]->escaping_count && !(x->flags & GM_EXEC_AUTO_FREE))
             return;
-    e->fast.exec = x->key;
+    atomic_store_explicit(&e->fast.exec, x->key, memory_order_relaxed);
     e->fast.stream = stream;
     e->fast.fence = fence;
     e->fast.x = x;

@@ -440,23 +440,33 @@ static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload
         return real(exec, stream);
     launch_args_t args = {real, exec, stream, CUDA_SUCCESS};
     gm_status_t status;
-    /* A steady relaunch (gm_engine_relaunch): the driver's call alone, before any other check,
-     * the few cache lines it reads being most of its cost. Only a served exec is armed, so no
-     * gm_engine_serves; and no capture check: into a capturing stream the driver refuses the
-     * launch, and ends the capture, as it does on the way below (launch_into_capture), and a
-     * failed call leaves the engine as it was. Under GRAPHMEM_UAF_CHECK nothing is ever armed. */
-    if (!upload && gm_engine_relaunch(engine, key, gm_stream_key(stream, ptsz),
-                                      (gm_driver_call_t){call_launch_now, &args}, &status)) {
-        if (status == GM_OK)
-            gm_stat_add(GM_STAT_launches, 1);
-        return args.result;
+    uint64_t stream_key = 0;
+    bool keyed = false;
+    /* A steady relaunch of the armed exec (gm_engine_relaunch): the driver's call alone, before
+     * any other check, the few cache lines it reads being most of its cost. Any other exec is told
+     * by one atomic load and never touches the fast path's gate. Only a served exec is armed, so
+     * no gm_engine_serves; and no capture check: nothing is armed on a stream that captures (each
+     * way into a capture realizes the stream's deferred fence), and into one the driver would
+     * refuse the launch, ending the capture, as on the way below (launch_into_capture), the engine
+     * left as it was. Under GRAPHMEM_UAF_CHECK nothing is ever armed (no fence is deferred). */
+    if (!upload && gm_engine_armed(engine, key)) {
+        stream_key = gm_stream_key(stream, ptsz);
+        keyed = true;
+        if (gm_engine_relaunch(engine, key, stream_key, (gm_driver_call_t){call_launch_now, &args},
+                               &status)) {
+            if (status == GM_OK)
+                gm_stat_add(GM_STAT_launches, 1);
+            return args.result;
+        }
     }
     if (!gm_engine_serves(engine, key))
         return real(exec, stream);
     if (gm_stream_capturing(stream, ptsz))
         return launch_into_capture(real, exec, stream);
+    if (!keyed)
+        stream_key = gm_stream_key(stream, ptsz);
     gm_app_call_t call;
-    status = gm_engine_launch(engine, key, gm_stream_key(stream, ptsz), upload,
+    status = gm_engine_launch(engine, key, stream_key, upload,
                               gm_app_call_begin(&call, call_launch, &args));
     gm_app_call_end(&call);
     if (status == GM_ERR_DRIVER)

@@ -161,9 +161,17 @@ static void test_relaunch_alone(void) {
     CHECK(!gm_engine_relaunch(s.engine, 0xB, S1, call, &st)); /* B's first launch in a row */
     REQUIRE(sim_launch(&s, 0xB, S1) == GM_OK);
     CHECK(gm_engine_relaunch(s.engine, 0xB, S1, call, &st));
-    /* B destroyed while armed: its handle is never relaunched again. */
+    /* B destroyed while armed: its handle is disarmed, and an exec made under it again is not
+     * relaunched before it is armed in its own right. */
     CHECK_EQ_INT(gm_engine_exec_destroy(s.engine, 0xB, GM_NO_CALL), GM_OK);
+    CHECK(!gm_engine_armed(s.engine, 0xB));
     CHECK(!gm_engine_relaunch(s.engine, 0xB, S1, call, &st));
+    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
+    CHECK(!gm_engine_relaunch(s.engine, 0xB, S1, call, &st));
+    REQUIRE(sim_launch(&s, 0xB, S1) == GM_OK);
+    CHECK(!gm_engine_relaunch(s.engine, 0xB, S1, call, &st));
+    REQUIRE(sim_launch(&s, 0xB, S1) == GM_OK);
+    CHECK(gm_engine_armed(s.engine, 0xB) && gm_engine_relaunch(s.engine, 0xB, S1, call, &st));
     host_backend_complete_all(s.hb);
     CHECK(sim_run_data(&s, &a, NULL));
     CHECK(sim_fini(&s));
@@ -613,6 +621,27 @@ static void test_wait_for_blocked_relaunch_sleeps(void) {
     finish(&s, &a);
 }
 
+/* A launch of any exec but the armed one never waits for the fast path's gate: with a relaunch
+ * blocked in its driver call on another thread, the attempt for another handle (an exec graphmem
+ * does not serve, which the launch hook tries before asking) returns at once, calling nothing.
+ * It waited for the blocked call when the gate was taken before the exec was compared. */
+static void test_unarmed_never_waits(void) {
+    sim_t s;
+    sim_graph_t a;
+    pthread_t t;
+    start_blocked_relaunch(&s, &a, &t);
+    seen_call_t c = {&s, S1, true};
+    gm_status_t st = GM_ERR_BACKEND;
+    double wall = seconds(CLOCK_MONOTONIC);
+    CHECK(!gm_engine_relaunch(s.engine, 0xC, S1, (gm_driver_call_t){seen_submit, &c}, &st));
+    wall = seconds(CLOCK_MONOTONIC) - wall;
+    CHECK(wall < 0.1);                     /* the blocked call takes 300 ms */
+    CHECK(atomic_load(&blocking_in_call)); /* still in flight */
+    CHECK(c.under_engine_lock && st == GM_ERR_BACKEND);
+    pthread_join(t, NULL);
+    finish(&s, &a);
+}
+
 static void *report_in_thread(void *arg) {
     gm_engine_report(((sim_t *)arg)->engine, no_report, NULL);
     return NULL;
@@ -650,6 +679,7 @@ int main(void) {
     RUN_TEST(test_relaunch_in_flight_holds_off_join);
     RUN_TEST(test_stress);
     RUN_TEST(test_wait_for_blocked_relaunch_sleeps);
+    RUN_TEST(test_unarmed_never_waits);
     RUN_TEST(test_cancelled_wait_for_relaunch);
     return gm_check_summary();
 }
