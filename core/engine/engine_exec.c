@@ -58,24 +58,42 @@ static gm_status_t scan_nodes(gm_engine_t *e, const gm_graph_t *g, const gm_topo
     return GM_OK;
 }
 
-/* A new exec object of `g` for `exec` (not yet registered), planned from `topo`. */
-gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
-                          unsigned flags, gm_exec_t **out) {
-    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
-    gm_exec_t *x = NULL;
+/* ---- build: new, prepare, plan ---------------------------------------------------------------
+ * An instantiation reads the engine under the lock only to prepare its exec: the markers' places
+ * in the topology, the records each part plans (referenced, so they outlive anything that happens
+ * meanwhile) and their addresses. The plan itself reads only that and the caller's topology, and
+ * writes only the new exec, which no other thread can see before the commit: it runs without the
+ * lock (the 10,000-pair DAG's plan held it for tens of ms, and every capture and launch of other
+ * threads waited; core/README.md, "Threads and locks"). */
+
+gm_status_t gm_exec_new(const gm_engine_t *e, const gm_topology_t *topo, uint64_t exec,
+                        unsigned flags, gm_exec_t **out) {
+    gm_exec_t *x = calloc(1, sizeof *x);
+    if (!x || !(x->parts = calloc(e->config.device_count, sizeof *x->parts)) ||
+        gm_shape_build(&x->shape, topo->node_count, topo->nodes, topo->edge_count, topo->edge_from,
+                       topo->edge_to) != GM_OK) {
+        if (x)
+            free(x->parts);
+        free(x);
+        return GM_ERR_OUT_OF_MEMORY;
+    }
+    x->key = exec;
+    x->flags = flags;
+    *out = x;
+    return GM_OK;
+}
+
+gm_status_t gm_exec_prepare(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo,
+                            gm_exec_t *x) {
+    gm_status_t st;
     gm_record_t **inner = NULL;
     uint32_t inner_count = 0;
     const uint64_t token = ++e->build_token;
-    if (!(x = calloc(1, sizeof *x)) ||
-        !(x->parts = calloc(e->config.device_count, sizeof *x->parts)))
-        goto out;
-    x->key = exec;
     x->graph = g;
-    x->flags = flags;
+    x->report.exec = x->key;
+    x->report.graph = g->key;
     /* The run stays open until the commit (gm_exec_settle). */
-    if ((st = gm_shape_build(&x->shape, topo->node_count, topo->nodes, topo->edge_count,
-                             topo->edge_from, topo->edge_to)) != GM_OK ||
-        (st = scan_nodes(e, g, topo, token, &x->shape, &inner, &inner_count)) != GM_OK ||
+    if ((st = scan_nodes(e, g, topo, token, &x->shape, &inner, &inner_count)) != GM_OK ||
         (st = collect_foreign(token, g, x)) != GM_OK)
         goto out;
     for (int d = 0; d < e->config.device_count; d++) {
@@ -88,16 +106,23 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
             continue;
         gm_part_t *p = NULL;
         gm_record_set_t records = {g->records, g->record_count, inner, inner_count};
-        if ((st = gm_part_build(e, g, &records, d, topo, token, &p)) != GM_OK)
+        if ((st = gm_part_prepare(e, g, &records, d, token, &p)) != GM_OK)
             goto out;
         p->exec = x;
         x->parts[x->part_count++] = p;
     }
-    x->report.exec = exec;
-    x->report.graph = g->key;
+out:
+    free(inner);
+    return st;
+}
+
+gm_status_t gm_exec_plan(const gm_engine_t *e, gm_exec_t *x, const gm_topology_t *topo) {
     x->report.device = x->part_count ? x->parts[0]->device : 0;
     for (uint32_t i = 0; i < x->part_count; i++) {
         gm_part_t *p = x->parts[i];
+        gm_status_t st = gm_part_plan(e, p, topo);
+        if (st != GM_OK)
+            return st;
         x->report.allocations += p->record_count;
         x->report.lower_bound += p->plan.lower_bound;
         x->report.planned_bytes += (p->plan.shared.pages + p->plan.escape.pages) * e->page;
@@ -105,13 +130,19 @@ gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *to
         x->report.mappings += p->plan.mappings;
         x->report.plan_ns += p->plan_ns;
     }
-    *out = x;
-    x = NULL;
-    st = GM_OK;
-out:
-    if (x)
+    return GM_OK;
+}
+
+gm_status_t gm_exec_build(gm_engine_t *e, gm_graph_t *g, const gm_topology_t *topo, uint64_t exec,
+                          unsigned flags, gm_exec_t **out) {
+    gm_exec_t *x = NULL;
+    gm_status_t st = gm_exec_new(e, topo, exec, flags, &x);
+    if (st == GM_OK && ((st = gm_exec_prepare(e, g, topo, x)) != GM_OK ||
+                        (st = gm_exec_plan(e, x, topo)) != GM_OK)) {
         gm_exec_discard(e, x);
-    free(inner);
+        x = NULL;
+    }
+    *out = x;
     return st;
 }
 
@@ -239,22 +270,34 @@ gm_status_t gm_engine_instantiate_plan(gm_engine_t *e, uint64_t graph, const gm_
     *out = NULL;
     if (!gm_topology_valid(topo))
         return GM_ERR_INVALID_VALUE;
+    gm_exec_t *x = NULL;
+    gm_status_t st = gm_exec_new(e, topo, 0, flags, &x);
+    if (st != GM_OK)
+        return st;
     gm_engine_lock(e);
     gm_graph_t *g = gm_graph_get(e, graph, false);
-    bool own = false;
     /* A graph graphmem does not know (its conditional bodies hold the markers) is listed at the
      * commit only: an abandoned plan leaves it unknown. */
     if (!g && (g = gm_graph_new(e, graph)))
-        own = true;
+        x->owns_graph = true;
     /* One exec per graph is checked at the commit, once an exec gone under the new handle is
      * forgotten (the driver gave the handle again: its graph may be this one). */
-    gm_status_t st = g ? gm_exec_build(e, g, topo, 0, flags, out) : GM_ERR_OUT_OF_MEMORY;
-    if (st == GM_OK)
-        (*out)->owns_graph = own;
-    else if (own)
-        free(g);
+    st = g ? gm_exec_prepare(e, g, topo, x) : GM_ERR_OUT_OF_MEMORY;
+    if (st != GM_OK) {
+        gm_exec_discard(e, x);
+        gm_engine_unlock(e);
+        return st;
+    }
     gm_engine_unlock(e);
-    return st;
+    /* Without the lock (see "build" above). */
+    if ((st = gm_exec_plan(e, x, topo)) != GM_OK) {
+        gm_engine_lock(e);
+        gm_exec_discard(e, x);
+        gm_engine_unlock(e);
+        return st;
+    }
+    *out = x;
+    return GM_OK;
 }
 
 gm_status_t gm_engine_instantiate_commit(gm_engine_t *e, gm_planned_exec_t *x, uint64_t exec) {

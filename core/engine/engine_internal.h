@@ -229,6 +229,7 @@ struct gm_part {
     gm_record_t **escaping; /* those not freed in the graph: live after each launch */
     uint32_t escaping_count;
     uint64_t plan_ns;
+    gm_plan_alloc_t *plan_allocs; /* from gm_part_prepare to gm_part_plan */
     gm_group_t *group;
     gm_part_t *group_next;
     gm_arena_t escape;

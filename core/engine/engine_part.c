@@ -40,6 +40,7 @@ static void part_free(gm_engine_t *e, gm_part_t *p) {
     gm_fence_unref(e, p->run_fence);
     gm_arena_fini(&p->escape);
     gm_plan_free(&p->plan);
+    free(p->plan_allocs);
     free(p->items);
     free(p->records);
     free(p->escaping);
@@ -76,12 +77,11 @@ static gm_record_t *record_at(const gm_record_set_t *set, uint32_t i) {
     return i < set->own_count ? set->own[i] : set->inner[i - set->own_count];
 }
 
-gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *records, int device,
-                          const gm_topology_t *topo, uint64_t token, gm_part_t **out) {
+gm_status_t gm_part_prepare(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *records,
+                            int device, uint64_t token, gm_part_t **out) {
     gm_part_t *p = calloc(1, sizeof *p);
     gm_plan_alloc_t *allocs = NULL;
     gm_map_t item_of_chunk = {0}; /* chunk -> its item + 1: records of one chunk share an item */
-    gm_status_t st = GM_ERR_OUT_OF_MEMORY;
     uint32_t n = 0, total = records->own_count + records->inner_count;
     for (uint32_t i = 0; i < total; i++)
         n += record_at(records, i)->params.device == device;
@@ -90,8 +90,13 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *
     if (!p || !(p->records = calloc(n, sizeof *p->records)) ||
         !(p->items = calloc(n, sizeof *p->items)) ||
         !(p->escaping = calloc(n, sizeof *p->escaping)) || !(allocs = calloc(n, sizeof *allocs)) ||
-        gm_map_reserve(&item_of_chunk, n) != GM_OK)
-        goto fail;
+        gm_map_reserve(&item_of_chunk, n) != GM_OK) {
+        free(allocs);
+        gm_map_fini(&item_of_chunk);
+        if (p)
+            part_free(e, p); /* no references taken yet */
+        return GM_ERR_OUT_OF_MEMORY;
+    }
     p->device = device;
     for (uint32_t i = 0; i < total; i++) {
         gm_record_t *r = record_at(records, i);
@@ -121,23 +126,32 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *
         if (free_node == GM_NO_NODE)
             p->escaping[p->escaping_count++] = r;
         p->records[p->record_count++] = r;
+        r->exec_refs++; /* kept while the part lives: the plan runs without the lock */
     }
+    gm_map_fini(&item_of_chunk);
+    p->plan_allocs = allocs;
+    p->graph_serial = g->serial;
+    *out = p;
+    return GM_OK;
+}
+
+gm_status_t gm_part_plan(const gm_engine_t *e, gm_part_t *p, const gm_topology_t *topo) {
     gm_plan_input_t in = {
         .node_count = topo->node_count,
         .edge_count = topo->edge_count,
         .edge_from = topo->edge_from,
         .edge_to = topo->edge_to,
         .alloc_count = p->record_count,
-        .allocs = allocs,
+        .allocs = p->plan_allocs,
         .item_count = p->item_count,
         .page = e->page,
         .max_handle = e->config.max_handle,
         .no_alias = e->config.no_alias,
     };
     uint64_t t0 = gm_now_ns();
-    st = gm_plan_build(&in, &p->plan);
+    gm_status_t st = gm_plan_build(&in, &p->plan);
     if (st != GM_OK)
-        goto fail;
+        return st;
     p->plan_ns = gm_now_ns() - t0;
     for (uint32_t k = 0; k < p->item_count; k++) {
         const gm_plan_item_t *pi = &p->plan.items[k];
@@ -147,25 +161,13 @@ gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *
         p->items[k].spill_pages = pi->spill_pages;
     }
     if (GM_LOG_ENABLED(GM_LOG_TRACE))
-        trace_plan(p, allocs);
+        trace_plan(p, p->plan_allocs);
     for (uint32_t k = 0; k < p->plan.escape.handle_count; k++)
         if ((st = gm_arena_append(&p->escape, p->plan.escape.handle_pages[k])) != GM_OK)
-            goto fail;
-    for (uint32_t i = 0; i < p->record_count; i++)
-        p->records[i]->exec_refs++;
-    p->graph_serial = g->serial;
-    free(allocs);
-    gm_map_fini(&item_of_chunk);
-    *out = p;
+            return st;
+    free(p->plan_allocs);
+    p->plan_allocs = NULL;
     return GM_OK;
-fail:
-    free(allocs);
-    gm_map_fini(&item_of_chunk);
-    if (p) {
-        p->record_count = 0; /* no references taken yet */
-        part_free(e, p);
-    }
-    return st;
 }
 
 void gm_part_discard(gm_engine_t *e, gm_part_t *p) {

@@ -19,9 +19,15 @@ typedef struct gm_record_set {
     uint32_t inner_count;
 } gm_record_set_t;
 
-/* The part of `g` on `device` for `records`, planned from `topo`; its exec is set by the caller. */
-gm_status_t gm_part_build(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *records, int device,
-                          const gm_topology_t *topo, uint64_t token, gm_part_t **out);
+/* The part of `g` on `device` for `records` (those whose alloc markers the instantiation with
+ * `token` found), not yet planned: its records (referenced for the part's life), its items and
+ * what its plan takes. Its exec is set by the caller. Under the lock. */
+gm_status_t gm_part_prepare(gm_engine_t *e, gm_graph_t *g, const gm_record_set_t *records,
+                            int device, uint64_t token, gm_part_t **out);
+/* Plans a prepared part from `topo`. Reads and writes only the part (and the engine's constant
+ * page and configuration): made without the lock while no other thread can see the part yet. A
+ * failure leaves it to be discarded (under the lock). */
+gm_status_t gm_part_plan(const gm_engine_t *e, gm_part_t *p, const gm_topology_t *topo);
 void gm_part_discard(gm_engine_t *e, gm_part_t *p); /* built, never linked */
 void gm_part_link(gm_engine_t *e, gm_part_t *p);    /* into e->parts */
 /* Frees a part of a destroyed exec once nothing of it is mapped, held or live; the exec goes

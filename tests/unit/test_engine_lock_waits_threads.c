@@ -9,14 +9,18 @@
  * at the 99.9th percentile (bench/RESULTS.md). The locks are taken in turn: a waiter goes before
  * every thread that asks after it. Seen here as the number of launches that complete while one
  * call of another thread waits for the lock, each launch's driver call taking 20 us. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "engine_internal.h"
 #include "engine_sim.h"
+#include "log.h"
 
 #define MiB (1ull << 20)
 #define S1 0x51u
@@ -110,7 +114,127 @@ static void test_waiters_take_turns(void) {
     CHECK(sim_fini(&s));
 }
 
+/* ---- an instantiation's plan holds no lock ----------------------------------------------------
+ * The plan of a large graph took the engine lock for its whole length (the 10,000-pair DAG's for
+ * tens of ms on the H200 host: every capture and launch of other threads waited, where the
+ * driver's instantiation let them through). It runs without the lock now. Seen from inside the
+ * plan: at trace level the planner writes one message per item (gm_log, one write(2) on stderr);
+ * with stderr a full pipe, that write blocks, so the instantiating thread stays inside its plan
+ * until this thread reads, and meanwhile this thread looks at the lock. No timing involved. */
+
+typedef struct planner {
+    sim_t *s;
+    uint64_t graph;
+    gm_topology_t topo;
+    gm_planned_exec_t *planned;
+    gm_status_t status;
+    atomic_bool done;
+} planner_t;
+
+static void *plan_once(void *arg) {
+    planner_t *p = arg;
+    p->status = gm_engine_instantiate_plan(p->s->engine, p->graph, &p->topo, 0, &p->planned);
+    atomic_store(&p->done, true);
+    return NULL;
+}
+
+/* A DAG of allocations (64 KiB to 1 MiB, items of their own), a use and a free each, every node
+ * after one or two earlier ones. */
+static void wide_graph(sim_t *s, sim_graph_t *g) {
+    uint64_t rng = 7;
+    sim_graph_init(s, g);
+    while (g->node_count + 3 <= SIM_MAX_NODES) {
+        uint32_t deps[2], n = 0;
+        if (g->node_count) {
+            deps[n++] = (uint32_t)gm_rand_range(&rng, 0, g->node_count - 1);
+            deps[n++] = (uint32_t)gm_rand_range(&rng, 0, g->node_count - 1);
+        }
+        uint32_t a = sim_alloc(s, g, gm_rand_range(&rng, 1, 16) * 64 * 1024, deps, n);
+        uint32_t use = sim_plain(s, g, &a, 1);
+        gm_status_t st;
+        sim_free(s, g, g->va[a], &use, 1, &st);
+    }
+}
+
+/* Reads what is in the pipe now, up to `cap` bytes; appends it to `seen` (kept NUL-ended, its last
+ * bytes only). Returns the bytes read. */
+static size_t read_some(int fd, char *seen, size_t seen_cap, size_t cap) {
+    char buf[256];
+    ssize_t n = read(fd, buf, cap < sizeof buf ? cap : sizeof buf);
+    if (n <= 0)
+        return 0;
+    size_t have = strlen(seen), keep = seen_cap - 1 - (size_t)n;
+    if (have > keep) {
+        memmove(seen, seen + have - keep, keep);
+        have = keep;
+    }
+    memcpy(seen + have, buf, (size_t)n);
+    seen[have + (size_t)n] = '\0';
+    return (size_t)n;
+}
+
+static void test_plan_holds_no_lock(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t g;
+    wide_graph(&s, &g);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    fcntl(fds[1], F_SETPIPE_SZ, 4096);
+    /* Full before the plan begins: its first message blocks until this thread reads. */
+    int flags = fcntl(fds[1], F_GETFL);
+    fcntl(fds[1], F_SETFL, flags | O_NONBLOCK);
+    while (write(fds[1], "................", 16) == 16)
+        ;
+    fcntl(fds[1], F_SETFL, flags);
+    fflush(stderr);
+    int saved_stderr = dup(2);
+    REQUIRE(saved_stderr >= 0 && dup2(fds[1], 2) == 2);
+    int level = gm_log_get_level();
+    gm_log_set_level(GM_LOG_TRACE);
+
+    planner_t p = {.s = &s, .graph = g.key, .topo = sim_topology(&g)};
+    atomic_init(&p.done, false);
+    pthread_t t;
+    bool started = pthread_create(&t, NULL, plan_once, &p) == 0;
+    char seen[512] = "";
+    bool inside = false, free_inside = false;
+    /* Small reads: a message of the plan fits only after several, so the planner, once one of its
+     * item messages is read, is blocked writing the next (or about to be). */
+    while (started && !inside && !atomic_load(&p.done)) {
+        read_some(fds[0], seen, sizeof seen, 32);
+        if (strstr(seen, "plan: item")) {
+            inside = true;
+            free_inside = sim_engine_lock_free(s.engine);
+        }
+    }
+    int rflags = fcntl(fds[0], F_GETFL);
+    fcntl(fds[0], F_SETFL, rflags | O_NONBLOCK);
+    while (started && !atomic_load(&p.done))
+        read_some(fds[0], seen, sizeof seen, sizeof seen);
+    if (started)
+        pthread_join(t, NULL);
+    gm_log_set_level(level);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    close(fds[0]);
+    close(fds[1]);
+    REQUIRE(started);
+    CHECK(inside);
+    CHECK(free_inside);
+    CHECK_EQ_INT(p.status, GM_OK);
+    if (p.status == GM_OK) {
+        CHECK_EQ_INT(gm_engine_instantiate_commit(s.engine, p.planned, 0xE), GM_OK);
+        /* The exec planned that way runs with every allocation's bytes its own. */
+        CHECK_EQ_INT(sim_launch(&s, 0xE, S1), GM_OK);
+        host_backend_complete_all(s.hb);
+        CHECK(sim_run_data(&s, &g, NULL));
+    }
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_waiters_take_turns);
+    RUN_TEST(test_plan_holds_no_lock);
     return gm_check_summary();
 }
