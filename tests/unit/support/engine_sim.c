@@ -381,13 +381,16 @@ void sim_graph_destroy(gm_engine_t *engine, uint64_t graph) {
 }
 
 bool sim_engine_lock_free(gm_engine_t *e) {
-    return gm_turn_lock_free(&e->lock);
+    if (pthread_mutex_trylock(&e->lock) != 0)
+        return false;
+    pthread_mutex_unlock(&e->lock);
+    return true;
 }
 
 bool sim_defer_lock_free(gm_engine_t *e) {
-    if (!gm_turn_trylock(&e->defer_lock))
+    if (pthread_mutex_trylock(&e->defer_lock) != 0)
         return false;
     bool blocked = atomic_load(&e->fast_blocked);
-    gm_turn_unlock(&e->defer_lock);
+    pthread_mutex_unlock(&e->defer_lock);
     return !blocked;
 }
