@@ -11,7 +11,12 @@
  * 1,000 packed pairs, which all share one address), engine_launch_ns (a relaunch of an exec of one
  * 1 MiB pair on its stream, as the launch hook makes it: the served check, then the engine's launch
  * around a driver call that does nothing), engine_capture_fork_round_20000_us (one round of a
- * capture of 20,000 rounds whose markers fork and join, capture_forks). */
+ * capture of 20,000 rounds whose markers fork and join, capture_forks),
+ * engine_launch_{1,2,4,8}threads_per_s and engine_launch_{1,2,4,8}threads_worst_us (several
+ * threads launching at once through the whole protocol: launches a second, and the longest,
+ * launch_contended). */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -167,6 +172,102 @@ static double launch_best(gm_engine_t *e, uint64_t graph, chain_t *c) {
     return best;
 }
 
+/* ---- several threads launching at once -------------------------------------------------------
+ * Each thread relaunches two execs of its own by turns on a stream of its own, so every launch
+ * takes the whole protocol and the engine's locks, held across the driver's call, here a 2 us
+ * spin. Launches a second over all threads, and the longest launch: how the engine lock shares
+ * itself out (a lock taken strictly in turn cut the first to a sixth at 4 threads, a mutex lets
+ * the second grow with the threads; core/README.md, "Unfair under a launching loop"). */
+
+#define CONTENDED_MS 300
+#define DRIVER_CALL_NS 2000
+
+static atomic_bool launchers_stop;
+
+typedef struct launcher {
+    gm_engine_t *e;
+    uint64_t exec[2], stream;
+    unsigned long launches;
+    double worst_us;
+    bool failed;
+} launcher_t;
+
+static bool slow_call(void *arg) {
+    (void)arg;
+    double t0 = now_us();
+    while ((now_us() - t0) * 1e3 < DRIVER_CALL_NS)
+        ;
+    return true;
+}
+
+/* An exec of a graph of one 1 MiB allocation and its free. */
+static bool one_pair_exec(gm_engine_t *e, uint64_t graph, uint64_t exec) {
+    gm_alloc_params_t params = {.device = 0, .size = MIB};
+    uint64_t va = 0, nodes[2] = {0, 0};
+    uint32_t from = 0, to = 1;
+    gm_ancestors_t none = {0}, after_alloc = {.markers = &nodes[0], .count = 1};
+    gm_node_call_t add = {.fn = add_node, .arg = NULL};
+    gm_topology_t topo = {2, nodes, 1, &from, &to};
+    return gm_engine_alloc_marker(e, graph, &params, &none, add, &va, &nodes[0]) == GM_OK &&
+           gm_engine_free_marker(e, graph, va, &after_alloc, add, &nodes[1]) == GM_OK &&
+           gm_engine_instantiate(e, graph, &topo, exec, 0) == GM_OK;
+}
+
+static void *launch_loop(void *arg) {
+    launcher_t *l = arg;
+    for (unsigned long i = 0; !atomic_load(&launchers_stop); i++) {
+        double t0 = now_us();
+        if (gm_engine_launch(l->e, l->exec[i & 1], l->stream, false,
+                             (gm_driver_call_t){slow_call, NULL}) != GM_OK) {
+            l->failed = true;
+            break;
+        }
+        double t = now_us() - t0;
+        l->worst_us = t > l->worst_us ? t : l->worst_us;
+        l->launches++;
+    }
+    return NULL;
+}
+
+/* Prints the two rows for `threads` launching threads; false when the engine refused. */
+static bool launch_contended(gm_engine_t *e, int threads, uint64_t first_key) {
+    launcher_t l[8] = {{0}};
+    pthread_t t[8];
+    int started = 0;
+    bool ok = threads <= 8;
+    for (int i = 0; ok && i < threads; i++) {
+        uint64_t k = first_key + 4 * (uint64_t)i;
+        l[i] = (launcher_t){.e = e, .exec = {0x7000 + k, 0x7001 + k}, .stream = 0x200 + k};
+        ok = one_pair_exec(e, k, l[i].exec[0]) && one_pair_exec(e, k + 1, l[i].exec[1]);
+    }
+    atomic_store(&launchers_stop, false);
+    for (; ok && started < threads; started++)
+        ok = pthread_create(&t[started], NULL, launch_loop, &l[started]) == 0;
+    struct timespec run = {0, CONTENDED_MS * 1000000L};
+    if (ok)
+        nanosleep(&run, NULL);
+    atomic_store(&launchers_stop, true);
+    unsigned long launches = 0;
+    double worst = 0;
+    for (int i = 0; i < started; i++) {
+        pthread_join(t[i], NULL);
+        launches += l[i].launches;
+        worst = l[i].worst_us > worst ? l[i].worst_us : worst;
+        ok = ok && !l[i].failed;
+    }
+    for (int i = 0; i < threads && i < 8; i++) {
+        uint64_t graphs[2] = {first_key + 4 * (uint64_t)i, first_key + 4 * (uint64_t)i + 1};
+        gm_engine_exec_destroy(e, l[i].exec[0], GM_NO_CALL);
+        gm_engine_exec_destroy(e, l[i].exec[1], GM_NO_CALL);
+        gm_engine_graphs_destroy(e, graphs, 2, GM_NO_CALL);
+    }
+    if (ok) {
+        printf("engine_launch_%dthreads_per_s %.0f\n", threads, launches * 1e3 / CONTENDED_MS);
+        printf("engine_launch_%dthreads_worst_us %.1f\n", threads, worst);
+    }
+    return ok;
+}
+
 int main(void) {
     /* The library's defaults (core/common/options.def): 2 MiB pages and small limit, 64 MiB
      * handles. */
@@ -200,6 +301,10 @@ int main(void) {
     printf("engine_destroy_1000x1MiB_us %.1f\n", destroy_best(e, small));
     printf("engine_launch_ns %.1f\n", launch_best(e, 0xA0, small));
     printf("engine_capture_fork_round_20000_us %.4f\n", capture_forks(e, 0xB0, 20000));
+    for (int threads = 1; threads <= 8; threads *= 2)
+        if (!launch_contended(e, threads, 0x1000 * (uint64_t)threads))
+            fprintf(stderr, "bench_cpu_engine: %d launching threads: the engine refused\n",
+                    threads);
     /* Everything goes, as at a program's exit, so that a leak checker sees none of the engine's. */
     host_backend_complete_all(hb);
     gm_engine_destroy(e);
