@@ -297,7 +297,7 @@ void gm_engine_cover_end(gm_cover_t *c) {
     c->held = false;
     if (--e->covers == 0) {
         release_held_va(e);
-        pthread_cond_broadcast(&e->uncovered);
+        gm_cond_broadcast(&e->uncovered);
     }
     gm_engine_unlock(e);
 }
@@ -309,7 +309,7 @@ void gm_cover_wait(gm_engine_t *e) {
     gm_cover_drop_idle(e);
     /* The caller maps or trims before it lets the lock go: new covers start after that. */
     if (--e->cover_waiters == 0)
-        pthread_cond_broadcast(&e->uncovered);
+        gm_cond_broadcast(&e->uncovered);
 }
 
 void gm_covers_destroy(gm_engine_t *e) {

@@ -25,6 +25,7 @@
 #include "engine.h"
 #include "keymap.h"
 #include "keyset.h"
+#include "lock.h"
 #include "pack.h"
 #include "plan.h"
 #include "pool.h"
@@ -294,7 +295,7 @@ typedef struct gm_node_entry {
 } gm_node_entry_t;
 
 struct gm_engine {
-    pthread_mutex_t lock;
+    gm_lock_t lock;
     gm_backend_t backend;
     gm_engine_config_t config;
     uint64_t page, pad, chunk_bytes;
@@ -327,7 +328,7 @@ struct gm_engine {
     /* Covers (engine_cover.c): how many are held, how many launches and trims wait for them to
      * end (meanwhile no new cover starts); signalled when either count falls to zero. */
     uint32_t covers, cover_waiters;
-    pthread_cond_t uncovered;
+    gm_cond_t uncovered;
     gm_map_t scratch_maps;  /* page -> its scratch mapping's device and holders (engine_cover.c) */
     uint32_t scratch_idle;  /* scratch mappings no cover holds, unmapped before any map */
     gm_va_range_t *held_va; /* address ranges to release once no scratch mapping is left there */
@@ -337,7 +338,7 @@ struct gm_engine {
      * when both are) guards the list and is held across the driver's call of a launch that
      * defers and of a call by which a stream joins a capture. defer_active counts the listed
      * fences and the launches deferring now; joins_unlocked the joins running without the lock. */
-    pthread_mutex_t defer_lock;
+    gm_lock_t defer_lock;
     gm_fence_t *deferred;
     atomic_uint defer_active, joins_unlocked;
     /* Event order (engine_order.c), under order_lock (taken after `lock` when both are): stream
@@ -404,7 +405,7 @@ static inline void gm_fast_backoff(unsigned *round) {
 /* Takes defer_lock; from its return until gm_defer_unlock no launch fast path runs (a relaunch in
  * flight has made its driver call, none begins). */
 static inline void gm_defer_lock(gm_engine_t *e) {
-    pthread_mutex_lock(&e->defer_lock);
+    gm_lock(&e->defer_lock);
     atomic_store(&e->fast_blocked, true);
     for (unsigned round = 0; atomic_load(&e->fast_gate);)
         gm_fast_backoff(&round);
@@ -412,7 +413,7 @@ static inline void gm_defer_lock(gm_engine_t *e) {
 
 static inline void gm_defer_unlock(gm_engine_t *e) {
     atomic_store_explicit(&e->fast_blocked, false, memory_order_release);
-    pthread_mutex_unlock(&e->defer_lock);
+    gm_unlock(&e->defer_lock);
 }
 
 /* Opens or closes the launch fast path: under the defer lock, so a close waits for the relaunch in
@@ -441,19 +442,16 @@ static inline void gm_engine_disarm(gm_engine_t *e, uint64_t exec) {
 
 /* Begins a section: every entry of engine.h that reads or writes the engine's state. */
 static inline void gm_engine_lock(gm_engine_t *e) {
-    pthread_mutex_lock(&e->lock);
+    gm_lock(&e->lock);
     gm_engine_close_fast(e);
 }
 
-/* pthread_cond_wait on `lock` inside a section: other sections run meanwhile, and may reopen the
- * fast path; it is closed again before the section goes on. Not a cancellation point: a thread
- * cancelled in the wait would end holding the engine lock (see gm_nap). */
-static inline void gm_engine_wait(gm_engine_t *e, pthread_cond_t *cond) {
+/* A condition wait on `lock` inside a section: other sections run meanwhile, and may reopen the
+ * fast path; it is closed again before the section goes on. Not a cancellation point (a thread
+ * cancelled in the wait would end holding the engine lock): common/lock.c waits on futexes. */
+static inline void gm_engine_wait(gm_engine_t *e, gm_cond_t *cond) {
     bool reopen = e->fast_reopen;
-    int cancel;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-    pthread_cond_wait(cond, &e->lock);
-    pthread_setcancelstate(cancel, NULL);
+    gm_cond_wait(cond, &e->lock);
     gm_engine_close_fast(e);
     e->fast_reopen |= reopen;
 }
@@ -467,7 +465,7 @@ static inline void gm_engine_unlock(gm_engine_t *e) {
         e->fast_armed = false;
         gm_engine_set_fast(e, true);
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_unlock(&e->lock);
 }
 
 /* Releases it after a section that changed nothing (a lookup, a read of counters): every exec
@@ -477,7 +475,7 @@ static inline void gm_engine_unlock_unchanged(gm_engine_t *e) {
         e->fast_reopen = false;
         gm_engine_set_fast(e, true);
     }
-    pthread_mutex_unlock(&e->lock);
+    gm_unlock(&e->lock);
 }
 
 /* The devices a mapping of `device`'s memory gives access to: `device` first, then those of

@@ -27,9 +27,9 @@ gm_engine_t *gm_engine_create(const gm_backend_t *backend, const gm_engine_confi
     gm_engine_t *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
-    pthread_mutex_init(&e->lock, NULL);
-    pthread_mutex_init(&e->defer_lock, NULL);
-    pthread_cond_init(&e->uncovered, NULL);
+    gm_lock_init(&e->lock);
+    gm_lock_init(&e->defer_lock);
+    gm_cond_init(&e->uncovered);
     gm_order_init(e);
     e->backend = *backend;
     e->config = *config;
@@ -93,9 +93,6 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_spare_fini(&e->spare_markers);
     free(e->dead_reports);
     gm_order_fini(e);
-    pthread_cond_destroy(&e->uncovered);
-    pthread_mutex_destroy(&e->defer_lock);
-    pthread_mutex_destroy(&e->lock);
     free(e);
 }
 

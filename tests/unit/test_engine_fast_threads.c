@@ -375,7 +375,7 @@ static void test_relaunch_in_flight_holds_off_join(void) {
 
 typedef struct opener {
     sim_t *s;
-    pthread_cond_t *cond;
+    gm_cond_t *cond;
     bool fast_seen, done; /* done: under the engine lock */
 } opener_t;
 
@@ -387,10 +387,10 @@ static void *open_meanwhile(void *arg) {
     CHECK(!launched_fast(o->s, 0xA, S1));
     CHECK(!launched_fast(o->s, 0xA, S1));
     o->fast_seen = launched_fast(o->s, 0xA, S1);
-    pthread_mutex_lock(&o->s->engine->lock); /* a plain flag: no section, the path untouched */
+    gm_lock(&o->s->engine->lock); /* a plain flag: no section, the path untouched */
     o->done = true;
-    pthread_cond_signal(o->cond);
-    pthread_mutex_unlock(&o->s->engine->lock);
+    gm_cond_broadcast(o->cond);
+    gm_unlock(&o->s->engine->lock);
     return NULL;
 }
 
@@ -404,8 +404,8 @@ static void test_wait_closes_again(void) {
     sim_one_alloc_graph(&s, &a, 1 * MiB, false);
     REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
     gm_engine_t *e = s.engine;
-    pthread_cond_t cond;
-    pthread_cond_init(&cond, NULL);
+    gm_cond_t cond;
+    gm_cond_init(&cond);
     opener_t o = {&s, &cond, false, false};
     gm_engine_lock(e);
     pthread_t t;
@@ -417,7 +417,6 @@ static void test_wait_closes_again(void) {
     pthread_join(t, NULL);
     CHECK(o.fast_seen);
     CHECK(launched_fast(&s, 0xA, S1)); /* open again: the waiting section changed nothing */
-    pthread_cond_destroy(&cond);
     finish(&s, &a);
 }
 

@@ -381,16 +381,16 @@ void sim_graph_destroy(gm_engine_t *engine, uint64_t graph) {
 }
 
 bool sim_engine_lock_free(gm_engine_t *e) {
-    if (pthread_mutex_trylock(&e->lock) != 0)
+    if (!gm_trylock(&e->lock))
         return false;
-    pthread_mutex_unlock(&e->lock);
+    gm_unlock(&e->lock);
     return true;
 }
 
 bool sim_defer_lock_free(gm_engine_t *e) {
-    if (pthread_mutex_trylock(&e->defer_lock) != 0)
+    if (!gm_trylock(&e->defer_lock))
         return false;
     bool blocked = atomic_load(&e->fast_blocked);
-    pthread_mutex_unlock(&e->defer_lock);
+    gm_unlock(&e->defer_lock);
     return !blocked;
 }
