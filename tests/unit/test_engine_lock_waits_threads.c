@@ -13,7 +13,6 @@
 #include "engine_sim.h"
 #include "log.h"
 
-#define MiB (1ull << 20)
 #define S1 0x51u
 
 /* ---- an instantiation's plan holds no lock ----------------------------------------------------
@@ -206,12 +205,8 @@ static unsigned long median_launches_per_wait(sim_t *s, launcher_t *l) {
 
 static void test_waiter_not_starved(void) {
     sim_t s;
-    REQUIRE(sim_init(&s, NULL));
     sim_graph_t a, b;
-    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
-    sim_one_alloc_graph(&s, &b, 1 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
-    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
+    REQUIRE(sim_init_two_execs(&s, &a, &b));
     launcher_t l = {.s = &s};
     atomic_init(&l.stop, false);
     atomic_init(&l.launches, 0);

@@ -422,12 +422,8 @@ static void test_two_devices(void) {
  * same handle waits for what the old one ran instead of being taken for it. */
 static void test_stream_destroyed(void) {
     sim_t s;
-    REQUIRE(sim_init(&s, NULL));
     sim_graph_t a, b;
-    sim_one_alloc_graph(&s, &a, 1 * MiB, false);
-    sim_one_alloc_graph(&s, &b, 1 * MiB, false);
-    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
-    REQUIRE(sim_instantiate(&s, &b, 0xB, 0) == GM_OK);
+    REQUIRE(sim_init_two_execs(&s, &a, &b));
     REQUIRE(sim_launch(&s, 0xA, 0x51) == GM_OK);
     host_backend_reset_calls(s.hb);
     CHECK_EQ_INT(gm_engine_stream_destroy(s.engine, 0x51, GM_NO_CALL), GM_OK);

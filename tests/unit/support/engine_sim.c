@@ -394,3 +394,11 @@ bool sim_defer_lock_free(gm_engine_t *e) {
     gm_unlock(&e->defer_lock);
     return !blocked;
 }
+
+bool sim_init_two_execs(sim_t *s, sim_graph_t *a, sim_graph_t *b) {
+    if (!sim_init(s, NULL))
+        return false;
+    sim_one_alloc_graph(s, a, 1ull << 20, false);
+    sim_one_alloc_graph(s, b, 1ull << 20, false);
+    return sim_instantiate(s, a, 0xA, 0) == GM_OK && sim_instantiate(s, b, 0xB, 0) == GM_OK;
+}

@@ -71,6 +71,8 @@ void sim_one_alloc_graph(sim_t *s, sim_graph_t *g, uint64_t size, bool escape);
 /* g's topology as the shim reads it back for the engine (a view of g's arrays). */
 gm_topology_t sim_topology(const sim_graph_t *g);
 gm_status_t sim_instantiate(sim_t *s, const sim_graph_t *g, uint64_t exec, unsigned flags);
+/* sim_init, then two graphs of one 1 MiB allocation each, instantiated as execs 0xA and 0xB. */
+bool sim_init_two_execs(sim_t *s, sim_graph_t *a, sim_graph_t *b);
 
 /* gm_engine_launch with a driver call that submits one item on the stream. */
 gm_status_t sim_launch(sim_t *s, uint64_t exec, uint64_t stream);
