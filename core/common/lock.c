@@ -57,9 +57,24 @@ static bool spin_step(unsigned step, uint64_t deadline) {
     return false;
 }
 
+/* How long a spin lasts: a patience, or nothing when this process runs on one CPU, where the
+ * holder cannot run while a waiter spins (four threads taking turns on one CPU made 12 % fewer
+ * launches, eight 28 % fewer, than with glibc's mutexes). Asked once; affinity changed later
+ * is not seen. */
+static uint64_t spin_ns(void) {
+    static _Atomic int cpus; /* 0: not asked yet */
+    int n = atomic_load_explicit(&cpus, memory_order_relaxed);
+    if (n == 0) {
+        cpu_set_t set;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
+        atomic_store_explicit(&cpus, n > 0 ? n : 2, memory_order_relaxed);
+    }
+    return n > 1 ? GM_LOCK_PATIENCE_NS : 0;
+}
+
 /* Spins for the lock for a patience; true when it took it. */
 static bool spin_take(gm_lock_t *lock) {
-    uint64_t deadline = gm_now_ns() + GM_LOCK_PATIENCE_NS;
+    uint64_t deadline = gm_now_ns() + spin_ns();
     for (unsigned step = 1;; step++) {
         if (take_if_free(lock))
             return true;
@@ -80,7 +95,7 @@ static void sleep_take(gm_lock_t *lock) {
 static void stand_back(gm_lock_t *lock) {
     if (atomic_load(&lock->impatient) == 0)
         return;
-    uint64_t deadline = gm_now_ns() + GM_LOCK_PATIENCE_NS;
+    uint64_t deadline = gm_now_ns() + spin_ns();
     for (unsigned step = 1; atomic_load(&lock->impatient) != 0; step++)
         if (!spin_step(step, deadline)) {
             for (uint32_t n; (n = atomic_load(&lock->impatient)) != 0;)
