@@ -10,6 +10,11 @@
 
 /* Pauses between two reads of the clock while spinning. */
 #define CLOCK_EVERY 64u
+/* The longest a thread stands back for impatient waiters. One of them takes the lock within a
+ * section or a wake-up, far sooner; the bound is for a count left up by a thread that never came
+ * back from its wait (cancelled asynchronously, a longjmp out of a signal handler), which would
+ * otherwise hold off every thread for good: then each lock costs this much. */
+#define STAND_BACK_MAX_NS 50000000u
 
 static inline void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -25,6 +30,12 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t value) {
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
 }
 
+/* The same, for at most `ns` nanoseconds (below a second). */
+static void futex_wait_for(_Atomic uint32_t *word, uint32_t value, uint64_t ns) {
+    struct timespec limit = {0, (long)ns};
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &limit, NULL, 0);
+}
+
 static void futex_wake(_Atomic uint32_t *word, int count) {
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
@@ -32,6 +43,13 @@ static void futex_wake(_Atomic uint32_t *word, int count) {
 void gm_lock_init(gm_lock_t *lock) {
     atomic_init(&lock->state, 0);
     atomic_init(&lock->impatient, 0);
+    atomic_init(&lock->served, 0);
+    GM_LOCK_ANNOTATE(__tsan_mutex_create(lock, 0));
+}
+
+void gm_lock_destroy(gm_lock_t *lock) {
+    (void)lock;
+    GM_LOCK_ANNOTATE(__tsan_mutex_destroy(lock, 0));
 }
 
 void gm_lock_wake(gm_lock_t *lock) {
@@ -90,18 +108,25 @@ static void sleep_take(gm_lock_t *lock) {
         futex_wait(&lock->state, 2);
 }
 
-/* Stands back while a waiter is impatient: spins for a patience (the impatient one takes the lock
- * within a section), then sleeps. */
+/* Stands back while a waiter is impatient, until one of them has taken the lock: spins for a
+ * patience (that takes a section or a wake-up), then sleeps. Not until the count is 0: impatient
+ * waiters that follow one another could keep it up for as long as they come. */
 static void stand_back(gm_lock_t *lock) {
+    uint32_t served = atomic_load(&lock->served);
     if (atomic_load(&lock->impatient) == 0)
         return;
-    uint64_t deadline = gm_now_ns() + spin_ns();
-    for (unsigned step = 1; atomic_load(&lock->impatient) != 0; step++)
-        if (!spin_step(step, deadline)) {
-            for (uint32_t n; (n = atomic_load(&lock->impatient)) != 0;)
-                futex_wait(&lock->impatient, n);
+    uint64_t start = gm_now_ns(), deadline = start + spin_ns();
+    for (unsigned step = 1; atomic_load(&lock->served) == served; step++)
+        if (!spin_step(step, deadline))
+            break;
+    /* Read `impatient` after `served`, as the spin did: a waiter raises `served` only after
+     * taking the lock, so a count of 0 read after an unchanged `served` means none is left. */
+    while (atomic_load(&lock->served) == served && atomic_load(&lock->impatient) != 0) {
+        uint64_t waited = gm_now_ns() - start;
+        if (waited >= STAND_BACK_MAX_NS)
             return;
-        }
+        futex_wait_for(&lock->served, served, STAND_BACK_MAX_NS - waited);
+    }
 }
 
 void gm_lock_wait(gm_lock_t *lock) {
@@ -116,8 +141,9 @@ void gm_lock_wait(gm_lock_t *lock) {
     atomic_fetch_add(&lock->impatient, 1);
     if (!spin_take(lock))
         sleep_take(lock);
-    if (atomic_fetch_sub(&lock->impatient, 1) == 1)
-        futex_wake(&lock->impatient, INT_MAX);
+    atomic_fetch_sub(&lock->impatient, 1);
+    atomic_fetch_add(&lock->served, 1);
+    futex_wake(&lock->served, INT_MAX);
 }
 
 void gm_cond_init(gm_cond_t *cond) {

@@ -93,6 +93,8 @@ void gm_engine_destroy(gm_engine_t *e) {
     gm_spare_fini(&e->spare_markers);
     free(e->dead_reports);
     gm_order_fini(e);
+    gm_lock_destroy(&e->defer_lock);
+    gm_lock_destroy(&e->lock);
     free(e);
 }
 

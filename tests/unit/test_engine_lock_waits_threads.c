@@ -3,9 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -133,43 +131,43 @@ static void test_plan_holds_no_lock(void) {
     CHECK(sim_fini(&s));
 }
 
-/* ---- a waiter is not starved by a launching loop ----------------------------------------------
+/* ---- an impatient section goes before the launching loop --------------------------------------
  * A launch holds the engine lock across the driver's call, so a thread that launches in a loop
  * lets it go for a few instructions between calls. With a glibc mutex it took the lock back before
- * a woken waiter ran, and another thread's section waited for hundreds of launches: on an H200 a
- * capture cycle's 99.9th percentile 0.22-0.69 ms beside a launching thread, the driver's 0.03-0.04
- * ms; here, with the driver's call 20 us, 31-329 launches at the median of 41 sections. A waiter
- * spins now, and once past its patience goes first (core/README.md, "Patient, then first in
- * line"): 1-4 launches. A waiter that loses its core for a while sees launches go on meanwhile,
- * rightly, so on a loaded machine some rounds read more: a round of 41 waits is made again, up to
- * five rounds, until one's median is within bounds. test_lock_threads checks the rule itself. */
+ * a woken waiter ran, and another thread's capture waited for hundreds of launches (on an H200 a
+ * capture cycle's 99.9th percentile 0.32-0.48 ms beside a launching thread, the driver's
+ * 0.03-0.06 ms). Now a waiter past its patience is impatient, and the thread that lets the lock go
+ * stands back until the waiter has had it (core/README.md, "Patient, then first in line"). Here
+ * the launching thread's driver call holds the lock until this thread's section is impatient for
+ * it; then the launching thread goes on launching, and this thread's section, a launch of its own,
+ * must run before the next launch's driver call (with a mutex it never did). No timing: each side
+ * waits for what it needs to see (20 s at most, so that a hang fails). */
 
-#define WAITS 41
-#define ROUNDS 5
-/* The patience's worth of 20 us launches (2-3), the one holding the lock when the waiter ran out
- * of it, and one that ends before the waiter reads the count. */
-#define LAUNCHES_PER_WAIT 6
+#define TURNS 10
+#define LIMIT_NS 20000000000ull
+#define S2 0x52u
 
 typedef struct launcher {
     sim_t *s;
-    atomic_bool stop;
-    atomic_ulong launches;
+    atomic_bool stop, hold, holding;
+    atomic_ulong calls; /* driver calls begun */
+    atomic_int saw_impatient;
 } launcher_t;
 
-static void spin_us(long us) {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
-}
-
-/* The driver's launch, inside the section: 20 us, so that the lock is held nearly all the time. */
-static bool slow_submit(void *arg) {
+/* The driver's launch: counted; while `hold` is set, it holds the lock until a waiter for it is
+ * impatient. */
+static bool counted_submit(void *arg) {
     launcher_t *l = arg;
-    spin_us(20);
+    atomic_fetch_add(&l->calls, 1);
+    if (atomic_exchange(&l->hold, false)) {
+        atomic_store(&l->holding, true);
+        uint64_t limit = gm_now_ns() + LIMIT_NS;
+        while (atomic_load(&l->s->engine->lock.impatient) == 0 && gm_now_ns() < limit)
+            gm_nap(10000);
+        atomic_fetch_add(&l->saw_impatient, atomic_load(&l->s->engine->lock.impatient) != 0);
+        atomic_store(&l->holding, false);
+    }
     host_backend_submit(l->s->hb, S1);
-    atomic_fetch_add(&l->launches, 1);
     return true;
 }
 
@@ -178,60 +176,67 @@ static void *launch_loop(void *arg) {
     launcher_t *l = arg;
     for (uint64_t i = 0; !atomic_load(&l->stop); i++)
         if (gm_engine_launch(l->s->engine, i & 1 ? 0xA : 0xB, S1, false,
-                             (gm_driver_call_t){slow_submit, l}) != GM_OK)
+                             (gm_driver_call_t){counted_submit, l}) != GM_OK)
             break;
     return NULL;
 }
 
-static int compare_counts(const void *a, const void *b) {
-    unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
-    return (x > y) - (x < y);
+typedef struct seen {
+    launcher_t *l;
+    unsigned long calls;
+} seen_t;
+
+/* This thread's driver call: how many of the launching thread's had begun by then. */
+static bool note_calls(void *arg) {
+    seen_t *seen = arg;
+    seen->calls = atomic_load(&seen->l->calls);
+    host_backend_submit(seen->l->s->hb, S2);
+    return true;
 }
 
-/* The median number of launches completed while one section of this thread waited, of WAITS. */
-static unsigned long median_launches_per_wait(sim_t *s, launcher_t *l) {
-    unsigned long during[WAITS];
-    for (int i = 0; i < WAITS; i++) {
-        /* A section of the engine lock (a read of an attribute, as a marker's would be). */
-        unsigned long before = atomic_load(&l->launches);
-        uint64_t value = 0;
-        CHECK_EQ_INT(gm_engine_attr_get(s->engine, 0, GM_ATTR_RESERVED_CURRENT, &value), GM_OK);
-        during[i] = atomic_load(&l->launches) - before;
-        spin_us(100);
-    }
-    qsort(during, WAITS, sizeof *during, compare_counts);
-    return during[WAITS / 2];
-}
-
-static void test_waiter_not_starved(void) {
+static void test_impatient_section_goes_first(void) {
     sim_t s;
-    sim_graph_t a, b;
+    sim_graph_t a, b, c;
     REQUIRE(sim_init_two_execs(&s, &a, &b));
+    sim_one_alloc_graph(&s, &c, 1ull << 20, false);
+    REQUIRE(sim_instantiate(&s, &c, 0xC, 0) == GM_OK);
     launcher_t l = {.s = &s};
     atomic_init(&l.stop, false);
-    atomic_init(&l.launches, 0);
+    atomic_init(&l.hold, false);
+    atomic_init(&l.holding, false);
+    atomic_init(&l.calls, 0);
+    atomic_init(&l.saw_impatient, 0);
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, launch_loop, &l) == 0);
-    while (atomic_load(&l.launches) < 10)
-        spin_us(10);
-    unsigned long median = ~0ul;
-    printf("launches during one wait, medians of rounds of %d waits:", WAITS);
-    for (int round = 0; round < ROUNDS && median > LAUNCHES_PER_WAIT; round++) {
-        median = median_launches_per_wait(&s, &l);
-        printf(" %lu", median);
+    int first = 0;
+    for (int turn = 0; turn < TURNS; turn++) {
+        atomic_store(&l.hold, true);
+        uint64_t limit = gm_now_ns() + LIMIT_NS;
+        while (!atomic_load(&l.holding) && gm_now_ns() < limit)
+            gm_nap(1000);
+        /* The held call is counted; a launch that went before this section would count one more. */
+        seen_t seen = {.l = &l};
+        unsigned long held = atomic_load(&l.calls);
+        CHECK_EQ_INT(
+            gm_engine_launch(s.engine, 0xC, S2, false, (gm_driver_call_t){note_calls, &seen}),
+            GM_OK);
+        first += seen.calls == held;
     }
-    printf("\n");
     atomic_store(&l.stop, true);
     pthread_join(t, NULL);
-    CHECK(median <= LAUNCHES_PER_WAIT);
+    printf("this thread's section impatient %d times of %d, before the next launch %d times\n",
+           atomic_load(&l.saw_impatient), TURNS, first);
+    CHECK(atomic_load(&l.saw_impatient) == TURNS);
+    CHECK(first == TURNS);
     host_backend_complete_all(s.hb);
     CHECK(sim_run_data(&s, &a, NULL));
     CHECK(sim_run_data(&s, &b, NULL));
+    CHECK(sim_run_data(&s, &c, NULL));
     CHECK(sim_fini(&s));
 }
 
 int main(void) {
     RUN_TEST(test_plan_holds_no_lock);
-    RUN_TEST(test_waiter_not_starved);
+    RUN_TEST(test_impatient_section_goes_first);
     return gm_check_summary();
 }

@@ -2,8 +2,10 @@
  * the impatient waiter's turn, and the condition wait. No timing in any check: each waits for the
  * state it needs to see, bounded only by a generous limit that turns a hang into a failure. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "lock.h"
@@ -12,8 +14,10 @@
 #define LIMIT_NS 20000000000ull /* 20 s */
 
 /* ---- exclusion ---------------------------------------------------------------------------------
- * Threads add to a plain counter under the lock, some holding it briefly, some long enough that
- * others spin past their patience: every increment counts, and ThreadSanitizer sees no race. */
+ * Threads add to a plain counter under the lock, most sections brief, some long enough that the
+ * others run out of patience (several impatient at once, others standing back), while signals
+ * interrupt their futex waits: every increment counts, the lock ends free with nobody impatient,
+ * and ThreadSanitizer sees no race. */
 
 #define ADDERS 4
 #define ADDS 20000
@@ -23,6 +27,7 @@ typedef struct shared {
     unsigned long count; /* under lock */
     int inside;          /* under lock: threads inside a section, always 1 there */
     bool overlap;
+    atomic_int finished; /* adders done */
 } shared_t;
 
 static void *add_loop(void *arg) {
@@ -36,21 +41,44 @@ static void *add_loop(void *arg) {
         s->inside--;
         gm_unlock(&s->lock);
     }
+    atomic_fetch_add(&s->finished, 1);
     return NULL;
+}
+
+static void on_signal(int sig) {
+    (void)sig;
 }
 
 static void test_exclusion(void) {
     shared_t s = {.count = 0};
     gm_lock_init(&s.lock);
+    atomic_init(&s.finished, 0);
+    struct sigaction action, saved;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_signal; /* no SA_RESTART: a futex wait returns EINTR */
+    sigemptyset(&action.sa_mask);
+    REQUIRE(sigaction(SIGUSR1, &action, &saved) == 0);
     pthread_t t[ADDERS];
-    for (int i = 0; i < ADDERS; i++)
-        REQUIRE(pthread_create(&t[i], NULL, add_loop, &s) == 0);
-    for (int i = 0; i < ADDERS; i++)
+    int made = 0;
+    while (made < ADDERS && pthread_create(&t[made], NULL, add_loop, &s) == 0)
+        made++;
+    /* Until the adders are done: a signal to each, every 200 us. */
+    while (atomic_load(&s.finished) < made) {
+        gm_nap(200000);
+        for (int i = 0; i < made; i++)
+            pthread_kill(t[i], SIGUSR1);
+    }
+    for (int i = 0; i < made; i++)
         pthread_join(t[i], NULL);
+    sigaction(SIGUSR1, &saved, NULL);
+    REQUIRE(made == ADDERS);
+    printf("impatient waiters served: %u\n", atomic_load(&s.lock.served));
     CHECK(s.count == (unsigned long)ADDERS * ADDS);
     CHECK(!s.overlap);
+    CHECK(atomic_load(&s.lock.served) > 0);
     CHECK(atomic_load(&s.lock.state) == 0);
     CHECK(atomic_load(&s.lock.impatient) == 0);
+    gm_lock_destroy(&s.lock);
 }
 
 /* ---- the impatient waiter goes first -----------------------------------------------------------
@@ -108,6 +136,7 @@ static void test_impatient_goes_first(void) {
     CHECK(impatient == TURNS);
     CHECK(first == TURNS);
     CHECK(atomic_load(&t.lock.impatient) == 0);
+    gm_lock_destroy(&t.lock);
 }
 
 /* ---- the condition ------------------------------------------------------------------------------
@@ -153,6 +182,7 @@ static void test_condition(void) {
     pthread_join(t, NULL);
     CHECK(f.value == 1000);
     CHECK(waits >= 1);
+    gm_lock_destroy(&f.lock);
 }
 
 int main(void) {
