@@ -1,11 +1,15 @@
 /* The engine's lock (common/lock.c; core/README.md, "Patient, then first in line"): exclusion,
- * the impatient waiter's turn, and the condition wait. No timing in any check: each waits for the
- * state it needs to see, bounded only by a generous limit that turns a hang into a failure. */
+ * the impatient waiter's turn, and the condition wait, on one CPU and on all. No timing in any
+ * check: each waits for the state it needs to see, bounded only by a generous limit that turns a
+ * hang into a failure. */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "lock.h"
@@ -185,9 +189,36 @@ static void test_condition(void) {
     gm_lock_destroy(&f.lock);
 }
 
-int main(void) {
+static void run_all(void) {
     RUN_TEST(test_exclusion);
     RUN_TEST(test_impatient_goes_first);
     RUN_TEST(test_condition);
+}
+
+/* The same tests in a child pinned to one CPU before any lock is used: the lock reads the CPU
+ * count once, and on one CPU its waiters do not spin (they go straight to the sleeps). */
+static bool run_on_one_cpu(void) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0)
+            _exit(2);
+        printf("-- pinned to one CPU\n");
+        run_all();
+        fflush(stdout);
+        _exit(gm_check_failures ? 1 : 0);
+    }
+    int status = 0;
+    return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+}
+
+int main(void) {
+    CHECK(run_on_one_cpu());
+    printf("-- on every CPU this process may use\n");
+    run_all();
     return gm_check_summary();
 }
