@@ -216,6 +216,19 @@ static bool one_pair_exec(gm_engine_t *e, uint64_t graph, uint64_t exec) {
            gm_engine_instantiate(e, graph, &topo, exec, 0) == GM_OK;
 }
 
+/* A launcher with two execs of its own (graphs `key` and `key` + 1) on a stream of its own. */
+static bool launcher_init(gm_engine_t *e, launcher_t *l, uint64_t key) {
+    *l = (launcher_t){.e = e, .exec = {0x7000 + key, 0x7001 + key}, .stream = 0x200 + key};
+    return one_pair_exec(e, key, l->exec[0]) && one_pair_exec(e, key + 1, l->exec[1]);
+}
+
+static void launcher_fini(gm_engine_t *e, const launcher_t *l, uint64_t key) {
+    uint64_t graphs[2] = {key, key + 1};
+    gm_engine_exec_destroy(e, l->exec[0], GM_NO_CALL);
+    gm_engine_exec_destroy(e, l->exec[1], GM_NO_CALL);
+    gm_engine_graphs_destroy(e, graphs, 2, GM_NO_CALL);
+}
+
 static void *launch_loop(void *arg) {
     launcher_t *l = arg;
     for (unsigned long i = 0; !atomic_load(&launchers_stop); i++) {
@@ -238,11 +251,8 @@ static bool launch_contended(gm_engine_t *e, int threads, uint64_t first_key) {
     pthread_t t[8];
     int started = 0;
     bool ok = threads <= 8;
-    for (int i = 0; ok && i < threads; i++) {
-        uint64_t k = first_key + 4 * (uint64_t)i;
-        l[i] = (launcher_t){.e = e, .exec = {0x7000 + k, 0x7001 + k}, .stream = 0x200 + k};
-        ok = one_pair_exec(e, k, l[i].exec[0]) && one_pair_exec(e, k + 1, l[i].exec[1]);
-    }
+    for (int i = 0; ok && i < threads; i++)
+        ok = launcher_init(e, &l[i], first_key + 4 * (uint64_t)i);
     atomic_store(&launchers_stop, false);
     for (; ok && started < threads; started++)
         ok = pthread_create(&t[started], NULL, launch_loop, &l[started]) == 0;
@@ -258,12 +268,8 @@ static bool launch_contended(gm_engine_t *e, int threads, uint64_t first_key) {
         worst = l[i].worst_us > worst ? l[i].worst_us : worst;
         ok = ok && !l[i].failed;
     }
-    for (int i = 0; i < threads && i < 8; i++) {
-        uint64_t graphs[2] = {first_key + 4 * (uint64_t)i, first_key + 4 * (uint64_t)i + 1};
-        gm_engine_exec_destroy(e, l[i].exec[0], GM_NO_CALL);
-        gm_engine_exec_destroy(e, l[i].exec[1], GM_NO_CALL);
-        gm_engine_graphs_destroy(e, graphs, 2, GM_NO_CALL);
-    }
+    for (int i = 0; i < threads && i < 8; i++)
+        launcher_fini(e, &l[i], first_key + 4 * (uint64_t)i);
     if (ok) {
         printf("engine_launch_%dthreads_per_s %.0f\n", threads, launches * 1e3 / CONTENDED_MS);
         printf("engine_launch_%dthreads_worst_us %.1f\n", threads, worst);
@@ -285,13 +291,12 @@ static int compare_doubles(const void *a, const void *b) {
 static bool capture_beside_launch(gm_engine_t *e, uint64_t first_key) {
     enum { MAX_CYCLES = 1 << 18 };
     double *cycle = malloc(MAX_CYCLES * sizeof *cycle);
-    launcher_t l = {
-        .e = e, .exec = {0x7000 + first_key, 0x7001 + first_key}, .stream = 0x200 + first_key};
-    bool ok = cycle && one_pair_exec(e, first_key, l.exec[0]) &&
-              one_pair_exec(e, first_key + 1, l.exec[1]);
+    launcher_t l;
+    bool ok = launcher_init(e, &l, first_key) && cycle;
     pthread_t t;
     atomic_store(&launchers_stop, false);
-    ok = ok && pthread_create(&t, NULL, launch_loop, &l) == 0;
+    bool started = ok && pthread_create(&t, NULL, launch_loop, &l) == 0;
+    ok = started;
     size_t n = 0;
     gm_alloc_params_t params = {.device = 0, .size = MIB};
     gm_node_call_t add = {.fn = add_node, .arg = NULL};
@@ -306,7 +311,8 @@ static bool capture_beside_launch(gm_engine_t *e, uint64_t first_key) {
         slow_call(NULL);
     }
     atomic_store(&launchers_stop, true);
-    pthread_join(t, NULL);
+    if (started)
+        pthread_join(t, NULL);
     ok = ok && !l.failed && n > 0;
     if (ok) {
         qsort(cycle, n, sizeof *cycle, compare_doubles);
@@ -315,10 +321,7 @@ static bool capture_beside_launch(gm_engine_t *e, uint64_t first_key) {
         printf("engine_capture_beside_launch_max_us %.1f\n", cycle[n - 1]);
         printf("engine_launches_beside_capture_per_s %.0f\n", l.launches * 1e3 / CONTENDED_MS);
     }
-    gm_engine_exec_destroy(e, l.exec[0], GM_NO_CALL);
-    gm_engine_exec_destroy(e, l.exec[1], GM_NO_CALL);
-    uint64_t graphs[2] = {first_key, first_key + 1};
-    gm_engine_graphs_destroy(e, graphs, 2, GM_NO_CALL);
+    launcher_fini(e, &l, first_key);
     free(cycle);
     return ok;
 }
