@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -76,12 +79,96 @@ static inline void touch_on(cudaStream_t s, void *p) {
     CK_LAUNCH();
 }
 
+// Exit status of a program whose partner (below) ended without saying so: bench/run-gpu then
+// reports the partner's own failure, not this one.
+static const int BENCH_PARTNER_GONE = 78;
+
+// bench/run-gpu runs some programs natively and under graphmem at once, both processes pinned to
+// one CPU and taking turns at it: the host's timings switch between a fast and a slow phase per CPU
+// (bench/RESULTS.md), so two processes that alternate every millisecond or so on one CPU measure in
+// the same phases, and neither ever runs while the other times something. BENCH_PARTNER="<read
+// fd>,<write fd>" are pipes to the other process, through which a turn token goes back and forth;
+// a process runs only while it holds the token (from bench_init() on) and passes it on at a
+// bench_turn() once it has held it for BENCH_TURN_US. A program calls bench_turn() between timed
+// batches, never inside one; when it returns true the partner ran since, leaving the caches its
+// own, and the caller runs its next batch once untimed first: the figures stay those of a process
+// running alone, warm, as they were taken before the two sides took turns. A process that ends
+// passes a last token that says so (the partner then runs alone). Without the variable
+// bench_turn() does nothing (returns false).
+static const double BENCH_TURN_US = 1000;
+
+struct BenchTurns {
+    int read_fd = -2, write_fd = -1;
+    bool alone = false;  // no partner, or it has ended
+    double since_us = 0; // when this process got the token
+};
+
+static inline BenchTurns &bench_turns() {
+    static BenchTurns turns;
+    return turns;
+}
+
+// Blocks until the partner passes the token, or says it ended.
+static inline void bench_wait_turn() {
+    BenchTurns &t = bench_turns();
+    char token = 0;
+    ssize_t got;
+    do
+        got = read(t.read_fd, &token, 1);
+    while (got < 0 && errno == EINTR);
+    if (got == 1 && token == 'd') {
+        t.alone = true;
+    } else if (got != 1) {
+        t.alone = true; // nothing to tell at exit
+        fflush(stdout);
+        fprintf(stderr, "%s: the partner process ended\n", bench_name);
+        exit(BENCH_PARTNER_GONE);
+    }
+    t.since_us = now_us();
+}
+
+static inline void bench_pass_turn(char token) {
+    BenchTurns &t = bench_turns();
+    if (write(t.write_fd, &token, 1) != 1 && token != 'd') {
+        t.alone = true;
+        fflush(stdout);
+        fprintf(stderr, "%s: the partner process ended\n", bench_name);
+        exit(BENCH_PARTNER_GONE);
+    }
+}
+
+static inline void bench_end_turns() {
+    if (!bench_turns().alone)
+        bench_pass_turn('d');
+}
+
+static inline bool bench_turn() {
+    BenchTurns &t = bench_turns();
+    if (t.read_fd == -2) { // first call (bench_init): wait for the first token
+        const char *partner = getenv("BENCH_PARTNER");
+        if (!partner || sscanf(partner, "%d,%d", &t.read_fd, &t.write_fd) != 2) {
+            t.alone = true;
+            return false;
+        }
+        signal(SIGPIPE, SIG_IGN); // a partner gone: the write fails, reported, instead of a kill
+        atexit(bench_end_turns);
+        bench_wait_turn();
+        return true;
+    }
+    if (t.alone || now_us() - t.since_us < BENCH_TURN_US)
+        return false;
+    bench_pass_turn('t');
+    bench_wait_turn();
+    return true;
+}
+
 // Exit 77 where there is no GPU (or no stream-ordered pools, which graph memory needs); any other
 // start-up failure is an error. Also makes the context and loads `touch` (lazy module loading
 // would otherwise charge the first measured capture or launch).
 static inline void bench_init(const char *argv0) {
     const char *slash = strrchr(argv0, '/');
     bench_name = slash ? slash + 1 : argv0;
+    bench_turn();
     int devices = 0;
     cudaError_t rc = cudaGetDeviceCount(&devices);
     if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver ||

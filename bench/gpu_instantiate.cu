@@ -4,8 +4,13 @@
 // warm-up, then the median; each exec destroyed before the next, as a graph with memory nodes may
 // have one exec at a time).
 //
-// Metrics: instantiate_dag_{100,1000,10000}_us, and capture_dag_pair_us (the capture of the
-// 10,000-pair graph per pair, kernels and events included; one capture).
+// Metrics: instantiate_dag_{100,1000,10000}_us, capture_dag_pair_us (the capture of the
+// 10,000-pair graph per pair, kernels and events included; one capture), and instantiate_1000_us
+// (1,000 captured cudaMallocAsync+cudaFreeAsync pairs of 1 MiB and nothing else, 7 instantiations).
+//
+// bench/run-gpu runs this program apart, each side with every CPU: graphmem plans a graph on a
+// thread of its own while the driver instantiates it, which one CPU shared with another process
+// would make a cost the program does not have.
 #include "bench_common.cuh"
 
 static cudaStream_t st[4];
@@ -24,6 +29,15 @@ static void dag(int pairs, int reps, bool report_capture) {
     CK(cudaGraphDestroy(g));
 }
 
+static void pairs_1000() {
+    begin_capture(st[0]);
+    for (int i = 0; i < 1000; i++)
+        free_on(st[0], alloc_on(st[0], MiB));
+    cudaGraph_t g = end_capture(st[0]);
+    metric("instantiate_1000_us", instantiate_us(g, 7));
+    CK(cudaGraphDestroy(g));
+}
+
 int main(int, char **argv) {
     bench_init(argv[0]);
     for (cudaStream_t &s : st)
@@ -33,6 +47,7 @@ int main(int, char **argv) {
     dag(100, 15, false);
     dag(1000, 7, false);
     dag(10000, 3, true);
+    pairs_1000();
     for (cudaStream_t s : st)
         CK(cudaStreamDestroy(s));
     for (cudaEvent_t e : ev)
