@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <signal.h>
 
+#include "interpose/shim.h"
+
 /* One worker, made at the first start and kept: a thread made for each large instantiation cost
  * about 20 µs of the caller's time (the debug line's read-back of a 300-node graph was half
  * thread creation). One piece of work at a time on it; a start that finds it busy (another
@@ -38,32 +40,47 @@ static void *thread_main(void *arg) {
     return NULL;
 }
 
+/* pthread_create, the worker with the default scheduling policy rather than that of the thread
+ * that happened to make it (a real-time one would stay real-time for good; a thread for one piece
+ * of work inherits its caller's), and either on `cpus` when not NULL. */
+static bool create_with(pthread_t *thread, void *(*main)(void *), void *arg, bool worker,
+                        const cpu_set_t *cpus) {
+    pthread_attr_t attr;
+    bool attr_made = (worker || cpus != NULL) && pthread_attr_init(&attr) == 0;
+    if (attr_made && worker) {
+        struct sched_param param = {.sched_priority = 0};
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        pthread_attr_setschedparam(&attr, &param);
+    }
+    if (attr_made && cpus != NULL)
+        pthread_attr_setaffinity_np(&attr, sizeof *cpus, cpus);
+    bool made = pthread_create(thread, attr_made ? &attr : NULL, main, arg) == 0;
+    if (attr_made)
+        pthread_attr_destroy(&attr);
+    return made;
+}
+
 /* pthread_create with the signals sent to the process blocked, so the new thread starts with them
  * blocked and they go to the application's threads. A fault of the thread's own (SIGSEGV and
  * the like) stays deliverable: blocked, the kernel would kill the process without running the
- * application's or a sanitizer's handler. The worker, kept for the process, gets the default
- * scheduling policy rather than that of the thread that happened to make it (a real-time one
- * would stay real-time for good); a thread for one piece of work inherits its caller's. */
+ * application's or a sanitizer's handler. The thread runs on the CPUs graphmem started with
+ * (gm_start_cpus), not only where its maker is pinned: work beside a caller pinned to one CPU
+ * would otherwise wait for the caller's own CPU, and the worker would share it for good. Where
+ * those CPUs are no longer allowed (a cpuset changed since), it runs where its maker may. */
 static bool create_quiet(pthread_t *thread, void *(*main)(void *), void *arg, bool worker) {
     static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
     sigset_t blocked, saved;
     sigfillset(&blocked);
     for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
         sigdelset(&blocked, faults[i]);
-    pthread_attr_t attr;
-    bool attr_made = worker && pthread_attr_init(&attr) == 0;
-    if (attr_made) {
-        struct sched_param param = {.sched_priority = 0};
-        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
-        pthread_attr_setschedparam(&attr, &param);
-    }
+    const cpu_set_t *cpus = gm_start_cpus();
     bool masked = pthread_sigmask(SIG_SETMASK, &blocked, &saved) == 0;
-    bool made = pthread_create(thread, attr_made ? &attr : NULL, main, arg) == 0;
+    bool made = create_with(thread, main, arg, worker, cpus);
+    if (!made && cpus != NULL)
+        made = create_with(thread, main, arg, worker, NULL);
     if (masked)
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    if (attr_made)
-        pthread_attr_destroy(&attr);
     if (made && worker)
         pthread_setname_np(*thread, "graphmem-plan"); /* what ps, top and gdb show */
     return made;

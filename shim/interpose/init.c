@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <string.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,9 +22,15 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 atomic_int gm_shim_init_done;
 _Atomic gm_mode_t gm_shim_mode_now = GM_MODE_ACTIVE;
 static void *driver;
+static cpu_set_t start_cpus;
+static bool start_cpus_known;
 
 void *gm_driver_handle(void) {
     return driver;
+}
+
+const cpu_set_t *gm_start_cpus(void) {
+    return start_cpus_known ? &start_cpus : NULL;
 }
 
 void gm_shim_fall_back(const char *reason) {
@@ -66,6 +73,7 @@ static void *open_driver(void) {
 
 static void init_once_body(void) {
     gm_shim_busy++;
+    start_cpus_known = sched_getaffinity(0, sizeof start_cpus, &start_cpus) == 0;
     int errors = gm_options_load(environ);
     if (errors > 0 && gm_option_bool(GM_OPT_STRICT)) {
         gm_log(GM_LOG_ERROR, "%d invalid option value(s) and GRAPHMEM_STRICT=1: exiting", errors);

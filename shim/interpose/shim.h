@@ -9,6 +9,7 @@
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <sched.h>
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -66,6 +67,10 @@ static inline gm_mode_t gm_shim_mode(void) {
 void *gm_driver_handle(void);
 /* Switches to pass-through for the rest of the process, with one clear message. */
 void gm_shim_fall_back(const char *reason);
+/* The CPUs the thread that started graphmem (by its first call into the driver) was allowed, NULL
+ * when unknown: where graphmem's own threads run (bridge/side_work.c), rather than where the
+ * thread that happens to make one was pinned since. */
+const cpu_set_t *gm_start_cpus(void);
 
 /* Per-thread depth of graphmem's own work: while non-zero, the dlsym override passes lookups
  * straight through (the driver's own start-up may call dlsym while graphmem loads it). */

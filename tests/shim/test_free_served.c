@@ -36,6 +36,9 @@ const char *gm_driver_resolve(void *driver) {
 void gm_shim_fall_back(const char *reason) {
     (void)reason;
 }
+const cpu_set_t *gm_start_cpus(void) {
+    return NULL;
+}
 
 /* A stream of the fake driver: fake_capture.h's, plus a destroyed flag (a driver that still
  * recognizes the handle and refuses it) and the events recorded on it. An event record on an

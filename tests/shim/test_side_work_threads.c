@@ -3,8 +3,10 @@
  * under ThreadSanitizer a join that returned before the worker finished is a race on it); a start
  * while the worker is busy runs on a thread of its own; the worker is named graphmem-plan; the
  * worker and those threads block the signals sent to the process but not their own faults; a join
- * is no cancellation point; and a child after fork, which has no worker, gets a new one while the
- * parent's is still busy. */
+ * is no cancellation point; a child after fork, which has no worker, gets a new one while the
+ * parent's is still busy; and the worker and those threads run on the CPUs graphmem started with,
+ * not only on the one their maker is pinned to, or where their maker may when those CPUs are not
+ * allowed. */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,7 +17,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "interpose/shim.h"
 #include "side_work.h"
+
+/* interpose/init.c's answer: the CPUs graphmem started with (NULL: unknown). */
+static const cpu_set_t *start_cpus;
+const cpu_set_t *gm_start_cpus(void) {
+    return start_cpus;
+}
 
 /* The fork test starts threads in a child of a process with threads, which ThreadSanitizer
  * refuses unless told otherwise (it cannot vouch for the child; the test needs its threads). */
@@ -225,7 +234,89 @@ static void test_fork_child_gets_a_new_worker(void) {
     gm_side_join(&held);
 }
 
+/* Where the work ran: its thread's CPUs, and whether on the worker or a thread of its own. */
+typedef struct placed {
+    cpu_set_t cpus;
+    pthread_t caller;
+    bool elsewhere;
+    atomic_bool done;
+} placed_t;
+
+static void run_placed(void *arg) {
+    placed_t *p = arg;
+    sched_getaffinity(0, sizeof p->cpus, &p->cpus);
+    p->elsewhere = !pthread_equal(pthread_self(), p->caller);
+    atomic_store(&p->done, true);
+}
+
+/* In a child (no worker yet, as in a process whose first instantiation this is), graphmem started
+ * on `start`: the caller pinned to `pinned` starts work on the worker, then (the worker held) on a
+ * thread of its own; each must run on `want`. The child's exit status: 0 when every placement was
+ * right. */
+static int placements_in_child(const cpu_set_t *start, const cpu_set_t *pinned,
+                               const cpu_set_t *want) {
+    gm_side_forget_after_fork();
+    start_cpus = start;
+    if (sched_setaffinity(0, sizeof *pinned, pinned) != 0)
+        return 2;
+    int wrong = 0;
+    for (int round = 0; round < 2; round++) {
+        gm_side_work_t held, w;
+        if (round == 1)
+            occupy(&held);
+        placed_t p = {.caller = pthread_self()};
+        if (!gm_side_start(&w, run_placed, &p))
+            return 3;
+        wrong += w.where != (round == 0 ? GM_SIDE_WORKER : GM_SIDE_THREAD);
+        for (int i = 0; i < 2000 && !atomic_load(&p.done); i++)
+            usleep(1000); /* the worker takes it (a join first would take it back) */
+        gm_side_join(&w);
+        wrong += !p.elsewhere || !CPU_EQUAL(&p.cpus, want);
+        if (round == 1) {
+            atomic_store(&release, true);
+            gm_side_join(&held);
+        }
+    }
+    return wrong;
+}
+
+static int in_child(const cpu_set_t *start, const cpu_set_t *pinned, const cpu_set_t *want) {
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(placements_in_child(start, pinned, want));
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_threads_run_on_the_start_cpus(void) {
+    cpu_set_t all, one;
+    REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+    if (CPU_COUNT(&all) < 2) {
+        printf("  (one CPU allowed: nothing to tell apart, the placement checks are skipped)\n");
+        return;
+    }
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &all)) {
+            CPU_SET(cpu, &one);
+            break;
+        }
+    /* Started with every allowed CPU, made by a caller pinned to one: on every allowed CPU. */
+    CHECK_EQ_U64(in_child(&all, &one, &all), 0);
+    /* Start CPUs unknown: where the caller may run, as any thread. */
+    CHECK_EQ_U64(in_child(NULL, &one, &one), 0);
+    /* Start CPUs of which none is allowed now (a cpuset changed): where the caller may run. */
+    cpu_set_t gone;
+    CPU_ZERO(&gone);
+    CPU_SET(CPU_SETSIZE - 1, &gone);
+    REQUIRE(!CPU_ISSET(CPU_SETSIZE - 1, &all));
+    CHECK_EQ_U64(in_child(&gone, &one, &one), 0);
+}
+
 int main(void) {
+    RUN_TEST(test_threads_run_on_the_start_cpus);
     RUN_TEST(test_one_thread);
     atomic_store(&runs, 0);
     RUN_TEST(test_worker_named);
