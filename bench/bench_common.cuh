@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -188,6 +189,16 @@ static inline void bench_init(const char *argv0) {
     touch<<<1, 32>>>(nullptr, 0);
     CK_LAUNCH();
     CK(cudaDeviceSynchronize());
+    // Taking turns (bench_turn()), the process may use two CPUs and its main thread is pinned to
+    // the one its partner's runs on, BENCH_MAIN_CPU: their timings share that CPU's phases, and a
+    // thread of graphmem's own (its plan beside the driver's instantiation) has the other. Pinned
+    // only now, once graphmem started: its threads run on the CPUs it started with.
+    if (const char *main_cpu = getenv("BENCH_MAIN_CPU")) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(atoi(main_cpu), &one);
+        BENCH_REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0, "BENCH_MAIN_CPU");
+    }
 }
 
 static inline cudaStream_t new_stream() {
@@ -237,6 +248,10 @@ static inline double instantiate_us(cudaGraph_t g, int reps) {
     std::vector<double> samples;
     for (int rep = 0; rep <= reps; rep++) {
         cudaGraphExec_t e = nullptr;
+        if (bench_turn()) { // warm again (bench_turn())
+            CK(cudaGraphInstantiate(&e, g, 0));
+            CK(cudaGraphExecDestroy(e));
+        }
         double t0 = now_us();
         CK(cudaGraphInstantiate(&e, g, 0));
         double us = now_us() - t0;

@@ -14,7 +14,7 @@
 //                          and a slow phase within a process, natively too (bench/RESULTS.md), the
 //                          fastest capture of each side is the reading the two sides share
 // bench/run-gpu runs this program natively and under graphmem taking turns at one CPU
-// (bench_turn()); bench_gpu_instantiate, run apart, instantiates the 1,000-pair graph.
+// (bench_turn()); bench_gpu_instantiate instantiates the 1,000-pair graph.
 #include "bench_common.cuh"
 
 static cudaStream_t s;

@@ -8,9 +8,9 @@
 // 10,000-pair graph per pair, kernels and events included; one capture), and instantiate_1000_us
 // (1,000 captured cudaMallocAsync+cudaFreeAsync pairs of 1 MiB and nothing else, 7 instantiations).
 //
-// bench/run-gpu runs this program apart, each side with every CPU: graphmem plans a graph on a
-// thread of its own while the driver instantiates it, which one CPU shared with another process
-// would make a cost the program does not have.
+// bench/run-gpu runs this program natively and under graphmem taking turns (bench_turn()), the main
+// threads on one CPU, and a second CPU for the processes' other threads: graphmem plans a graph on
+// a thread of its own while the driver instantiates it.
 #include "bench_common.cuh"
 
 static cudaStream_t st[4];
@@ -18,6 +18,7 @@ static cudaEvent_t ev[5];
 
 static void dag(int pairs, int reps, bool report_capture) {
     DagShape d = {pairs, 4 << 10, 64 * MiB, 1, 3, (uint64_t)pairs};
+    bench_turn();
     double t0 = now_us();
     cudaGraph_t g = capture_dag(d, st, ev);
     double capture = now_us() - t0;
