@@ -119,8 +119,8 @@ static void stand_back(gm_lock_t *lock) {
     for (unsigned step = 1; atomic_load(&lock->served) == served; step++)
         if (!spin_step(step, deadline))
             break;
-    /* Read `impatient` after `served`, as the spin did: a waiter raises `served` only after
-     * taking the lock, so a count of 0 read after an unchanged `served` means none is left. */
+    /* Read `impatient` after `served`: a waiter raises `served` only after taking the lock, so a
+     * count of 0 read after an unchanged `served` means none is left. */
     while (atomic_load(&lock->served) == served && atomic_load(&lock->impatient) != 0) {
         uint64_t waited = gm_now_ns() - start;
         if (waited >= STAND_BACK_MAX_NS)
