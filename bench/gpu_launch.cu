@@ -1,17 +1,17 @@
 // Steady-state launch: host µs per cudaGraphLaunch of graphs with 1, 10, 100 and 800 allocations
-// (1 MiB to 1 GiB), each against the same chain of kernels without memory nodes. bench/run-gpu
-// pairs launch_mem_<N>x..._us with launch_nomem_<N>_us (launch_mem_<size>_us with N = 1): the goal
-// is graphmem's launch of the graph with memory within 1.05x of the driver's launch without.
+// (1 MiB to 1 GiB), each against its twin, the same chain of kernels without memory nodes, launched
+// in alternating batches in the same process at the same moments: bench/run-gpu pairs
+// launch_mem_<label>_us with launch_twin_<label>_us, and the goal is graphmem's launch of the graph
+// with memory within 1.05x of the driver's launch of the twin. Two processes taking turns at one
+// CPU (bench_turn()) measure in the same phases of the host, and the twin at the same step; a
+// twin measured at another step of the program (as launch_nomem_<N>_us is) can be in another
+// phase of the host, up to 1.6x slower or faster.
 //
-// Metrics: launch_nomem_{1,10,100,800}_us, launch_mem_{1MiB,64MiB,1GiB}_us, launch_mem_10xmixed_us,
-// launch_mem_100x4MiB_us, launch_mem_100xmixed_us, launch_mem_800xmixed_us, and
-// launch_extra_{1MiB,100x4MiB,800xmixed}_us: what a launch of the graph with memory costs more
-// than one of the same chain of kernels without memory nodes, in the same process with batches of
-// the two alternating (the rows above compare two processes, whose launch costs differ by up to
-// 0.6 us between runs, and two moments of one process, which differ too).
-//
-// bench/run-gpu runs this program natively and under graphmem taking turns at one CPU
-// (bench_turn(): a batch after the partner's turn follows an untimed warm-up).
+// Metrics: launch_nomem_{1,10,100,800}_us (a graph without memory nodes, alone: graphmem passes
+// its launch to the driver), and for each label 1MiB, 64MiB, 1GiB (one allocation), 10xmixed,
+// 100x4MiB, 100xmixed and 800xmixed (allocations of 1 MiB to 1 GiB): launch_mem_<label>_us,
+// launch_twin_<label>_us and launch_extra_<label>_us, what a launch of the graph with memory costs
+// more than one of its twin (median of the rounds' differences).
 #include "bench_common.cuh"
 
 static cudaStream_t s;
@@ -65,24 +65,33 @@ static double launch_us(cudaGraphExec_t e) {
     return median(samples);
 }
 
-static void measure(const char *name, const std::vector<size_t> &sizes, bool memory) {
-    cudaGraphExec_t e = chain(sizes, memory);
-    metric(name, launch_us(e));
-    CK(cudaGraphExecDestroy(e));
-    // The next graph starts from no graph memory held (up to 1 GiB per graph here).
+// The next graph starts from no graph memory held (up to 1 GiB per graph here).
+static void release_memory() {
     CK(cudaDeviceSynchronize());
     CK(cudaDeviceGraphMemTrim(0));
 }
 
-// Median over 30 rounds of (host us per launch of `with` - of `without`), the two measured in
-// alternating batches of 20 launches after the same warm-up as launch_us.
-static double extra_us(cudaGraphExec_t with, cudaGraphExec_t without) {
+static void measure_alone(const char *name, const std::vector<size_t> &sizes) {
+    cudaGraphExec_t e = chain(sizes, false);
+    metric(name, launch_us(e));
+    CK(cudaGraphExecDestroy(e));
+    release_memory();
+}
+
+// Host µs per launch of the graph with memory (`with`) and of its twin (`without`), each the median
+// over 30 rounds of a batch of 20 launches of each, and the median of the rounds' differences;
+// after the same warm-up as launch_us.
+struct Alternated {
+    double with_us, without_us, extra_us;
+};
+
+static Alternated alternate(cudaGraphExec_t with, cudaGraphExec_t without) {
     for (int i = 0; i < 50; i++) {
         launch(with, s);
         launch(without, s);
     }
     CK(cudaStreamSynchronize(s));
-    std::vector<double> samples;
+    std::vector<double> withs, withouts, extras;
     for (int rep = 0; rep < 30; rep++) {
         double per[2];
         cudaGraphExec_t order[2] = {with, without};
@@ -100,37 +109,42 @@ static double extra_us(cudaGraphExec_t with, cudaGraphExec_t without) {
             per[k] = (now_us() - t0) / 20;
             CK(cudaStreamSynchronize(s));
         }
-        samples.push_back(per[0] - per[1]);
+        withs.push_back(per[0]);
+        withouts.push_back(per[1]);
+        extras.push_back(per[0] - per[1]);
     }
-    return median(samples);
+    return {median(withs), median(withouts), median(extras)};
 }
 
-static void measure_extra(const char *name, const std::vector<size_t> &sizes) {
+static void measure_with_twin(const char *label, const std::vector<size_t> &sizes) {
     cudaGraphExec_t with = chain(sizes, true), without = chain(same((int)sizes.size(), 0), false);
-    metric(name, extra_us(with, without));
+    Alternated a = alternate(with, without);
+    char name[64];
+    snprintf(name, sizeof name, "launch_mem_%s_us", label);
+    metric(name, a.with_us);
+    snprintf(name, sizeof name, "launch_twin_%s_us", label);
+    metric(name, a.without_us);
+    snprintf(name, sizeof name, "launch_extra_%s_us", label);
+    metric(name, a.extra_us);
     CK(cudaGraphExecDestroy(with));
     CK(cudaGraphExecDestroy(without));
-    CK(cudaDeviceSynchronize());
-    CK(cudaDeviceGraphMemTrim(0));
+    release_memory();
 }
 
 int main(int, char **argv) {
     bench_init(argv[0]);
     s = new_stream();
-    measure("launch_nomem_1_us", same(1, 0), false);
-    measure("launch_mem_1MiB_us", same(1, MiB), true);
-    measure("launch_mem_64MiB_us", same(1, 64 * MiB), true);
-    measure("launch_mem_1GiB_us", same(1, GiB), true);
-    measure_extra("launch_extra_1MiB_us", same(1, MiB));
-    measure("launch_nomem_10_us", same(10, 0), false);
-    measure("launch_mem_10xmixed_us", mixed(10), true);
-    measure("launch_nomem_100_us", same(100, 0), false);
-    measure("launch_mem_100x4MiB_us", same(100, 4 * MiB), true);
-    measure("launch_mem_100xmixed_us", mixed(100), true);
-    measure_extra("launch_extra_100x4MiB_us", same(100, 4 * MiB));
-    measure("launch_nomem_800_us", same(800, 0), false);
-    measure("launch_mem_800xmixed_us", mixed(800), true);
-    measure_extra("launch_extra_800xmixed_us", mixed(800));
+    measure_alone("launch_nomem_1_us", same(1, 0));
+    measure_with_twin("1MiB", same(1, MiB));
+    measure_with_twin("64MiB", same(1, 64 * MiB));
+    measure_with_twin("1GiB", same(1, GiB));
+    measure_alone("launch_nomem_10_us", same(10, 0));
+    measure_with_twin("10xmixed", mixed(10));
+    measure_alone("launch_nomem_100_us", same(100, 0));
+    measure_with_twin("100x4MiB", same(100, 4 * MiB));
+    measure_with_twin("100xmixed", mixed(100));
+    measure_alone("launch_nomem_800_us", same(800, 0));
+    measure_with_twin("800xmixed", mixed(800));
     CK(cudaStreamDestroy(s));
     return 0;
 }
