@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -63,8 +64,12 @@ static inline double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+static inline void bench_sync();
+
+// Prints one figure; with a partner process, once the partner has printed as many (bench_sync()).
 static inline void metric(const char *name, double value) {
     printf("%s %.4f\n", name, value);
+    bench_sync();
 }
 
 // Writes 1 to the first n bytes of p (p may be null: graphs without memory nodes launch the same
@@ -80,28 +85,41 @@ static inline void touch_on(cudaStream_t s, void *p) {
     CK_LAUNCH();
 }
 
-// Exit status of a program whose partner (below) ended without saying so: bench/run-gpu then
-// reports the partner's own failure, not this one.
+// Exit status of a program whose partner (below) ended without saying so (killed): bench/run-gpu
+// then reports the partner's own failure, not this one.
 static const int BENCH_PARTNER_GONE = 78;
 
-// bench/run-gpu runs some programs natively and under graphmem at once, both processes pinned to
-// one CPU and taking turns at it: the host's timings switch between a fast and a slow phase per CPU
-// (bench/RESULTS.md), so two processes that alternate every millisecond or so on one CPU measure in
-// the same phases, and neither ever runs while the other times something. BENCH_PARTNER="<read
-// fd>,<write fd>" are pipes to the other process, through which a turn token goes back and forth;
-// a process runs only while it holds the token (from bench_init() on) and passes it on at a
-// bench_turn() once it has held it for BENCH_TURN_US. A program calls bench_turn() between timed
-// batches, never inside one; when it returns true the partner ran since, leaving the caches its
-// own, and the caller runs its next batch once untimed first: the figures stay those of a process
-// running alone, warm, as they were taken before the two sides took turns. A process that ends
-// passes a last token that says so (the partner then runs alone). Without the variable
-// bench_turn() does nothing (returns false).
+// bench/run-gpu runs some programs natively and under graphmem at once, the two processes' main
+// threads pinned to one CPU and taking turns at it: the host's timings switch between a fast and
+// a slow phase per CPU (bench/RESULTS.md), so two processes that alternate every millisecond or so
+// on one CPU measure in the same phases, and neither runs while the other times something.
+// BENCH_PARTNER="<read fd>,<write fd>" are pipes to the other process, through which a turn token
+// goes back and forth; a process runs only while it holds the token (from bench_init() on).
+// - bench_turn(), between timed batches (never inside one), passes the token on once it has been
+//   held for BENCH_TURN_US. When it returns true the partner ran since, leaving the caches its own,
+//   and the caller runs its next batch once untimed first: the figures stay those of a process
+//   running alone, warm, as they were taken before the two sides took turns.
+// - bench_sync(), at every metric printed (metric()), waits until the partner has printed as many:
+//   the two measure each metric at the same moments, and the one with less work does not finish
+//   early and leave the other to measure its last metrics alone, beside its own exit.
+// - At exit the process says it ended and waits (its exit work on the shared CPU too) until the
+//   partner has ended as well; a process whose partner ended runs alone.
+// Without the variable these do nothing.
 static const double BENCH_TURN_US = 1000;
 
 struct BenchTurns {
     int read_fd = -2, write_fd = -1;
-    bool alone = false;  // no partner, or it has ended
-    double since_us = 0; // when this process got the token
+    bool alone = false;    // no partner, or it has ended
+    double since_us = 0;   // when this process got the token
+    uint32_t synced = 0;   // bench_sync() calls made
+    uint32_t partners = 0; // the partner's, as its last token said
+};
+
+// What goes through the pipes: the token, and what its sender has reached. One write of 8 bytes,
+// which a pipe keeps whole.
+struct BenchToken {
+    uint32_t ended; // the sender has ended: it will not take the token again
+    uint32_t synced;
 };
 
 static inline BenchTurns &bench_turns() {
@@ -109,38 +127,57 @@ static inline BenchTurns &bench_turns() {
     return turns;
 }
 
-// Blocks until the partner passes the token, or says it ended.
-static inline void bench_wait_turn() {
+static inline void bench_partner_gone() {
+    bench_turns().alone = true; // nothing to tell at exit
+    fflush(stdout);
+    fprintf(stderr, "%s: the partner process ended\n", bench_name);
+    exit(BENCH_PARTNER_GONE);
+}
+
+// Blocks until the partner passes the token; false when it ended without saying so.
+static inline bool bench_wait_turn() {
     BenchTurns &t = bench_turns();
-    char token = 0;
+    BenchToken token;
     ssize_t got;
     do
-        got = read(t.read_fd, &token, 1);
+        got = read(t.read_fd, &token, sizeof token);
     while (got < 0 && errno == EINTR);
-    if (got == 1 && token == 'd') {
-        t.alone = true;
-    } else if (got != 1) {
-        t.alone = true; // nothing to tell at exit
-        fflush(stdout);
-        fprintf(stderr, "%s: the partner process ended\n", bench_name);
-        exit(BENCH_PARTNER_GONE);
-    }
+    if (got != (ssize_t)sizeof token)
+        return false;
+    t.partners = token.synced;
+    t.alone = t.alone || token.ended;
     t.since_us = now_us();
+    return true;
 }
 
-static inline void bench_pass_turn(char token) {
+static inline bool bench_pass_turn(bool ended) {
     BenchTurns &t = bench_turns();
-    if (write(t.write_fd, &token, 1) != 1 && token != 'd') {
-        t.alone = true;
-        fflush(stdout);
-        fprintf(stderr, "%s: the partner process ended\n", bench_name);
-        exit(BENCH_PARTNER_GONE);
-    }
+    BenchToken token = {ended, t.synced};
+    ssize_t wrote;
+    do
+        wrote = write(t.write_fd, &token, sizeof token);
+    while (wrote < 0 && errno == EINTR);
+    return wrote == (ssize_t)sizeof token;
 }
 
+// Passes the token and waits for it back (the partner's turn).
+static inline void bench_partner_turn() {
+    if (!bench_pass_turn(false) || !bench_wait_turn())
+        bench_partner_gone();
+}
+
+// At exit (atexit): says so, then waits until the partner has ended too (it runs alone from then
+// on), unless it had already.
 static inline void bench_end_turns() {
-    if (!bench_turns().alone)
-        bench_pass_turn('d');
+    BenchTurns &t = bench_turns();
+    bool partner_ended = t.alone;
+    if (!bench_pass_turn(true) || partner_ended)
+        return;
+    BenchToken token;
+    ssize_t got;
+    do // only the partner's end comes now: it runs alone, and never passes the token again
+        got = read(t.read_fd, &token, sizeof token);
+    while (got < 0 && errno == EINTR);
 }
 
 static inline bool bench_turn() {
@@ -151,16 +188,27 @@ static inline bool bench_turn() {
             t.alone = true;
             return false;
         }
+        fcntl(t.read_fd, F_SETFD, FD_CLOEXEC); // a child of this program must not hold them
+        fcntl(t.write_fd, F_SETFD, FD_CLOEXEC);
         signal(SIGPIPE, SIG_IGN); // a partner gone: the write fails, reported, instead of a kill
         atexit(bench_end_turns);
-        bench_wait_turn();
+        if (!bench_wait_turn())
+            bench_partner_gone();
         return true;
     }
     if (t.alone || now_us() - t.since_us < BENCH_TURN_US)
         return false;
-    bench_pass_turn('t');
-    bench_wait_turn();
+    bench_partner_turn();
     return true;
+}
+
+static inline void bench_sync() {
+    BenchTurns &t = bench_turns();
+    if (t.read_fd < 0)
+        return;
+    t.synced++;
+    while (!t.alone && t.partners < t.synced)
+        bench_partner_turn();
 }
 
 // Exit 77 where there is no GPU (or no stream-ordered pools, which graph memory needs); any other
