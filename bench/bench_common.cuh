@@ -185,6 +185,7 @@ static inline bool bench_turn() {
     if (t.read_fd == -2) { // first call (bench_init): wait for the first token
         const char *partner = getenv("BENCH_PARTNER");
         if (!partner || sscanf(partner, "%d,%d", &t.read_fd, &t.write_fd) != 2) {
+            t.read_fd = t.write_fd = -1; // no partner: every later call returns at once
             t.alone = true;
             return false;
         }
