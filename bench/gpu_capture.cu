@@ -19,18 +19,18 @@
 
 static cudaStream_t s;
 
-static cudaGraph_t capture_pairs(int pairs, size_t bytes, double *us) {
-    if (bench_turn()) { // warm again (bench_common.cuh): a capture of 100 pairs, untimed
-        begin_capture(s);
-        for (int i = 0; i < 100; i++)
-            free_on(s, alloc_on(s, bytes));
-        CK(cudaGraphDestroy(end_capture(s)));
-    }
-    double t0 = now_us();
+static cudaGraph_t captured_pairs(int pairs, size_t bytes) {
     begin_capture(s);
     for (int i = 0; i < pairs; i++)
         free_on(s, alloc_on(s, bytes));
-    cudaGraph_t g = end_capture(s);
+    return end_capture(s);
+}
+
+static cudaGraph_t capture_pairs(int pairs, size_t bytes, double *us) {
+    if (bench_turn()) // warm again (bench_common.cuh): a capture of 100 pairs, untimed
+        CK(cudaGraphDestroy(captured_pairs(100, bytes)));
+    double t0 = now_us();
+    cudaGraph_t g = captured_pairs(pairs, bytes);
     *us = now_us() - t0;
     return g;
 }
