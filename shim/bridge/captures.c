@@ -2,8 +2,6 @@
 
 #include "interpose/driver.h"
 
-_Atomic long gm_captures_in_flight;
-
 bool gm_stream_capturing(CUstream stream, bool ptsz) {
     if (gm_no_capture_anywhere())
         return false;

@@ -5,13 +5,12 @@
 
 #include "interpose/shim.h"
 
-/* Captures begun and not yet ended in this process, raised and lowered by the capture hooks
- * (hooks/capture_hooks.c): the hot path asks the driver whether a stream is capturing only while
- * this is non-zero. */
-extern _Atomic long gm_captures_in_flight;
-/* The hot paths' one question of it, on one relaxed load: no capture anywhere in the process. */
+/* Captures begun and not yet ended in this process (gm_shim_hot.captures_in_flight), raised and
+ * lowered by the capture hooks (hooks/capture_hooks.c): the hot path asks the driver whether a
+ * stream is capturing only while this is non-zero. The hot paths' one question of it, on one
+ * relaxed load: no capture anywhere in the process. */
 static inline bool gm_no_capture_anywhere(void) {
-    return atomic_load_explicit(&gm_captures_in_flight, memory_order_relaxed) == 0;
+    return GM_IDLE_NO_CAPTURE;
 }
 /* Whether `stream` is capturing (or a capture on it was invalidated, or the driver cannot say);
  * false at the cost of one load while no capture is in flight. */

@@ -15,7 +15,6 @@
 #include "stats.h"
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
-_Atomic(gm_engine_t *) gm_glue_engine_now;
 static atomic_bool start_failed;
 static gm_backend_t backend;
 static int device_count;
@@ -133,7 +132,7 @@ static gm_engine_t *start_engine(void) {
 }
 
 static void report_execs(gm_exec_report_fn fn, void *arg) {
-    gm_engine_t *current = atomic_load(&gm_glue_engine_now);
+    gm_engine_t *current = atomic_load(&gm_shim_hot.engine);
     if (current != NULL)
         gm_engine_report(current, fn, arg);
 }
@@ -141,7 +140,7 @@ static void report_execs(gm_exec_report_fn fn, void *arg) {
 /* After fork the child inherits the parent's engine, whose device memory and events belong to the
  * parent's CUDA context: the child abandons it untouched and starts from a clean slate. */
 static void forget_after_fork(void) {
-    atomic_store(&gm_glue_engine_now, NULL);
+    atomic_store(&gm_shim_hot.engine, NULL);
     atomic_store(&start_failed, false);
     pthread_mutex_init(&start_lock, NULL);
     gm_backend_cuda_forget_after_fork();
@@ -161,20 +160,20 @@ static void register_process_hooks(void) {
 }
 
 gm_engine_t *gm_glue_engine(void) {
-    gm_engine_t *current = atomic_load_explicit(&gm_glue_engine_now, memory_order_acquire);
+    gm_engine_t *current = atomic_load_explicit(&gm_shim_hot.engine, memory_order_acquire);
     if (current != NULL || gm_shim_mode() != GM_MODE_ACTIVE)
         return gm_shim_mode() == GM_MODE_ACTIVE ? current : NULL;
     if (atomic_load(&start_failed))
         return NULL;
     pthread_once(&process_hooks_once, register_process_hooks);
     pthread_mutex_lock(&start_lock);
-    current = atomic_load(&gm_glue_engine_now);
+    current = atomic_load(&gm_shim_hot.engine);
     if (current == NULL && !atomic_load(&start_failed)) {
         /* Busy: a door the driver reaches meanwhile (its dlsym, say) passes through. */
         GM_RELAXED(gm_shim_busy++; current = start_engine(); gm_shim_busy--);
         if (current == NULL)
             atomic_store(&start_failed, true);
-        atomic_store_explicit(&gm_glue_engine_now, current, memory_order_release);
+        atomic_store_explicit(&gm_shim_hot.engine, current, memory_order_release);
     }
     pthread_mutex_unlock(&start_lock);
     return current;

@@ -10,13 +10,12 @@
 
 /* The engine, or NULL when graphmem passes through (disabled, unsupported, failed). */
 gm_engine_t *gm_glue_engine(void);
-/* The engine if it exists already; never creates it (for hooks that only matter once it does).
- * Inline: every forwarded free asks it. */
-extern _Atomic(gm_engine_t *) gm_glue_engine_now;
+/* The engine if it exists already (gm_shim_hot.engine); never creates it (for hooks that only
+ * matter once it does). Inline: every forwarded free asks it. */
 static inline gm_engine_t *gm_glue_engine_if_started(void) {
     if (gm_shim_mode() != GM_MODE_ACTIVE)
         return NULL;
-    return atomic_load_explicit(&gm_glue_engine_now, memory_order_acquire);
+    return atomic_load_explicit(&gm_shim_hot.engine, memory_order_acquire);
 }
 /* The driver's number of devices (0 before the engine starts). */
 int gm_glue_device_count(void);

@@ -23,7 +23,7 @@ static void start_before_capture(void) {
  * is realized before it can capture (core/README.md, "Deferred fences"). */
 static gm_join_t beginning(CUstream stream, bool ptsz) {
     start_before_capture();
-    atomic_fetch_add_explicit(&gm_captures_in_flight, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&gm_shim_hot.captures_in_flight, 1, memory_order_seq_cst);
     return gm_join_begin(stream, ptsz, false);
 }
 
@@ -57,7 +57,7 @@ static CUresult began(CUresult result, gm_join_t join, CUstream stream, bool pts
         gm_stat_add(GM_STAT_captures, 1);
         note_capture_graph(stream, ptsz, fresh);
     } else {
-        atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&gm_shim_hot.captures_in_flight, 1, memory_order_relaxed);
     }
     return result;
 }
@@ -207,7 +207,7 @@ static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph) {
         result = call_end(&args);
     }
     if (args.ended)
-        atomic_fetch_sub_explicit(&gm_captures_in_flight, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&gm_shim_hot.captures_in_flight, 1, memory_order_relaxed);
     gm_joins_ended(&joins, args.ended);
     *graph = args.made;
     return result;

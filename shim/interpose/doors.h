@@ -15,10 +15,9 @@
  * index, the fork handler. One acquire load after the first call: the slow part, which reads a
  * thread-local flag (a __tls_get_addr call in a shared library), stays out of line, or the
  * compiler hoists that read into every exported call. */
-extern atomic_int gm_shim_init_done;
 void gm_shim_init_slow(void);
 static inline void gm_shim_init(void) {
-    if (__builtin_expect(!atomic_load_explicit(&gm_shim_init_done, memory_order_acquire), 0))
+    if (__builtin_expect(!atomic_load_explicit(&gm_shim_hot.init_done, memory_order_acquire), 0))
         gm_shim_init_slow();
 }
 

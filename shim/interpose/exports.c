@@ -1,7 +1,8 @@
 /* The exported functions, generated from hooks.def: one per exact driver ABI name, the first of
  * graphmem's three doors (shim/README.md). This file is the top of the library: each function
- * starts graphmem, counts the call and forwards it or runs its hook, and nothing in graphmem calls
- * back into it (the doors hand out its addresses from the table in hooks.c). */
+ * starts graphmem, counts the call (when the counts will be shown) and forwards it or runs its
+ * hook, and nothing in graphmem calls back into it (the doors hand out its addresses from the
+ * table in hooks.c). A call forwarded while its hook is idle reads gm_shim_hot and gm_real only. */
 #include "doors.h"
 #include "stats.h"
 
@@ -10,16 +11,20 @@ _Static_assert(GM_STAT_COUNT + GM_HOOK_COUNT <= GM_TALLY_SLOTS,
 
 /* A driver without the entry (older than the name) gets what a missing symbol would give the
  * caller of that driver: the call cannot be made. */
-#define GM_ENTRY(name, params, call)                                                               \
+#define GM_ENTRY(name, params, args, idle, call)                                                   \
     GM_EXPORT CUresult CUDAAPI name params {                                                       \
         gm_shim_init();                                                                            \
-        gm_stat_call(GM_HOOK_ID_##name);                                                           \
+        if (atomic_load_explicit(&gm_shim_hot.count_calls, memory_order_relaxed))                  \
+            gm_stat_call(GM_HOOK_ID_##name);                                                       \
         if (gm_real.name == NULL)                                                                  \
             return CUDA_ERROR_NOT_FOUND;                                                           \
+        if (idle)                                                                                  \
+            return gm_real.name args;                                                              \
         return call;                                                                               \
     }
-#define GM_FORWARD(name, params, args) GM_ENTRY(name, params, gm_real.name args)
-#define GM_HOOK(name, params, args) GM_ENTRY(name, params, gm_hook_##name args)
+#define GM_FORWARD(name, params, args) GM_ENTRY(name, params, args, true, gm_real.name args)
+#define GM_HOOK(name, params, args, idle)                                                          \
+    GM_ENTRY(name, params, args, GM_IDLE_##idle, gm_hook_##name args)
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK

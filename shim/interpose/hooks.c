@@ -12,7 +12,7 @@ gm_real_table_t gm_real;
 
 const char *const gm_hook_names[GM_HOOK_COUNT] = {
 #define GM_FORWARD(name, params, args) [GM_HOOK_ID_##name] = #name,
-#define GM_HOOK(name, params, args) [GM_HOOK_ID_##name] = #name,
+#define GM_HOOK(name, params, args, idle) [GM_HOOK_ID_##name] = #name,
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
@@ -22,7 +22,7 @@ const char *const gm_hook_names[GM_HOOK_COUNT] = {
  * hands these addresses out (dlsym, cuGetProcAddress) and never calls them itself. */
 static void *const hook_functions[GM_HOOK_COUNT] = {
 #define GM_FORWARD(name, params, args) [GM_HOOK_ID_##name] = (void *)name,
-#define GM_HOOK(name, params, args) [GM_HOOK_ID_##name] = (void *)name,
+#define GM_HOOK(name, params, args, idle) [GM_HOOK_ID_##name] = (void *)name,
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK

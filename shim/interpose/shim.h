@@ -19,7 +19,7 @@
 /* Hook ids, one per exact name of shim/interpose/hooks.def. */
 typedef enum gm_hook_id {
 #define GM_FORWARD(name, params, args) GM_HOOK_ID_##name,
-#define GM_HOOK(name, params, args) GM_HOOK_ID_##name,
+#define GM_HOOK(name, params, args, idle) GM_HOOK_ID_##name,
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
@@ -29,7 +29,7 @@ typedef enum gm_hook_id {
 /* The driver's own entry for each hooked name (NULL when the driver lacks it). */
 typedef struct gm_real_table {
 #define GM_FORWARD(name, params, args) CUresult(CUDAAPI *name) params;
-#define GM_HOOK(name, params, args) CUresult(CUDAAPI *name) params;
+#define GM_HOOK(name, params, args, idle) CUresult(CUDAAPI *name) params;
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
@@ -46,7 +46,7 @@ extern gm_real_table_t gm_real;
 
 /* Hand-written hooks (GM_HOOK entries). */
 #define GM_FORWARD(name, params, args)
-#define GM_HOOK(name, params, args) CUresult gm_hook_##name params;
+#define GM_HOOK(name, params, args, idle) CUresult gm_hook_##name params;
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
@@ -58,11 +58,40 @@ typedef enum gm_mode {
     GM_MODE_PASSTHROUGH, /* GRAPHMEM_DISABLE=1, or something graphmem needs is missing */
 } gm_mode_t;
 
-/* Read on every hook: one relaxed load, inline (set by init.c). */
-extern _Atomic gm_mode_t gm_shim_mode_now;
+/* The words an exported entry reads before it forwards a call as it is, alone on one cache line
+ * (defined in init.c; each field is written where its comment says). A forwarded call that also
+ * touched a hook's code and data on other lines and pages cost the driver's alloc + free pair
+ * about 20 ns more on an H200 host; the entry alone, reading this line and gm_real's, cost
+ * nothing measurable (bench/RESULTS.md, "Forwarded calls on one cache line"). */
+typedef struct gm_shim_hot {
+    /* aligned (and so sized) to a line of its own */
+    _Alignas(64) atomic_int init_done; /* init.c: start-up finished (doors.h, gm_shim_init) */
+    _Atomic gm_mode_t mode;            /* init.c: read on every hook, gm_shim_mode */
+    /* init.c: the per-hook call counts will be read (statistics printed or written at exit) */
+    atomic_bool count_calls;
+    /* bridge/captures.c: captures begun and not yet ended (gm_no_capture_anywhere) */
+    _Atomic long captures_in_flight;
+    /* bridge/engine_glue.c: the engine once started (gm_glue_engine_if_started) */
+    _Atomic(struct gm_engine *) engine;
+} gm_shim_hot_t;
+
+extern gm_shim_hot_t gm_shim_hot;
+_Static_assert(sizeof(gm_shim_hot_t) == 64, "gm_shim_hot fills one cache line");
+
 static inline gm_mode_t gm_shim_mode(void) {
-    return atomic_load_explicit(&gm_shim_mode_now, memory_order_relaxed);
+    return atomic_load_explicit(&gm_shim_hot.mode, memory_order_relaxed);
 }
+
+/* When a hook has nothing to do and its exported entry forwards the call as it is, without
+ * calling it (hooks.def, GM_HOOK's last argument): a test of gm_shim_hot alone, the same one the
+ * hook makes first. Relaxed loads, as the hooks make them: a capture or an engine that begins
+ * meanwhile is one the call was not ordered after anyway. */
+#define GM_IDLE_NEVER false
+#define GM_IDLE_NO_CAPTURE                                                                         \
+    (atomic_load_explicit(&gm_shim_hot.captures_in_flight, memory_order_relaxed) == 0)
+#define GM_IDLE_NO_ENGINE (atomic_load_explicit(&gm_shim_hot.engine, memory_order_relaxed) == NULL)
+#define GM_IDLE_NO_CAPTURE_OR_ENGINE (GM_IDLE_NO_CAPTURE || GM_IDLE_NO_ENGINE)
+
 /* The driver library handle (dlopen of libcuda.so.1), NULL if it could not be loaded. */
 void *gm_driver_handle(void);
 /* Switches to pass-through for the rest of the process, with one clear message. */

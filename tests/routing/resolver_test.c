@@ -19,7 +19,7 @@ typedef void *(*gm_mock_lookup_t)(const char *);
 
 static const char *const hooked[] = {
 #define GM_FORWARD(name, params, args) #name,
-#define GM_HOOK(name, params, args) #name,
+#define GM_HOOK(name, params, args, idle) #name,
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK

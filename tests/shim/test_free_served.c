@@ -24,7 +24,7 @@
 #include "options.h"
 
 /* What the rest of the shim (interpose/) would give. */
-_Atomic gm_mode_t gm_shim_mode_now = GM_MODE_ACTIVE;
+gm_shim_hot_t gm_shim_hot = {.mode = GM_MODE_ACTIVE};
 _Thread_local int gm_shim_busy;
 void *gm_driver_handle(void) {
     return NULL;
@@ -185,12 +185,12 @@ static bool world_init(sim_t *s) {
     mixed.stream_idle = cuda.stream_idle;
     s->engine = gm_engine_create(&mixed, &s->config);
     s->next_key = 0x1000;
-    atomic_store(&gm_glue_engine_now, s->engine);
+    atomic_store(&gm_shim_hot.engine, s->engine);
     return s->engine != NULL;
 }
 
 static void world_fini(sim_t *s) {
-    atomic_store(&gm_glue_engine_now, NULL);
+    atomic_store(&gm_shim_hot.engine, NULL);
     gm_engine_destroy(s->engine);
     CHECK(host_backend_check_clean(s->hb));
     host_backend_destroy(s->hb);
@@ -227,11 +227,11 @@ static void refused(bool exec_alive, bool destroyed, bool lenient, long captures
         fake_stream_capture(&bad.capture, 9, NULL);
         atomic_store(&bad.capture.status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
     }
-    atomic_store(&gm_captures_in_flight, captures);
+    atomic_store(&gm_shim_hot.captures_in_flight, captures);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&bad)), expected);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync_ptsz((CUdeviceptr)va, handle(&bad)), expected);
     CHECK_EQ_INT(bad.records, 0);
-    atomic_store(&gm_captures_in_flight, 0);
+    atomic_store(&gm_shim_hot.captures_in_flight, 0);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&good)), CUDA_SUCCESS);
     CHECK_EQ_INT(good.records, 1);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&good)), CUDA_ERROR_INVALID_VALUE);
@@ -286,7 +286,7 @@ static void test_capture_begins_after_query(void) {
     sim_graph_t g;
     uint64_t va = live_allocation(&s, &g, &launch, true);
     REQUIRE(va != 0);
-    atomic_store(&gm_captures_in_flight, 1);
+    atomic_store(&gm_shim_hot.captures_in_flight, 1);
     begins_after_query = &racing;
     /* The captured path's marker, refused by this driver: the free changes nothing. */
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&racing)),
@@ -294,7 +294,7 @@ static void test_capture_begins_after_query(void) {
     CHECK(atomic_load(&racing.capture.status) == CU_STREAM_CAPTURE_STATUS_ACTIVE);
     CHECK_EQ_INT(racing.records, 0);
     CHECK(racing.capture.asks >= 2); /* asked again before the record */
-    atomic_store(&gm_captures_in_flight, 0);
+    atomic_store(&gm_shim_hot.captures_in_flight, 0);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)), CUDA_SUCCESS);
     gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
     sim_graph_destroy(s.engine, g.key);
@@ -373,11 +373,11 @@ static void test_unowned_address_goes_to_the_driver(void) {
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync(other, handle(&idle)), CUDA_ERROR_NOT_PERMITTED);
     CHECK_EQ_INT(driver_frees, 1);
     fake_stream_capture(&capturing.capture, 11, NULL);
-    atomic_store(&gm_captures_in_flight, 1);
+    atomic_store(&gm_shim_hot.captures_in_flight, 1);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync_ptsz(other, handle(&capturing)), CUDA_ERROR_NOT_PERMITTED);
     CHECK_EQ_INT(driver_frees, 2);
     CHECK_EQ_INT(idle.records + capturing.records, 0);
-    atomic_store(&gm_captures_in_flight, 0);
+    atomic_store(&gm_shim_hot.captures_in_flight, 0);
     world_fini(&s);
 }
 
