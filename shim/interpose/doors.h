@@ -16,11 +16,8 @@
  * thread-local flag (a __tls_get_addr call in a shared library), stays out of line, or the
  * compiler hoists that read into every exported call. */
 void gm_shim_init_slow(void);
-static inline bool gm_shim_started(void) {
-    return atomic_load_explicit(&gm_shim_hot.init_done, memory_order_acquire);
-}
 static inline void gm_shim_init(void) {
-    if (__builtin_expect(!gm_shim_started(), 0))
+    if (__builtin_expect(!atomic_load_explicit(&gm_shim_hot.init_done, memory_order_acquire), 0))
         gm_shim_init_slow();
 }
 

@@ -9,30 +9,15 @@
 _Static_assert(GM_STAT_COUNT + GM_HOOK_COUNT <= GM_TALLY_SLOTS,
                "the per-thread counters (core/common/tally.h) need a slot for every hook");
 
-/* A started entry whose count is not kept and whose driver entry exists forwards the call (its
- * hook idle) or calls the hook: the words it tests are on gm_shim_hot's line and gm_real's, and
- * it needs no frame of its own. Everything else (start-up, counting, a missing entry) goes through
- * the entry's second half, out of line: a frame for its calls would otherwise be set up on every
- * call. A driver without the entry (older than the name) gets what a missing symbol would give
- * the caller of that driver: the call cannot be made. */
+/* A driver without the entry (older than the name) gets what a missing symbol would give the
+ * caller of that driver: the call cannot be made. */
 #define GM_ENTRY(name, params, args, idle, call)                                                   \
-    static __attribute__((noinline)) CUresult entry_##name params {                                \
+    GM_EXPORT CUresult CUDAAPI name params {                                                       \
         gm_shim_init();                                                                            \
         if (atomic_load_explicit(&gm_shim_hot.count_calls, memory_order_relaxed))                  \
             gm_stat_call(GM_HOOK_ID_##name);                                                       \
         if (gm_real.name == NULL)                                                                  \
             return CUDA_ERROR_NOT_FOUND;                                                           \
-        if (idle)                                                                                  \
-            return gm_real.name args;                                                              \
-        return call;                                                                               \
-    }                                                                                              \
-    GM_EXPORT CUresult CUDAAPI name params {                                                       \
-        if (__builtin_expect(                                                                      \
-                !gm_shim_started() ||                                                              \
-                    atomic_load_explicit(&gm_shim_hot.count_calls, memory_order_relaxed) ||        \
-                    gm_real.name == NULL,                                                          \
-                0))                                                                                \
-            return entry_##name args;                                                              \
         if (idle)                                                                                  \
             return gm_real.name args;                                                              \
         return call;                                                                               \
