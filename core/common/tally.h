@@ -1,5 +1,6 @@
 /* Counters each thread adds to without an atomic read-modify-write: the statistics (stats.h) and
- * the calls of every hooked driver entry point, which every such call counts. A shared counter
+ * the calls of every hooked driver entry point, which every such call counts while the statistics
+ * will be shown (shim/interpose/exports.c). A shared counter
  * costs each call a locked add, and threads calling at once pull its cache line back and forth.
  *
  * Each thread counts into a block of its own (made at its first count, listed for readers); only

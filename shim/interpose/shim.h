@@ -69,7 +69,8 @@ typedef struct gm_shim_hot {
     _Atomic gm_mode_t mode;            /* init.c: read on every hook, gm_shim_mode */
     /* init.c: the per-hook call counts will be read (statistics printed or written at exit) */
     atomic_bool count_calls;
-    /* bridge/captures.c: captures begun and not yet ended (gm_no_capture_anywhere) */
+    /* hooks/capture_hooks.c: captures begun and not yet ended (asked through bridge/captures.h,
+     * gm_no_capture_anywhere) */
     _Atomic long captures_in_flight;
     /* bridge/engine_glue.c: the engine once started (gm_glue_engine_if_started) */
     _Atomic(struct gm_engine *) engine;
@@ -83,9 +84,12 @@ static inline gm_mode_t gm_shim_mode(void) {
 }
 
 /* When a hook has nothing to do and its exported entry forwards the call as it is, without
- * calling it (hooks.def, GM_HOOK's last argument): a test of gm_shim_hot alone, the same one the
- * hook makes first. Relaxed loads, as the hooks make them: a capture or an engine that begins
- * meanwhile is one the call was not ordered after anyway. */
+ * calling it (hooks.def, GM_HOOK's last argument): a test of gm_shim_hot alone, the hook's own
+ * first test or a stricter one (NO_ENGINE ignores the mode, which the hooks also check). Relaxed
+ * loads: a capture or an engine that begins meanwhile is one the call was not ordered after. The
+ * event records, event destroys and waits ask for the engine again after the driver's call; one
+ * that starts during the call costs them an event-order mark, a hint (core/README.md, "Event
+ * order"), never a proof, and no served launch exists yet then. */
 #define GM_IDLE_NEVER false
 #define GM_IDLE_NO_CAPTURE                                                                         \
     (atomic_load_explicit(&gm_shim_hot.captures_in_flight, memory_order_relaxed) == 0)
