@@ -134,15 +134,20 @@ static inline void bench_partner_gone() {
     exit(BENCH_PARTNER_GONE);
 }
 
+// Reads the partner's next token; false when it ended without saying so (the pipe closed).
+static inline bool bench_read_token(BenchToken *token) {
+    ssize_t got;
+    do
+        got = read(bench_turns().read_fd, token, sizeof *token);
+    while (got < 0 && errno == EINTR);
+    return got == (ssize_t)sizeof *token;
+}
+
 // Blocks until the partner passes the token; false when it ended without saying so.
 static inline bool bench_wait_turn() {
     BenchTurns &t = bench_turns();
     BenchToken token;
-    ssize_t got;
-    do
-        got = read(t.read_fd, &token, sizeof token);
-    while (got < 0 && errno == EINTR);
-    if (got != (ssize_t)sizeof token)
+    if (!bench_read_token(&token))
         return false;
     t.partners = token.synced;
     t.alone = t.alone || token.ended;
@@ -173,11 +178,8 @@ static inline void bench_end_turns() {
     bool partner_ended = t.alone;
     if (!bench_pass_turn(true) || partner_ended)
         return;
-    BenchToken token;
-    ssize_t got;
-    do // only the partner's end comes now: it runs alone, and never passes the token again
-        got = read(t.read_fd, &token, sizeof token);
-    while (got < 0 && errno == EINTR);
+    BenchToken token; // only the partner's end comes now: it runs alone, never passing it again
+    bench_read_token(&token);
 }
 
 static inline bool bench_turn() {
