@@ -298,10 +298,24 @@ static bool expanded(CUgraphNodeType type) {
            (type == CU_GRAPH_NODE_TYPE_CONDITIONAL && gm_option_bool(GM_OPT_LIFT_RESTRICTIONS));
 }
 
+/* Whether the types of `graph`'s nodes (at the top level) are needed. A type tells child graph
+ * and conditional nodes, whose graphs are read in, and memset and memcpy nodes, whose targets the
+ * scratch cover maps (bridge/scratch.h). Without GRAPHMEM_LIFT_RESTRICTIONS only a child graph
+ * moved in (cuGraphAddNode, ownership MOVE) can hold markers, and every child graph added through
+ * graphmem's hooks is in the nested registry; memsets and copies on graph memory are noted there
+ * too (gm_touch_note). For any other graph a child node stands for its graph as one node, which
+ * orders its markers as reading the child in would, and no type is asked: at 300 nodes of which
+ * 100 are not markers, that was a third of the driver calls of a read-back (bench/RESULTS.md,
+ * "Node types asked only where needed"). */
+static bool types_needed(CUgraph graph) {
+    return gm_option_bool(GM_OPT_LIFT_RESTRICTIONS) || gm_nested_names(graph) || gm_touches(graph);
+}
+
 /* Appends `graph`; `entry`/`exit` (or UINT32_MAX) are the nodes every node of it follows/precedes.
  * Edges are read node by node: cuGraphGetEdges costs time quadratic in the graph's size (76 ms at
  * 30,000 nodes, 0.7 s at 90,000 on an H200), the dependencies of every node 2 and 9 ms
- * (tests/probe/readback_cost.cu). */
+ * (tests/probe/readback_cost.cu). The types of a nested level's nodes are always asked (it is read
+ * only when the registry names it). */
 static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t *buf,
                            uint32_t entry, uint32_t exit, int depth) {
     if (depth > GM_NESTING_MAX)
@@ -326,10 +340,11 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     if (r == CUDA_SUCCESS)
         node_facts(engine, graph, &lv, count);
     bool nested = false; /* a child graph or conditional node: the passes for them are needed */
+    bool types = r == CUDA_SUCCESS && (depth > 0 || types_needed(graph));
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
         CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
-        if (facts[i].kind == GM_MARKER_NONE &&
+        if (types && facts[i].kind == GM_MARKER_NONE &&
             gm_drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
             type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing graphmem would look into */
         nested |= type == CU_GRAPH_NODE_TYPE_GRAPH || type == CU_GRAPH_NODE_TYPE_CONDITIONAL;

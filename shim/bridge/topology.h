@@ -9,7 +9,9 @@
 typedef struct gm_topology_buf {
     gm_topology_t view;
     uint64_t *nodes;
-    CUgraphNodeType *types; /* per node, asked once; the exits of child graphs are EMPTY */
+    /* per node, asked once; EMPTY for markers, the exits of child graphs, and every node of a
+     * graph whose types are not needed (topology.c, types_needed) */
+    CUgraphNodeType *types;
     uint32_t *from, *to;
     uint32_t node_cap, edge_cap;
 } gm_topology_buf_t;

@@ -25,6 +25,18 @@ size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap) {
     return 0;
 }
 
+/* The nested registry (bridge/nested.c) as far as the read-back asks it: one graph that names a
+ * child graph, one whose memsets touch graph memory (none: NULL). */
+static _Thread_local CUgraph registered_parent, touching; /* per thread: test_concurrent_reads */
+
+bool gm_nested_names(CUgraph graph) {
+    return graph != NULL && graph == registered_parent;
+}
+
+bool gm_touches(CUgraph graph) {
+    return graph != NULL && graph == touching;
+}
+
 #define MAX_NODES 4096
 #define MAX_DEPS 40
 
@@ -62,7 +74,11 @@ static CUresult CUDAAPI get_nodes(CUgraph graph, CUgraphNode *nodes, size_t *cou
     return CUDA_SUCCESS;
 }
 
+/* Nodes whose type was asked for. */
+static _Atomic unsigned long type_asks;
+
 static CUresult CUDAAPI get_type(CUgraphNode node, CUgraphNodeType *type) {
+    type_asks++;
     *type = ((const fake_node_t *)node)->type;
     return CUDA_SUCCESS;
 }
@@ -163,10 +179,13 @@ static uint64_t key_of(const fake_node_t *n) {
 }
 
 /* A flat graph read with `engine` (or none): every node read once, and its edges exactly the
- * dependencies. */
-static void check_flat_with(gm_engine_t *engine, fake_graph_t *g) {
+ * dependencies; its nodes' types asked when the registry says it touches graph memory, else
+ * EMPTY (test_types_asked_only_where_needed). */
+static void check_flat_read(gm_engine_t *engine, fake_graph_t *g, bool touched) {
     gm_topology_buf_t buf;
+    touching = touched ? (CUgraph)g : NULL;
     CHECK(gm_topology_read(engine, (CUgraph)g, &buf) == CUDA_SUCCESS);
+    touching = NULL;
     const gm_topology_t *t = &buf.view;
     CHECK(t->node_count == g->count);
     unsigned expected = 0;
@@ -179,7 +198,7 @@ static void check_flat_with(gm_engine_t *engine, fake_graph_t *g) {
     for (unsigned i = 0; i < g->count; i++) {
         const fake_node_t *n = &g->nodes[i];
         int64_t to = index_of(t, key_of(n));
-        CHECK(to >= 0 && buf.types[to] == n->type);
+        CHECK(to >= 0 && buf.types[to] == (touched ? n->type : CU_GRAPH_NODE_TYPE_EMPTY));
         for (unsigned d = 0; d < n->dep_count; d++) {
             int64_t from = index_of(t, key_of(n->deps[d]));
             bool found = false;
@@ -193,8 +212,13 @@ static void check_flat_with(gm_engine_t *engine, fake_graph_t *g) {
     gm_topology_free(&buf);
 }
 
+static void check_flat_with(gm_engine_t *engine, fake_graph_t *g) {
+    check_flat_read(engine, g, false);
+}
+
 static void check_flat(fake_graph_t *g) {
-    check_flat_with(NULL, g);
+    check_flat_read(NULL, g, false);
+    check_flat_read(NULL, g, true);
 }
 
 static void test_chains(void) {
@@ -271,6 +295,7 @@ static void test_child_graph(void) {
     fake_graph_t *g = chain(3, SHUFFLED), *child = chain(2, REVERSED);
     g->nodes[1].type = CU_GRAPH_NODE_TYPE_GRAPH;
     g->nodes[1].child = child;
+    registered_parent = (CUgraph)g; /* as cuGraphAddChildGraphNode's hook records it */
     gm_topology_buf_t buf;
     CHECK(gm_topology_read(NULL, (CUgraph)g, &buf) == CUDA_SUCCESS);
     const gm_topology_t *t = &buf.view;
@@ -282,6 +307,37 @@ static void test_child_graph(void) {
     CHECK(reaches(t, a, c) && reaches(t, c, x) && reaches(t, x, y) && reaches(t, y, b));
     CHECK(!reaches(t, b, a) && !reaches(t, y, x) && !reaches(t, b, x) && !reaches(t, x, c));
     gm_topology_free(&buf);
+    registered_parent = NULL;
+    graph_free(g);
+}
+
+/* A graph the registry does not name (no child graph added through graphmem, no memset or copy on
+ * graph memory) is read without asking any node's type: a child node in it (made where graphmem
+ * does not see, holding no markers) stands for its graph as one node, in order. Named or touching,
+ * every node's type is asked and the child graph read in. */
+static void test_types_asked_only_where_needed(void) {
+    fake_graph_t *g = chain(3, SHUFFLED), *child = chain(2, REVERSED);
+    g->nodes[1].type = CU_GRAPH_NODE_TYPE_GRAPH;
+    g->nodes[1].child = child;
+    gm_topology_buf_t buf;
+    type_asks = 0;
+    CHECK(gm_topology_read(NULL, (CUgraph)g, &buf) == CUDA_SUCCESS);
+    CHECK(type_asks == 0);
+    CHECK(buf.view.node_count == 3 && buf.view.edge_count == 2);
+    int64_t a = index_of(&buf.view, key_of(&g->nodes[0])),
+            c = index_of(&buf.view, key_of(&g->nodes[1])),
+            b = index_of(&buf.view, key_of(&g->nodes[2]));
+    CHECK(a >= 0 && b >= 0 && c >= 0 && reaches(&buf.view, a, c) && reaches(&buf.view, c, b));
+    gm_topology_free(&buf);
+    for (int named = 0; named < 2; named++) {
+        *(named ? &registered_parent : &touching) = (CUgraph)g;
+        type_asks = 0;
+        CHECK(gm_topology_read(NULL, (CUgraph)g, &buf) == CUDA_SUCCESS);
+        CHECK(type_asks == 3 + 2); /* the graph's nodes, then the child's */
+        CHECK(buf.view.node_count == 6);
+        gm_topology_free(&buf);
+        registered_parent = touching = NULL;
+    }
     graph_free(g);
 }
 
@@ -437,6 +493,7 @@ int main(void) {
     RUN_TEST(test_random_dags);
     RUN_TEST(test_many_dependencies);
     RUN_TEST(test_child_graph);
+    RUN_TEST(test_types_asked_only_where_needed);
     RUN_TEST(test_listing_remembers_counts);
     RUN_TEST(test_marker_dependencies_from_the_engine);
     RUN_TEST(test_marker_dependencies_asked);
