@@ -81,6 +81,13 @@ void gm_touch_note(CUgraph graph) {
         gm_nested_record(graph, NULL, &(CUgraph){NULL}, 1, GM_NESTED_TOUCH);
 }
 
+/* Set once, never cleared: the node may stay in its graph, and be copied into others, for good. */
+static atomic_bool touch_unknown;
+
+void gm_touch_note_unknown(void) {
+    atomic_store(&touch_unknown, true);
+}
+
 static bool touches_locked(CUgraph graph, int depth) {
     for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++)
         if (nested[i].parent == graph &&
@@ -116,6 +123,8 @@ size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
 }
 
 bool gm_touches(CUgraph graph) {
+    if (atomic_load(&touch_unknown))
+        return true;
     pthread_mutex_lock(&nested_lock);
     bool found = touches_locked(graph, 0);
     pthread_mutex_unlock(&nested_lock);

@@ -37,8 +37,13 @@ size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap);
 size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap);
 /* A memset or memcpy node of `graph` (NULL: none) touches graph memory. */
 void gm_touch_note(CUgraph graph);
+/* A memset or memcpy node of a graph not known touches graph memory: its parameters were set
+ * through the node alone (cuGraphMemsetNodeSetParams, cuGraphMemcpyNodeSetParams,
+ * cuGraphNodeSetParams), and the driver has no query for a node's graph. From then on every graph
+ * may be that one (gm_touches). */
+void gm_touch_note_unknown(void);
 /* Whether `graph` or a child graph or conditional body of it, at any depth, was noted by
- * gm_touch_note. */
+ * gm_touch_note, or any graph since gm_touch_note_unknown. */
 bool gm_touches(CUgraph graph);
 /* Destroys `graph` through `call` (NULL fn: it is gone already, e.g. a failed capture's graph),
  * and forgets it and the graphs it owned, here and in the engine (NULL: not started), in one step.

@@ -10,9 +10,9 @@
 /* One body for every hook of this file: while `when` holds, the driver's call runs with the cover
  * `c` up, `covers` naming the ranges it touches; otherwise the call goes to the driver as it is.
  * A node add (`add`) on the address of a freed graph allocation is refused as the driver refuses
- * it (engine.h, gm_engine_cover_range). `graph` (evaluated after a call that succeeded and
- * covered graph memory; NULL: none) is the graph that received a node touching graph memory. */
-#define GM_COVERED(name, when, add, graph, params, args, covers)                                   \
+ * it (engine.h, gm_engine_cover_range). `note` (run after a call that succeeded and covered graph
+ * memory) tells the nested registry which graph now holds a node touching graph memory. */
+#define GM_COVERED(name, when, add, note, params, args, covers)                                    \
     CUresult gm_hook_##name params {                                                               \
         if (!(when))                                                                               \
             return gm_real.name args;                                                              \
@@ -22,34 +22,36 @@
         covers;                                                                                    \
         CUresult r = (add) && c.freed ? CUDA_ERROR_INVALID_VALUE : gm_real.name args;              \
         if (r == CUDA_SUCCESS && c.held)                                                           \
-            gm_touch_note(graph);                                                                  \
+            note;                                                                                  \
         gm_scratch_end(&c);                                                                        \
         return r;                                                                                  \
     }
 
 /* Node creation and set-params: the driver checks the targets on every such call. */
-GM_COVERED(cuGraphAddMemsetNode, true, true, hGraph,
+GM_COVERED(cuGraphAddMemsetNode, true, true, gm_touch_note(hGraph),
            (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
             size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx),
            (phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx),
            gm_scratch_cover_memset(&c, memsetParams))
-GM_COVERED(cuGraphAddMemcpyNode, true, true, hGraph,
+GM_COVERED(cuGraphAddMemcpyNode, true, true, gm_touch_note(hGraph),
            (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
             size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx),
            (phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx),
            gm_scratch_cover_memcpy(&c, copyParams))
-GM_COVERED(cuGraphMemsetNodeSetParams, true, false, NULL,
+/* A node's own setters: its graph is not known (gm_touch_note_unknown). */
+GM_COVERED(cuGraphMemsetNodeSetParams, true, false, gm_touch_note_unknown(),
            (CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams), (hNode, nodeParams),
            gm_scratch_cover_memset(&c, nodeParams))
-GM_COVERED(cuGraphMemcpyNodeSetParams, true, false, NULL,
+GM_COVERED(cuGraphMemcpyNodeSetParams, true, false, gm_touch_note_unknown(),
            (CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams), (hNode, nodeParams),
            gm_scratch_cover_memcpy(&c, nodeParams))
-GM_COVERED(cuGraphExecMemsetNodeSetParams, true, false, NULL,
+/* An exec's: no graph changes. */
+GM_COVERED(cuGraphExecMemsetNodeSetParams, true, false, (void)0,
            (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
             CUcontext ctx),
            (hGraphExec, gm_device_node(hGraphExec, hNode), memsetParams, ctx),
            gm_scratch_cover_memset(&c, memsetParams))
-GM_COVERED(cuGraphExecMemcpyNodeSetParams, true, false, NULL,
+GM_COVERED(cuGraphExecMemcpyNodeSetParams, true, false, (void)0,
            (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams,
             CUcontext ctx),
            (hGraphExec, gm_device_node(hGraphExec, hNode), copyParams, ctx),
@@ -80,10 +82,10 @@ static CUgraph capture_graph(CUstream stream, bool ptsz) {
 
 /* The captured entries, each with its `_ptsz` twin: covered only while their stream captures. */
 #define GM_CAPTURED(name, params, args, stream, covers)                                            \
-    GM_COVERED(name, capturing(stream, false), false, capture_graph(stream, false), params, args,  \
-               covers)                                                                             \
-    GM_COVERED(name##_ptsz, capturing(stream, true), false, capture_graph(stream, true), params,   \
-               args, covers)
+    GM_COVERED(name, capturing(stream, false), false, gm_touch_note(capture_graph(stream, false)), \
+               params, args, covers)                                                               \
+    GM_COVERED(name##_ptsz, capturing(stream, true), false,                                        \
+               gm_touch_note(capture_graph(stream, true)), params, args, covers)
 
 #define GM_MEMSET_1D(name, type, value, unit)                                                      \
     GM_CAPTURED(name, (CUdeviceptr dstDevice, type value, size_t N, CUstream hStream),             \

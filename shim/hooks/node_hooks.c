@@ -461,6 +461,8 @@ CUresult gm_hook_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *node
     gm_scratch_begin(&cover, gm_glue_engine_if_started());
     gm_scratch_cover_node(&cover, nodeParams);
     CUresult r = gm_real.cuGraphNodeSetParams(hNode, nodeParams);
+    if (r == CUDA_SUCCESS && cover.held)
+        gm_touch_note_unknown(); /* as cuGraphMemsetNodeSetParams */
     gm_scratch_end(&cover);
     return r;
 }

@@ -188,6 +188,19 @@ static void test_null_root_keeps_notes(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A memset or copy set onto graph memory through its node alone names no graph: from then on every
+ * graph may hold it, destroyed graphs' notes or not. Last: the mark is never cleared. */
+static void test_unknown_touch_covers_every_graph(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    CHECK(!gm_touches(graph_of(0x9000)) && !gm_touches(graph_of(0x9100)));
+    gm_touch_note_unknown();
+    CHECK(gm_touches(graph_of(0x9000)) && gm_touches(graph_of(0x9100)));
+    CHECK_EQ_INT(gm_graph_destroy_nested(s.engine, graph_of(0x9000), GM_NO_CALL), GM_OK);
+    CHECK(gm_touches(graph_of(0x9000)) && gm_touches(graph_of(0x9100)));
+    CHECK(sim_fini(&s));
+}
+
 int main(void) {
     RUN_TEST(test_touch_notes_survive_other_destroys);
     RUN_TEST(test_descendants_die_with_their_graph);
@@ -195,5 +208,6 @@ int main(void) {
     RUN_TEST(test_many_descendants);
     RUN_TEST(test_own_note_after_touching_child);
     RUN_TEST(test_null_root_keeps_notes);
+    RUN_TEST(test_unknown_touch_covers_every_graph);
     return gm_check_summary();
 }
