@@ -324,7 +324,11 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     if (result != CUDA_SUCCESS)
         return result;
     gm_graph_forget_stale(*phGraphClone);
-    if (gm_touches(originalGraph))
+    /* A clone touches what its original touches. The copies of the original's child graphs are
+     * not registered either: a memset on graph memory added to one later would be noted on it
+     * alone, out of the clone's reach, so such a clone is noted too (its read-back then asks every
+     * node's type, reads its child graphs in and covers what they hold). */
+    if (gm_touches(originalGraph) || gm_nested_names(originalGraph))
         gm_touch_note(*phGraphClone);
     if (!markers)
         return result;

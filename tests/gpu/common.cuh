@@ -180,6 +180,35 @@ static inline bool end_capture_observed(cudaStream_t s, cudaError_t rc, cudaGrap
     return rc == cudaSuccess && end == cudaSuccess;
 }
 
+// Captures, instantiates and launches on `s` a graph that allocates and frees `bytes`, observed
+// as `key` (the first error, or success). Under graphmem the first launch of an exec unmaps the
+// scratch pages a cover left idle (they would otherwise keep backing another graph's allocation
+// that never launched); natively it is an ordinary graph launch.
+static inline void launch_unrelated_graph(cudaStream_t s, size_t bytes, const char *key) {
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t e = nullptr;
+    void *p = nullptr;
+    cudaError_t rc = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    if (rc == cudaSuccess) {
+        cudaError_t captured = cudaMallocAsync(&p, bytes, s);
+        if (captured == cudaSuccess)
+            captured = cudaFreeAsync(p, s);
+        rc = cudaStreamEndCapture(s, &g);
+        rc = captured != cudaSuccess ? captured : rc;
+    }
+    if (rc == cudaSuccess)
+        rc = cudaGraphInstantiate(&e, g, 0);
+    if (rc == cudaSuccess)
+        rc = cudaGraphLaunch(e, s);
+    if (rc == cudaSuccess)
+        rc = cudaStreamSynchronize(s);
+    obs_rc(key, rc);
+    if (e)
+        cudaGraphExecDestroy(e);
+    if (g)
+        cudaGraphDestroy(g);
+}
+
 // A call a GLOBAL capture forbids (cudaMalloc) invalidates the capture on `s`, which then ends
 // with no graph (§A4.10): observed as "forbidden_malloc", "end_capture", "end_capture_graph_null".
 static inline void fail_global_capture(cudaStream_t s) {

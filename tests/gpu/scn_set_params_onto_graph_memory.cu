@@ -3,8 +3,11 @@
 // cudaGraphNodeSetParams): the graph holding the node is instantiated afterwards, when the driver
 // checks each node's target again. Under graphmem that target is mapped only while graphmem covers
 // it, and the setters say nothing of the node's graph. Each graph: alloc A -> memset or copy (set
-// onto A) -> check every word of A -> free A; instantiate, launch, check.
-#include "common.cuh"
+// onto A) -> check every word of A -> free A; after the set, an unrelated graph's launch (under
+// graphmem it unmaps the scratch pages a cover left idle, which would otherwise still back A);
+// then instantiate, launch, check. Each setter runs in a process of its own (entries.cuh), so that
+// one setter's effect cannot stand in for another's.
+#include "entries.cuh"
 
 static const size_t kBytes = 4u << 20;
 static const size_t kWords = kBytes / 4;
@@ -58,6 +61,9 @@ static void run(const char *name, Setter setter, cudaStream_t s, void *ordinary,
     snprintf(key, sizeof key, "%s_set_params", name);
     obs_rc(key, rc);
 
+    snprintf(key, sizeof key, "%s_other_launch", name);
+    launch_unrelated_graph(s, kBytes, key);
+
     cudaGraphExec_t e = nullptr;
     snprintf(key, sizeof key, "%s_instantiate", name);
     obs_rc(key, cudaGraphInstantiate(&e, g, 0));
@@ -70,8 +76,7 @@ static void run(const char *name, Setter setter, cudaStream_t s, void *ordinary,
     cudaGraphDestroy(g);
 }
 
-int main() {
-    require_graph_memory();
+static void each_setter(Setter setter, const char *name, uint32_t value) {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     unsigned *bad = new_counter();
@@ -79,15 +84,33 @@ int main() {
     obs_rc("ordinary", cudaMalloc(&ordinary, kBytes));
     obs_rc("source", cudaMalloc(&source, kBytes));
     obs_rc("source_fill", cudaMemset(source, 0x5a, kBytes));
-    run("memset", MEMSET_SETTER, s, ordinary, source, 7, bad);
-    run("memcpy", MEMCPY_SETTER, s, ordinary, source, 0x5a5a5a5a, bad);
-    run("generic", GENERIC_SETTER, s, ordinary, source, 9, bad);
+    run(name, setter, s, ordinary, source, value, bad);
     unsigned h = 1;
     cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost);
-    obs_int("wrong_words", h);
+    char key[80];
+    snprintf(key, sizeof key, "%s_wrong_words", name);
+    obs_int(key, h);
     cudaFree(ordinary);
     cudaFree(source);
     cudaFree(bad);
     cudaStreamDestroy(s);
+}
+
+static void memset_case(void) {
+    each_setter(MEMSET_SETTER, "memset", 7);
+}
+
+static void memcpy_case(void) {
+    each_setter(MEMCPY_SETTER, "memcpy", 0x5a5a5a5a);
+}
+
+static void generic_case(void) {
+    each_setter(GENERIC_SETTER, "generic", 9);
+}
+
+int main() {
+    run_isolated("memset", memset_case);
+    run_isolated("memcpy", memcpy_case);
+    run_isolated("generic", generic_case);
     return 0;
 }

@@ -2,8 +2,9 @@
 // (cudaGraphMemsetNodeSetParams), onto the allocation of another graph that has not launched yet:
 // the driver checks the target when the graph is instantiated, and under graphmem that memory is
 // not mapped before the other graph's launch unless graphmem covers it. G: alloc A (escapes);
-// H: memset (made on a plain buffer, then set onto A) -> check A. Instantiate both, launch G then
-// H, check; free A.
+// H: memset (made on a plain buffer, then set onto A) -> check A. After the set, an unrelated
+// graph's launch (under graphmem it unmaps the scratch pages the setter's cover left idle); then
+// instantiate both, launch G then H, check; free A.
 #include "common.cuh"
 
 static const size_t kBytes = 4u << 20;
@@ -28,6 +29,7 @@ int main() {
                                    (const void *)k_check_value));
     cudaMemsetParams onto_a = memset_words(a, kBytes, 6);
     obs_rc("set_params", cudaGraphMemsetNodeSetParams(memset_node, &onto_a));
+    launch_unrelated_graph(s, kBytes, "other_launch");
 
     cudaGraphExec_t ge = nullptr, he = nullptr;
     obs_rc("instantiate_g", cudaGraphInstantiate(&ge, g, 0));
