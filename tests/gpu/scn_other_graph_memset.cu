@@ -6,7 +6,9 @@
 // child graph; then G1 launches, G2 runs, and the data is checked. Before G2 is instantiated,
 // another graph touching A is destroyed, and a child node whose graph touches A: neither may take
 // G2's note with it (a destroy once dropped every graph's); nor may a child node destroyed in a
-// graph with a memset of its own take that graph's note.
+// graph with a memset of its own take that graph's note. An unrelated graph launches before each
+// instantiation: under graphmem it unmaps the scratch pages an earlier cover left idle, so each
+// instantiation is covered by its own note.
 #include "common.cuh"
 
 static const size_t kBytes = 4u << 20;
@@ -43,17 +45,21 @@ int main() {
     obs_rc("own_child_node", cudaGraphAddChildGraphNode(&own_child, own, nullptr, 0, g2));
     obs_rc("own_memset_node", cudaGraphAddMemsetNode(&own_memset, own, nullptr, 0, &m));
     obs_rc("own_destroy_child_node", cudaGraphDestroyNode(own_child));
+    launch_unrelated_graph(s, kBytes, "unrelated_before_own");
     obs_rc("own_instantiate_before_g1_launch", cudaGraphInstantiate(&eo, own, 0));
     if (eo)
         cudaGraphExecDestroy(eo);
     cudaGraphDestroy(own);
     cudaGraphExec_t e2 = nullptr, ec = nullptr, ep = nullptr, e1 = nullptr;
+    launch_unrelated_graph(s, kBytes, "unrelated_before_g2");
     obs_rc("g2_instantiate_before_g1_launch", cudaGraphInstantiate(&e2, g2, 0));
     obs_rc("clone", cudaGraphClone(&clone, g2));
+    launch_unrelated_graph(s, kBytes, "unrelated_before_clone");
     obs_rc("clone_instantiate",
            clone ? cudaGraphInstantiate(&ec, clone, 0) : cudaErrorInvalidValue);
     cudaGraphCreate(&parent, 0);
     obs_rc("child_node", cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, g2));
+    launch_unrelated_graph(s, kBytes, "unrelated_before_parent");
     obs_rc("parent_instantiate", cudaGraphInstantiate(&ep, parent, 0));
     obs_rc("g1_instantiate", cudaGraphInstantiate(&e1, g1, 0));
     obs_rc("g1_launch", e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
