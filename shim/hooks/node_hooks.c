@@ -221,6 +221,52 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
 }
 
 /* Nested graphs are recorded even before the engine starts: they may receive markers later. */
+/* The child graphs of `copy` (a clone, or a child node's copy, of a graph the nested registry
+ * names), at any depth, recorded as children: the driver made them with new handles and refuses
+ * memory nodes in them as in any child graph (§A3.6), where unrecorded graphmem would serve them.
+ * Only graphs the registry names are walked: a graph that never had a child node added through
+ * graphmem has none to copy. The conditional bodies of a copy cannot be found (the driver has no
+ * query for a node's bodies). A walk cut short by a failed query or no host memory leaves those
+ * children unrecorded, as before the walk. */
+static void record_copied_children(CUgraph copy, int depth) {
+    size_t count = 0;
+    if (depth > GM_NESTING_MAX || gm_real.cuGraphGetNodes(copy, NULL, &count) != CUDA_SUCCESS ||
+        count == 0)
+        return;
+    CUgraphNode *nodes = malloc(count * sizeof *nodes);
+    if (nodes == NULL || gm_real.cuGraphGetNodes(copy, nodes, &count) != CUDA_SUCCESS)
+        count = 0;
+    for (size_t i = 0; i < count; i++) {
+        CUgraphNodeType type;
+        CUgraph child = NULL;
+        if (gm_drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS ||
+            type != CU_GRAPH_NODE_TYPE_GRAPH ||
+            gm_real.cuGraphChildGraphNodeGetGraph(nodes[i], &child) != CUDA_SUCCESS)
+            continue;
+        gm_graph_forget_stale(child); /* a copy: a new handle */
+        gm_nested_record(copy, nodes[i], &child, 1, GM_NESTED_CHILD);
+        record_copied_children(child, depth + 1);
+    }
+    free(nodes);
+}
+
+/* The graph of the child-graph node `node` of `graph`, recorded as a child. When it is the
+ * driver's copy of `original` (a new handle), it touches what its original touches, and the child
+ * graphs copied inside it are recorded too. */
+static void record_child(CUgraph graph, CUgraphNode node, CUgraph original) {
+    CUgraph child = NULL;
+    if (gm_real.cuGraphChildGraphNodeGetGraph(node, &child) != CUDA_SUCCESS)
+        return;
+    bool copy = child != original;
+    if (copy)
+        gm_graph_forget_stale(child);
+    gm_nested_record(graph, node, &child, 1, GM_NESTED_CHILD);
+    if (copy && gm_touches(original))
+        gm_touch_note(child);
+    if (copy && gm_nested_names(original))
+        record_copied_children(child, 1);
+}
+
 static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
                            const CUgraphNodeParams *p) {
     if (result != CUDA_SUCCESS || p == NULL)
@@ -232,15 +278,8 @@ static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
         gm_nested_record(graph, node, p->conditional.phGraph_out, p->conditional.size,
                          GM_NESTED_BODY);
     }
-    CUgraph child = NULL;
-    if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
-        gm_real.cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) {
-        if (child != p->graph.graph)
-            gm_graph_forget_stale(child); /* a copy: a new handle */
-        gm_nested_record(graph, node, &child, 1, GM_NESTED_CHILD);
-        if (child != p->graph.graph && gm_touches(p->graph.graph))
-            gm_touch_note(child); /* a clone touches what its original touches */
-    }
+    if (p->type == CU_GRAPH_NODE_TYPE_GRAPH)
+        record_child(graph, node, p->graph.graph);
     if (engine == NULL)
         return;
     if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
@@ -286,14 +325,8 @@ CUresult gm_hook_cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGra
                         : CUDA_ERROR_NOT_SUPPORTED;
     CUresult result = gm_real.cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies,
                                                        numDependencies, childGraph);
-    CUgraph clone = NULL;
-    if (result == CUDA_SUCCESS &&
-        gm_real.cuGraphChildGraphNodeGetGraph(*phGraphNode, &clone) == CUDA_SUCCESS) {
-        gm_graph_forget_stale(clone);
-        gm_nested_record(hGraph, *phGraphNode, &clone, 1, GM_NESTED_CHILD);
-        if (gm_touches(childGraph))
-            gm_touch_note(clone); /* the clone touches what its original touches */
-    }
+    if (result == CUDA_SUCCESS)
+        record_child(hGraph, *phGraphNode, childGraph);
     return result;
 }
 
@@ -324,10 +357,13 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     if (result != CUDA_SUCCESS)
         return result;
     gm_graph_forget_stale(*phGraphClone);
-    /* A clone touches what its original touches. The copies of the original's child graphs are
-     * not registered either: a memset on graph memory added to one later would be noted on it
-     * alone, out of the clone's reach, so such a clone is noted too (its read-back then asks every
-     * node's type, reads its child graphs in and covers what they hold). */
+    if (gm_nested_names(originalGraph))
+        record_copied_children(*phGraphClone, 0);
+    /* A clone touches what its original touches. The copies of the original's conditional
+     * bodies are not registered (record_copied_children cannot find them): a memset on graph
+     * memory added to one later would be noted on it alone, out of the clone's reach, so a clone
+     * of a graph naming nested graphs is noted too (its read-back then asks every node's type,
+     * reads its child graphs in and covers what they hold). */
     if (gm_touches(originalGraph) || gm_nested_names(originalGraph))
         gm_touch_note(*phGraphClone);
     if (!markers)
