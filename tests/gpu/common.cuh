@@ -262,6 +262,21 @@ static inline cudaMemsetParams memset_words(void *p, size_t bytes, uint32_t valu
     return m;
 }
 
+// The same memset as generic node parameters (cudaGraphAddNode, cudaGraphNodeSetParams,
+// cudaGraphExecNodeSetParams).
+static inline cudaGraphNodeParams memset_node_params(void *p, size_t bytes, uint32_t value) {
+    cudaGraphNodeParams n = {};
+    n.type = cudaGraphNodeTypeMemset;
+    cudaMemsetParams m = memset_words(p, bytes, value);
+    n.memset.dst = m.dst;
+    n.memset.pitch = m.pitch;
+    n.memset.value = m.value;
+    n.memset.elementSize = m.elementSize;
+    n.memset.width = m.width;
+    n.memset.height = m.height;
+    return n;
+}
+
 static inline cudaError_t add_alloc(cudaGraphNode_t *node, cudaGraph_t g,
                                     const cudaGraphNode_t *deps, size_t ndeps, size_t bytes,
                                     void **dptr) {

@@ -7,19 +7,6 @@
 
 static const size_t kBytes = 4u << 20;
 
-static cudaGraphNodeParams memset_params(void *a, uint32_t value) {
-    cudaGraphNodeParams p = {};
-    p.type = cudaGraphNodeTypeMemset;
-    cudaMemsetParams m = memset_words(a, kBytes, value);
-    p.memset.dst = m.dst;
-    p.memset.pitch = m.pitch;
-    p.memset.value = m.value;
-    p.memset.elementSize = m.elementSize;
-    p.memset.width = m.width;
-    p.memset.height = m.height;
-    return p;
-}
-
 int main() {
     require_graph_memory();
     cudaStream_t s;
@@ -45,7 +32,7 @@ int main() {
     obs_rc("check_node", cudaGraphAddNode(&check, g, &memset_node, nullptr, 1, &cp));
     obs_rc("free_node", cudaGraphAddMemFreeNode(&free_node, g, &check, 1, a));
 
-    cudaGraphNodeParams p2 = memset_params(a, 2);
+    cudaGraphNodeParams p2 = memset_node_params(a, kBytes, 2);
     obs_rc("node_set_params", cudaGraphNodeSetParams(memset_node, &p2));
     cudaGraphExec_t e = nullptr;
     obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));
@@ -53,7 +40,7 @@ int main() {
     obs_rc("sync_1", cudaStreamSynchronize(s));
     for (uint32_t round = 3; round <= 4 && e; round++) {
         char key[48];
-        cudaGraphNodeParams p = memset_params(a, round);
+        cudaGraphNodeParams p = memset_node_params(a, kBytes, round);
         snprintf(key, sizeof key, "exec_node_set_params_%u", round);
         obs_rc(key, cudaGraphExecNodeSetParams(e, memset_node, &p));
         value_now = round;

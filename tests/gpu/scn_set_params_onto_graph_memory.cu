@@ -47,15 +47,7 @@ static void run(const char *name, Setter setter, cudaStream_t s, void *ordinary,
     } else if (setter == MEMCPY_SETTER) {
         rc = cudaGraphMemcpyNodeSetParams1D(middle, a, source, kBytes, cudaMemcpyDeviceToDevice);
     } else {
-        cudaGraphNodeParams p = {};
-        p.type = cudaGraphNodeTypeMemset;
-        cudaMemsetParams m = memset_words(a, kBytes, value);
-        p.memset.dst = m.dst;
-        p.memset.pitch = m.pitch;
-        p.memset.value = m.value;
-        p.memset.elementSize = m.elementSize;
-        p.memset.width = m.width;
-        p.memset.height = m.height;
+        cudaGraphNodeParams p = memset_node_params(a, kBytes, value);
         rc = cudaGraphNodeSetParams(middle, &p);
     }
     snprintf(key, sizeof key, "%s_set_params", name);
