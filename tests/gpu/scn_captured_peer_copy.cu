@@ -10,7 +10,9 @@
 // launched); G2 is instantiated before G1 ever launched, then G1 launches, G2 runs, and A and out
 // are checked. On an H200 (driver 580) the driver checked the peer copies' addresses neither at
 // capture nor at instantiation: graphmem matched it with these calls forwarded, uncovered, and
-// G2 not noted as touching graph memory.
+// G2 not noted as touching graph memory. Across two devices (two H200s, peer access on) the
+// driver refuses to capture cuMemcpyPeerAsync at all (cudaErrorStreamCaptureUnsupported, the
+// capture invalidated), and graphmem answers the same.
 #include <cuda.h>
 
 #include "common.cuh"
