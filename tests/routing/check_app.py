@@ -12,6 +12,10 @@
    (which CMake always passes: hooks are never sibling calls, shim/CMakeLists.txt) no hooked
    entry was reached from outside libgraphmem.so, before or after the exit line.
 4. The stats JSON is version 1 and lists every hooked name.
+5. With --every-hook LIB (the library built to call every hook, also where hooks.def lets the
+   entry forward an idle hook's call itself): the same program output, exit code and driver calls
+   (the mock's counts of each entry and caller, before and after the exit line) as under graphmem.
+   A hook that did more than forward while its idle test holds would show here.
 """
 import argparse
 import collections
@@ -67,6 +71,27 @@ def split(stdout):
     return [l for l in lines if not l.startswith("entry ")], [l for l in lines if l.startswith("entry ")]
 
 
+def every_hook_differences(args, base, tmp, shortcut_run, shortcut_log):
+    """Check 5: the run under the every-hook library against the run under graphmem."""
+    log = os.path.join(tmp, "every_hook.log")
+    env = dict(base, LD_PRELOAD=args.every_hook, GRAPHMEM_STATS_FILE=os.path.join(tmp, "every.json"))
+    rc, out, err = run(args.app, env, log)
+    grc, gout, _ = shortcut_run
+    failures = []
+    if rc != grc:
+        failures.append("every-hook run: rc %d, graphmem %d; stderr tail:\n%s" % (rc, grc, err[-2000:]))
+    if out != gout:
+        failures.append("every-hook run: program output differs from graphmem's:\n  graphmem:   %s\n  every hook: %s"
+                        % ([l for l in gout.splitlines() if l not in out.splitlines()],
+                           [l for l in out.splitlines() if l not in gout.splitlines()]))
+    for part, (shortcut, every) in zip(("before", "after"), zip(calls(shortcut_log), calls(log))):
+        for key in sorted(set(shortcut) | set(every)):
+            if shortcut[key] != every[key]:
+                failures.append("every-hook run: %s from %s %d time(s) %s the exit line, graphmem %d"
+                                % (key[0], key[1], every[key], part, shortcut[key]))
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app", required=True)
@@ -74,6 +99,7 @@ def main():
     ap.add_argument("--graphmem", required=True)
     ap.add_argument("--hooks-def", required=True)
     ap.add_argument("--strict-caller", action="store_true")
+    ap.add_argument("--every-hook", help="libgraphmem.so built with GRAPHMEM_EVERY_HOOK_CALLED")
     args = ap.parse_args()
     hooked = set(hooked_names(args.hooks_def))
     failures = []
@@ -126,6 +152,8 @@ def main():
                 if name in hooked and routed < n:
                     failures.append("%s: called %d time(s) natively after the exit handlers, %d through graphmem"
                                     % (name, n, routed))
+        if args.every_hook and os.path.exists(gm_log):
+            failures += every_hook_differences(args, base, tmp, (grc, gout, gerr), gm_log)
         try:
             with open(stats) as f:
                 doc = json.load(f)
