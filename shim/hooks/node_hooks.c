@@ -220,7 +220,6 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
     }
 }
 
-/* Nested graphs are recorded even before the engine starts: they may receive markers later. */
 /* The child graphs of `copy` (a clone, or a child node's copy, of a graph the nested registry
  * names), at any depth, recorded as children: the driver made them with new handles and refuses
  * memory nodes in them as in any child graph (§A3.6), where unrecorded graphmem would serve them.
@@ -267,6 +266,7 @@ static void record_child(CUgraph graph, CUgraphNode node, CUgraph original) {
         record_copied_children(child, 1);
 }
 
+/* Nested graphs are recorded even before the engine starts: they may receive markers later. */
 static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
                            const CUgraphNodeParams *p) {
     if (result != CUDA_SUCCESS || p == NULL)
@@ -359,11 +359,10 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     gm_graph_forget_stale(*phGraphClone);
     if (gm_nested_names(originalGraph))
         record_copied_children(*phGraphClone, 0);
-    /* A clone touches what its original touches. The copies of the original's conditional
-     * bodies are not registered (record_copied_children cannot find them): a memset on graph
-     * memory added to one later would be noted on it alone, out of the clone's reach, so a clone
-     * of a graph naming nested graphs is noted too (its read-back then asks every node's type,
-     * reads its child graphs in and covers what they hold). */
+    /* A clone touches what its original touches (the notes of the original's nested graphs are
+     * not copied to the copies recorded above, so the clone itself is noted). A clone of a graph
+     * naming nested graphs is noted too, which scn_clone_child_memset needed before the copies
+     * were recorded: its read-back then asks every node's type and reads its child graphs in. */
     if (gm_touches(originalGraph) || gm_nested_names(originalGraph))
         gm_touch_note(*phGraphClone);
     if (!markers)
