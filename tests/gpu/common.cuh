@@ -170,6 +170,24 @@ static inline bool check_words(cudaStream_t s, const void *p, size_t n, uint32_t
     return bad == 0;
 }
 
+// Words of `p` (`bytes`) not equal to `v`, checked after the work already in `s`; -1 when the
+// check could not run (e.g. after a sticky fault).
+static inline long long wrong_words(cudaStream_t s, const void *p, size_t bytes, uint32_t v) {
+    unsigned *bad = nullptr, h = 1;
+    cudaError_t rc = cudaMalloc(&bad, sizeof h);
+    if (rc == cudaSuccess)
+        rc = cudaMemsetAsync(bad, 0, sizeof h, s);
+    if (rc == cudaSuccess) {
+        k_check_value<<<kGrid, kBlock, 0, s>>>((const uint32_t *)p, bytes / 4, v, bad);
+        rc = cudaStreamSynchronize(s);
+    }
+    if (rc == cudaSuccess)
+        rc = cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost);
+    cudaFree(bad);
+    (void)cudaGetLastError();
+    return rc == cudaSuccess ? (long long)h : -1LL;
+}
+
 // Ends the capture on `s` into *g and observes "capture" (`rc`, the first error of the captured
 // calls) and "end_capture"; true when both succeeded and the graph can be used.
 static inline bool end_capture_observed(cudaStream_t s, cudaError_t rc, cudaGraph_t *g) {

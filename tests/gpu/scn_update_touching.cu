@@ -14,17 +14,6 @@
 
 static const size_t kBytes = 1u << 20;
 
-// Words of `p` (`bytes`) not equal to `v`, or -1 when the check could not run.
-static long long wrong_words(cudaStream_t s, const void *p, size_t bytes, uint32_t v) {
-    unsigned *bad = new_counter(), h = 1;
-    k_check_value<<<kGrid, kBlock, 0, s>>>((const uint32_t *)p, bytes / 4, v, bad);
-    cudaError_t rc = cudaStreamSynchronize(s);
-    if (rc == cudaSuccess)
-        rc = cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost);
-    cudaFree(bad);
-    return rc == cudaSuccess ? (long long)h : -1LL;
-}
-
 // memset `target` to `value` -> copy `target` to `out`, after `deps`; the copy node to *last.
 static cudaError_t add_set_and_copy(cudaGraph_t g, const cudaGraphNode_t *deps, size_t ndeps,
                                     void *target, void *out, uint32_t value,
