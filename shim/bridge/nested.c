@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "log.h"
 #include "util.h"
 
 typedef struct nested {
@@ -27,6 +28,19 @@ static void count_children(const nested_t *entry, int delta) {
         atomic_fetch_add_explicit(&child_count, (unsigned)delta, memory_order_release);
 }
 
+/* Set for good once an entry could not be recorded (no host memory for it): a child graph (whose
+ * markers the read-back must find) or a touching graph may be missing here, so from then on every
+ * graph counts as named and as touching (gm_nested_names, gm_touches): the read-back asks every
+ * node's type and the instantiation covers every memset and copy, as before the registry decided.
+ */
+static atomic_bool incomplete;
+
+static void mark_incomplete(void) {
+    if (!atomic_exchange(&incomplete, true))
+        gm_log(GM_LOG_WARN, "no host memory for the nested-graph registry: every graph is now read "
+                            "back in full at instantiation");
+}
+
 void gm_nested_record(CUgraph parent, CUgraphNode node, const CUgraph *graphs, unsigned count,
                       gm_nested_kind_t kind) {
     pthread_mutex_lock(&nested_lock);
@@ -38,8 +52,10 @@ void gm_nested_record(CUgraph parent, CUgraphNode node, const CUgraph *graphs, u
             i++;
     }
     for (unsigned i = 0; i < count; i++) {
-        if (gm_grow((void **)&nested, &nested_cap, nested_count + 1, sizeof *nested) != GM_OK)
+        if (gm_grow((void **)&nested, &nested_cap, nested_count + 1, sizeof *nested) != GM_OK) {
+            mark_incomplete();
             break;
+        }
         nested[nested_count++] = (nested_t){parent, graphs[i], node, kind, false, false};
         count_children(&nested[nested_count - 1], 1);
     }
@@ -123,7 +139,7 @@ size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
 }
 
 bool gm_touches(CUgraph graph) {
-    if (atomic_load(&touch_unknown))
+    if (atomic_load(&touch_unknown) || atomic_load(&incomplete))
         return true;
     pthread_mutex_lock(&nested_lock);
     bool found = touches_locked(graph, 0);
@@ -281,6 +297,8 @@ gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_drive
 bool gm_nested_names(CUgraph graph) {
     if (graph == NULL)
         return false;
+    if (atomic_load(&incomplete))
+        return true;
     pthread_mutex_lock(&nested_lock);
     bool named = false;
     for (uint32_t i = 0; i < nested_count && !named; i++)

@@ -43,13 +43,15 @@ void gm_touch_note(CUgraph graph);
  * may be that one (gm_touches). */
 void gm_touch_note_unknown(void);
 /* Whether `graph` or a child graph or conditional body of it, at any depth, was noted by
- * gm_touch_note, or any graph since gm_touch_note_unknown. */
+ * gm_touch_note; any graph since gm_touch_note_unknown, or since an entry could not be recorded
+ * (no host memory: the registry may miss one). */
 bool gm_touches(CUgraph graph);
 /* Destroys `graph` through `call` (NULL fn: it is gone already, e.g. a failed capture's graph),
  * and forgets it and the graphs it owned, here and in the engine (NULL: not started), in one step.
  * GM_ERR_DRIVER when the call failed (nothing is forgotten). */
 gm_status_t gm_graph_destroy_nested(gm_engine_t *engine, CUgraph graph, gm_driver_call_t call);
-/* Whether an entry here names `graph`, as a graph or as the parent of one. */
+/* Whether an entry here names `graph`, as a graph or as the parent of one; any graph since an
+ * entry could not be recorded (no host memory: the registry may miss one). */
 bool gm_nested_names(CUgraph graph);
 /* The same for a node (cuGraphDestroyNode through `call`): the graphs it owns (a conditional
  * node's bodies) and those nested in them go with it. */
