@@ -178,6 +178,16 @@ bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {
     return found;
 }
 
+CUgraph gm_nested_child_parent(CUgraphNode node) {
+    pthread_mutex_lock(&nested_lock);
+    CUgraph parent = NULL;
+    for (size_t i = 0; node != NULL && i < nested_count && parent == NULL; i++)
+        if (nested[i].node == node && nested[i].kind == GM_NESTED_CHILD)
+            parent = nested[i].parent;
+    pthread_mutex_unlock(&nested_lock);
+    return parent;
+}
+
 bool gm_nested_is_child(CUgraph graph) {
     if (atomic_load_explicit(&child_count, memory_order_acquire) == 0)
         return false;

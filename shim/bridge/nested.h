@@ -31,6 +31,8 @@ bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph);
  * of an allocation it did not make (NULL: none): it may run zero or many times. */
 CUgraph gm_conditional_body_not_contained(gm_engine_t *engine, CUgraph graph);
 bool gm_nested_is_child(CUgraph graph);
+/* The graph holding the child-graph node `node`, as recorded with its child (NULL: not known). */
+CUgraph gm_nested_child_parent(CUgraphNode node);
 /* The bodies of the conditional node `node` (up to `cap` into `out`); returns how many it has. */
 size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap);
 /* The conditional bodies of `graph` itself (up to `cap` into `out`); returns how many it has. */

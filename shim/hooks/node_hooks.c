@@ -493,7 +493,37 @@ CUresult gm_hook_cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode 
     return gm_real.cuGraphRemoveDependencies_v2(hGraph, from, to, edgeData, numDependencies);
 }
 
+/* A child-graph node's graph replaced through the node: the driver copies the graph in, and
+ * refuses one with memory nodes (CUDA_ERROR_NOT_SUPPORTED, driver 580: tests/SEMANTICS.md
+ * §A3.17), so one holding markers is refused alike, also under GRAPHMEM_LIFT_RESTRICTIONS (the
+ * node's graph, whose markers a copy would have to join, is not known here). The node's type is
+ * asked first: any other node is the driver's to refuse. The copy replaces the node's old graph in
+ * the nested registry as a child graph added anew (memory nodes refused in it, its touches seen
+ * from the parent); with the parent not known, a copy of a touching graph could be in any. */
+static CUresult set_child_params(CUgraphNode node, CUgraphNodeParams *p) {
+    CUgraphNodeType type;
+    if (node != NULL && p->graph.graph != NULL && copy_needs_graphmem(p->graph.graph) &&
+        gm_drv.cuGraphNodeGetType(node, &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_GRAPH)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUgraph old = NULL;
+    if (node == NULL || gm_real.cuGraphChildGraphNodeGetGraph(node, &old) != CUDA_SUCCESS)
+        old = NULL;
+    CUgraph parent = gm_nested_child_parent(node);
+    CUresult r = gm_real.cuGraphNodeSetParams(node, p);
+    if (r != CUDA_SUCCESS || old == NULL)
+        return r;
+    /* The old graph's entries go (its handle may be the copy's, or dead now). */
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    GM_RELAXED((void)gm_graph_destroy_nested(engine, old, GM_NO_CALL));
+    if (parent == NULL && gm_touches(p->graph.graph))
+        gm_touch_note_unknown();
+    record_child(parent, node, p->graph.graph);
+    return r;
+}
+
 CUresult gm_hook_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {
+    if (nodeParams != NULL && nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH)
+        return set_child_params(hNode, nodeParams);
     if (gm_marker_of(hNode, NULL) != GM_MARKER_NONE)
         return CUDA_ERROR_NOT_SUPPORTED; /* memory node parameters cannot be modified */
     gm_scratch_t cover; /* memset/memcpy targets are checked as by the dedicated setters */

@@ -188,6 +188,40 @@ static void test_null_root_keeps_notes(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A child node's graph replaced through the node (cuGraphNodeSetParams, node_hooks.c): the node
+ * tells its parent; the old graph goes with what it held, and the copy, recorded anew under the
+ * same parent, is a child graph whose note the parent sees. */
+static void test_child_replaced_through_node(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    const uint64_t parent = 0xa000, node = 0xa100, old = 0xa200, grandchild = 0xa300, copy = 0xa400,
+                   body_node = 0xa500, body = 0xa600;
+    gm_nested_record(graph_of(parent), node_of(node), &(CUgraph){graph_of(old)}, 1,
+                     GM_NESTED_CHILD);
+    gm_nested_record(graph_of(old), node_of(0xa250), &(CUgraph){graph_of(grandchild)}, 1,
+                     GM_NESTED_CHILD);
+    gm_nested_record(graph_of(parent), node_of(body_node), &(CUgraph){graph_of(body)}, 1,
+                     GM_NESTED_BODY);
+    CHECK(gm_nested_child_parent(node_of(node)) == graph_of(parent));
+    CHECK(gm_nested_child_parent(node_of(body_node)) == NULL); /* a body, not a child */
+    CHECK(gm_nested_child_parent(node_of(0xa999)) == NULL);
+    CHECK(gm_nested_child_parent(NULL) == NULL);
+
+    CHECK_EQ_INT(gm_graph_destroy_nested(s.engine, graph_of(old), GM_NO_CALL), GM_OK);
+    CHECK(gm_nested_child_parent(node_of(node)) == NULL);
+    CHECK(!gm_nested_is_child(graph_of(grandchild)));
+    CHECK(!gm_touches(graph_of(parent)));
+    gm_nested_record(graph_of(parent), node_of(node), &(CUgraph){graph_of(copy)}, 1,
+                     GM_NESTED_CHILD);
+    gm_touch_note(graph_of(copy));
+    CHECK(gm_nested_child_parent(node_of(node)) == graph_of(parent));
+    CHECK(gm_nested_is_child(graph_of(copy)));
+    CHECK(gm_touches(graph_of(parent)));
+    CHECK_EQ_INT(gm_graph_destroy_nested(s.engine, graph_of(parent), GM_NO_CALL), GM_OK);
+    CHECK(!gm_nested_is_child(graph_of(copy)) && gm_nested_child_parent(node_of(node)) == NULL);
+    CHECK(sim_fini(&s));
+}
+
 /* A memset or copy set onto graph memory through its node alone names no graph: from then on every
  * graph may hold it, destroyed graphs' notes or not. Last: the mark is never cleared. */
 static void test_unknown_touch_covers_every_graph(void) {
@@ -208,6 +242,7 @@ int main(void) {
     RUN_TEST(test_many_descendants);
     RUN_TEST(test_own_note_after_touching_child);
     RUN_TEST(test_null_root_keeps_notes);
+    RUN_TEST(test_child_replaced_through_node);
     RUN_TEST(test_unknown_touch_covers_every_graph);
     return gm_check_summary();
 }
