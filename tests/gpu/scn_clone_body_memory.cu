@@ -1,0 +1,103 @@
+// A clone of a graph whose conditional body (IF, condition 1 by default) holds memory nodes: the
+// body allocates A explicitly, fills and checks it, frees it; a second graph does the same with a
+// captured cudaMallocAsync/cudaFreeAsync pair in its body (a capture into the body graph). The
+// driver refuses to instantiate such a graph (§A3.11). Each graph is cloned, and the clone and the
+// original are instantiated and, where that succeeds, launched. Without GRAPHMEM_LIFT_RESTRICTIONS
+// graphmem must answer as the driver does, the clone included (its bodies are the driver's copies,
+// which graphmem never saw being made).
+#include "common.cuh"
+
+static const size_t kBytes = 4u << 20;
+static const size_t kWords = kBytes / 4;
+
+// An IF node in `g` (condition 1 by default); its body.
+static cudaGraph_t add_if(cudaGraph_t g, const char *key) {
+    cudaGraphConditionalHandle h;
+    cudaError_t rc = cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault);
+    cudaGraphNodeParams np = {};
+    np.type = cudaGraphNodeTypeConditional;
+    np.conditional.handle = h;
+    np.conditional.type = cudaGraphCondTypeIf;
+    np.conditional.size = 1;
+    cudaGraphNode_t node;
+    if (rc == cudaSuccess)
+        rc = cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &np);
+    obs_rc(key, rc);
+    return rc == cudaSuccess ? np.conditional.phGraph_out[0] : nullptr;
+}
+
+// Body: alloc A (explicit nodes), fill, check, free.
+static bool explicit_body(cudaGraph_t body, unsigned *bad) {
+    cudaGraphNode_t al, fill, check, fr;
+    void *a = nullptr;
+    bool ok = add_alloc(&al, body, nullptr, 0, kBytes, &a) == cudaSuccess;
+    ok = ok && add_fill(&fill, body, &al, 1, a, kWords, 7) == cudaSuccess;
+    ok = ok && add_check(&check, body, &fill, 1, a, kWords, 7, bad) == cudaSuccess;
+    return ok && cudaGraphAddMemFreeNode(&fr, body, &check, 1, a) == cudaSuccess;
+}
+
+// Body: a capture into it (cudaStreamBeginCaptureToGraph) of alloc, fill, free.
+static bool captured_body(cudaGraph_t body, cudaStream_t s) {
+    void *a = nullptr;
+    cudaError_t rc =
+        cudaStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0, cudaStreamCaptureModeGlobal);
+    if (rc != cudaSuccess)
+        return false;
+    cudaError_t captured = cudaMallocAsync(&a, kBytes, s);
+    if (captured == cudaSuccess)
+        captured = fill_words(s, a, kWords, 9);
+    if (captured == cudaSuccess)
+        captured = cudaFreeAsync(a, s);
+    cudaGraph_t same = nullptr;
+    rc = cudaStreamEndCapture(s, &same);
+    return captured == cudaSuccess && rc == cudaSuccess && same == body;
+}
+
+static void instantiate_and_run(const char *name, cudaGraph_t g, cudaStream_t s) {
+    char key[64];
+    cudaGraphExec_t e = nullptr;
+    snprintf(key, sizeof key, "%s_instantiate", name);
+    obs_rc(key, cudaGraphInstantiate(&e, g, 0));
+    if (e == nullptr)
+        return;
+    snprintf(key, sizeof key, "%s_launch", name);
+    obs_rc(key, cudaGraphLaunch(e, s));
+    snprintf(key, sizeof key, "%s_sync", name);
+    obs_rc(key, cudaStreamSynchronize(s));
+    cudaGraphExecDestroy(e);
+}
+
+static void round(const char *name, bool captured, cudaStream_t s, unsigned *bad) {
+    char key[64];
+    cudaGraph_t g = nullptr, clone = nullptr;
+    cudaGraphCreate(&g, 0);
+    snprintf(key, sizeof key, "%s_if_node", name);
+    cudaGraph_t body = add_if(g, key);
+    snprintf(key, sizeof key, "%s_body_built", name);
+    obs_ok(key, body && (captured ? captured_body(body, s) : explicit_body(body, bad)));
+    snprintf(key, sizeof key, "%s_clone", name);
+    obs_rc(key, cudaGraphClone(&clone, g));
+    if (clone) {
+        snprintf(key, sizeof key, "%s_of_clone", name);
+        instantiate_and_run(key, clone, s);
+    }
+    instantiate_and_run(name, g, s);
+    if (clone)
+        cudaGraphDestroy(clone);
+    cudaGraphDestroy(g);
+}
+
+int main() {
+    require_graph_memory();
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    unsigned *bad = new_counter();
+    round("explicit", false, s, bad);
+    round("captured", true, s, bad);
+    unsigned h = 1;
+    obs_rc("bad_copy", cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost));
+    obs_int("wrong_words", h);
+    cudaFree(bad);
+    cudaStreamDestroy(s);
+    return 0;
+}
