@@ -125,17 +125,26 @@ size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap) {
     return n;
 }
 
-size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
+/* The graphs of `kind` whose parent is `graph` (up to `cap` into `out`); returns how many. */
+static size_t nested_of(CUgraph graph, gm_nested_kind_t kind, CUgraph *out, size_t cap) {
     pthread_mutex_lock(&nested_lock);
     size_t n = 0;
     for (size_t i = 0; i < nested_count; i++)
-        if (nested[i].parent == graph && nested[i].kind == GM_NESTED_BODY) {
+        if (nested[i].parent == graph && nested[i].kind == kind) {
             if (n < cap)
                 out[n] = nested[i].graph;
             n++;
         }
     pthread_mutex_unlock(&nested_lock);
     return n;
+}
+
+size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
+    return nested_of(graph, GM_NESTED_BODY, out, cap);
+}
+
+size_t gm_nested_children(CUgraph graph, CUgraph *out, size_t cap) {
+    return nested_of(graph, GM_NESTED_CHILD, out, cap);
 }
 
 bool gm_touches(CUgraph graph) {

@@ -37,6 +37,8 @@ CUgraph gm_nested_child_parent(CUgraphNode node);
 size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap);
 /* The conditional bodies of `graph` itself (up to `cap` into `out`); returns how many it has. */
 size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap);
+/* The child graphs of `graph` itself recorded here (up to `cap` into `out`); returns how many. */
+size_t gm_nested_children(CUgraph graph, CUgraph *out, size_t cap);
 /* A memset or memcpy node of `graph` (NULL: none) touches graph memory. */
 void gm_touch_note(CUgraph graph);
 /* A memset or memcpy node of a graph not known touches graph memory: its parameters were set

@@ -88,14 +88,28 @@ static void cover_topology(gm_scratch_t *s, const gm_topology_buf_t *topo) {
     }
 }
 
+static void cover_bodies(gm_scratch_t *s, CUgraph graph, int depth);
+
+/* The graphs `list` gives for `graph` (its bodies, or its children), in a fresh array (NULL: none,
+ * or no host memory); their number in *count. */
+static CUgraph *nested_list(size_t (*list)(CUgraph, CUgraph *, size_t), CUgraph graph,
+                            size_t *count) {
+    size_t n = list(graph, NULL, 0);
+    CUgraph *graphs = n ? calloc(n, sizeof *graphs) : NULL;
+    *count = graphs ? list(graph, graphs, n) : 0; /* fewer if some went meanwhile */
+    if (*count > n)
+        *count = n;
+    return graphs;
+}
+
+/* The conditional bodies of `graph` and of its child graphs, at any depth: each body's nodes (its
+ * own child graphs read in with them) and the bodies nested in it. A child graph's nodes are in
+ * the topology its parent was read into; its bodies are not (tests/SEMANTICS.md §A1.17). */
 static void cover_bodies(gm_scratch_t *s, CUgraph graph, int depth) {
-    size_t n = gm_nested_bodies(graph, NULL, 0);
-    CUgraph *bodies = n && depth < GM_NESTING_MAX ? calloc(n, sizeof *bodies) : NULL;
-    if (bodies == NULL)
+    if (depth >= GM_NESTING_MAX)
         return;
-    size_t now = gm_nested_bodies(graph, bodies, n); /* fewer if some went meanwhile */
-    if (now < n)
-        n = now;
+    size_t n = 0;
+    CUgraph *bodies = nested_list(gm_nested_bodies, graph, &n);
     for (size_t i = 0; i < n; i++) {
         gm_topology_buf_t body;
         if (gm_topology_read(s->engine, bodies[i], &body) == CUDA_SUCCESS) {
@@ -105,6 +119,10 @@ static void cover_bodies(gm_scratch_t *s, CUgraph graph, int depth) {
         cover_bodies(s, bodies[i], depth + 1);
     }
     free(bodies);
+    CUgraph *children = nested_list(gm_nested_children, graph, &n);
+    for (size_t i = 0; i < n; i++)
+        cover_bodies(s, children[i], depth + 1);
+    free(children);
 }
 
 void gm_scratch_cover_graph(gm_scratch_t *s, CUgraph graph, const gm_topology_buf_t *topo) {

@@ -1,0 +1,95 @@
+// A memset inside a conditional body of a child graph onto another graph's allocation that has
+// not launched (§A1.16 and §A1.17 together): G1 allocates A (it escapes); X holds an IF node
+// (condition 1 by default) whose body memsets A; P holds X, moved in (and, in a second round, a
+// copy of X). The driver checks the body's memset target when P is instantiated, before G1 ever
+// launched; under graphmem A is mapped only at launch, so the instantiation must cover the bodies
+// of P's child graphs too (it once covered the bodies of P itself only). An unrelated graph
+// launches before each instantiation (under graphmem it unmaps the scratch pages an earlier cover
+// left idle); then G1 launches, P runs, and A is checked.
+#include "common.cuh"
+
+static const size_t kBytes = 4u << 20;
+static const uint32_t kValue = 0x5au;
+
+// X: an IF node (condition 1 by default) whose body memsets `a`.
+static cudaGraph_t graph_with_body_memset(const char *round, void *a) {
+    char key[64];
+    cudaGraph_t x = nullptr;
+    cudaGraphCreate(&x, 0);
+    cudaGraphConditionalHandle h;
+    snprintf(key, sizeof key, "%s_handle", round);
+    obs_rc(key, cudaGraphConditionalHandleCreate(&h, x, 1, cudaGraphCondAssignDefault));
+    cudaGraphNodeParams np = {};
+    np.type = cudaGraphNodeTypeConditional;
+    np.conditional.handle = h;
+    np.conditional.type = cudaGraphCondTypeIf;
+    np.conditional.size = 1;
+    cudaGraphNode_t cond = nullptr, set = nullptr;
+    snprintf(key, sizeof key, "%s_if_node", round);
+    obs_rc(key, cudaGraphAddNode(&cond, x, nullptr, nullptr, 0, &np));
+    cudaMemsetParams m = memset_words(a, kBytes, kValue);
+    snprintf(key, sizeof key, "%s_body_memset", round);
+    obs_rc(key, np.conditional.phGraph_out
+                    ? cudaGraphAddMemsetNode(&set, np.conditional.phGraph_out[0], nullptr, 0, &m)
+                    : cudaErrorInvalidValue);
+    return x;
+}
+
+static void run_round(const char *round, cudaGraphChildGraphNodeOwnership own, cudaStream_t s) {
+    char key[64];
+    cudaGraph_t g1 = nullptr, p = nullptr;
+    cudaGraphCreate(&g1, 0);
+    cudaGraphNode_t al, child;
+    void *a = nullptr;
+    snprintf(key, sizeof key, "%s_g1_alloc", round);
+    obs_rc(key, add_alloc(&al, g1, nullptr, 0, kBytes, &a));
+    cudaGraph_t x = graph_with_body_memset(round, a);
+    cudaGraphCreate(&p, 0);
+    cudaGraphNodeParams cp = {};
+    cp.type = cudaGraphNodeTypeGraph;
+    cp.graph.graph = x;
+    cp.graph.ownership = own;
+    snprintf(key, sizeof key, "%s_child_node", round);
+    obs_rc(key, cudaGraphAddNode(&child, p, nullptr, nullptr, 0, &cp));
+    snprintf(key, sizeof key, "%s_unrelated", round);
+    launch_unrelated_graph(s, kBytes, key);
+    cudaGraphExec_t ep = nullptr, e1 = nullptr;
+    snprintf(key, sizeof key, "%s_p_instantiate_before_g1_launch", round);
+    obs_rc(key, cudaGraphInstantiate(&ep, p, 0));
+    snprintf(key, sizeof key, "%s_g1_instantiate", round);
+    obs_rc(key, cudaGraphInstantiate(&e1, g1, 0));
+    snprintf(key, sizeof key, "%s_g1_launch", round);
+    obs_rc(key, e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
+    snprintf(key, sizeof key, "%s_p_launch", round);
+    obs_rc(key, ep ? cudaGraphLaunch(ep, s) : cudaErrorInvalidValue);
+    snprintf(key, sizeof key, "%s_sync", round);
+    obs_rc(key, cudaStreamSynchronize(s));
+    unsigned *bad = new_counter(), h = 1;
+    if (e1 && ep)
+        k_check_value<<<kGrid, kBlock, 0, s>>>((const uint32_t *)a, kBytes / 4, kValue, bad);
+    snprintf(key, sizeof key, "%s_check", round);
+    obs_rc(key, cudaStreamSynchronize(s));
+    cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost);
+    snprintf(key, sizeof key, "%s_wrong_words", round);
+    obs_int(key, e1 && ep ? (long long)h : -1LL);
+    if (e1)
+        cudaFree(a);
+    cudaFree(bad);
+    for (cudaGraphExec_t e : {ep, e1})
+        if (e)
+            cudaGraphExecDestroy(e);
+    cudaGraphDestroy(p); // a moved X goes with it
+    if (own != cudaGraphChildGraphOwnershipMove)
+        cudaGraphDestroy(x);
+    cudaGraphDestroy(g1);
+}
+
+int main() {
+    require_graph_memory();
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    run_round("moved", cudaGraphChildGraphOwnershipMove, s);
+    run_round("copied", cudaGraphChildGraphOwnershipClone, s);
+    cudaStreamDestroy(s);
+    return 0;
+}
