@@ -1,21 +1,21 @@
 // A memset inside a conditional body of a child graph onto another graph's allocation that has
-// not launched (§A1.16 and §A1.17 together): G1 allocates A (it escapes); X holds an IF node
-// (condition 1 by default) whose body memsets A; P holds X, moved in (and, in a second round, a
-// copy of X). The driver checks the body's memset target when P is instantiated, before G1 ever
-// launched; under graphmem A is mapped only at launch, so the instantiation must cover the bodies
-// of P's child graphs too (it once covered the bodies of P itself only). An unrelated graph
-// launches before each instantiation (under graphmem it unmaps the scratch pages an earlier cover
-// left idle); then G1 launches, P runs, and A is checked.
+// not launched (§A1.16 and §A1.17 together): G1 allocates A (it escapes); P holds a child node
+// made from an empty graph, and the IF node (condition 1 by default) whose body memsets A is added
+// to the child graph afterwards: through cudaGraphChildGraphNodeGetGraph for a child by copy, or
+// to the graph itself when it was moved in (the driver refuses a graph holding a conditional node
+// as a child either way). The driver checks the body's memset target when P is instantiated,
+// before G1 ever launched; under graphmem A is mapped only at launch, so the instantiation must
+// cover the bodies of P's child graphs too (it once covered the bodies of P itself only). An
+// unrelated graph launches before each instantiation (under graphmem it unmaps the scratch pages
+// an earlier cover left idle); then G1 launches, P runs, and A is checked.
 #include "common.cuh"
 
 static const size_t kBytes = 4u << 20;
 static const uint32_t kValue = 0x5au;
 
-// X: an IF node (condition 1 by default) whose body memsets `a`.
-static cudaGraph_t graph_with_body_memset(const char *round, void *a) {
+// An IF node (condition 1 by default) in `x` whose body memsets `a`.
+static void add_body_memset(const char *round, cudaGraph_t x, void *a) {
     char key[64];
-    cudaGraph_t x = nullptr;
-    cudaGraphCreate(&x, 0);
     cudaGraphConditionalHandle h;
     snprintf(key, sizeof key, "%s_handle", round);
     obs_rc(key, cudaGraphConditionalHandleCreate(&h, x, 1, cudaGraphCondAssignDefault));
@@ -32,7 +32,6 @@ static cudaGraph_t graph_with_body_memset(const char *round, void *a) {
     obs_rc(key, np.conditional.phGraph_out
                     ? cudaGraphAddMemsetNode(&set, np.conditional.phGraph_out[0], nullptr, 0, &m)
                     : cudaErrorInvalidValue);
-    return x;
 }
 
 static void run_round(const char *round, cudaGraphChildGraphNodeOwnership own, cudaStream_t s) {
@@ -43,7 +42,8 @@ static void run_round(const char *round, cudaGraphChildGraphNodeOwnership own, c
     void *a = nullptr;
     snprintf(key, sizeof key, "%s_g1_alloc", round);
     obs_rc(key, add_alloc(&al, g1, nullptr, 0, kBytes, &a));
-    cudaGraph_t x = graph_with_body_memset(round, a);
+    cudaGraph_t x = nullptr, inside = nullptr;
+    cudaGraphCreate(&x, 0);
     cudaGraphCreate(&p, 0);
     cudaGraphNodeParams cp = {};
     cp.type = cudaGraphNodeTypeGraph;
@@ -51,6 +51,10 @@ static void run_round(const char *round, cudaGraphChildGraphNodeOwnership own, c
     cp.graph.ownership = own;
     snprintf(key, sizeof key, "%s_child_node", round);
     obs_rc(key, cudaGraphAddNode(&child, p, nullptr, nullptr, 0, &cp));
+    snprintf(key, sizeof key, "%s_child_graph", round);
+    obs_rc(key, cudaGraphChildGraphNodeGetGraph(child, &inside));
+    if (inside)
+        add_body_memset(round, inside, a);
     snprintf(key, sizeof key, "%s_unrelated", round);
     launch_unrelated_graph(s, kBytes, key);
     cudaGraphExec_t ep = nullptr, e1 = nullptr;
