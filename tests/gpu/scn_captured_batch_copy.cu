@@ -20,16 +20,6 @@ static cudaError_t batch_copy(void *dst, const void *src, cudaStream_t s) {
     return cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, idx, 1, s);
 }
 
-static long long wrong_words(cudaStream_t s, const void *p) {
-    unsigned *bad = new_counter(), h = 1;
-    k_check_value<<<kGrid, kBlock, 0, s>>>((const uint32_t *)p, kBytes / 4, kWord, bad);
-    cudaError_t rc = cudaStreamSynchronize(s);
-    if (rc == cudaSuccess)
-        rc = cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost);
-    cudaFree(bad);
-    return rc == cudaSuccess ? (long long)h : -1LL;
-}
-
 static void own_round(cudaStream_t s, const void *source, void *out) {
     obs_rc("own_out_clear", cudaMemset(out, 0, kBytes));
     obs_rc("own_clear_sync", cudaDeviceSynchronize());
@@ -51,7 +41,7 @@ static void own_round(cudaStream_t s, const void *source, void *out) {
     obs_rc("own_instantiate", cudaGraphInstantiate(&e, g, 0));
     obs_rc("own_launch", e ? cudaGraphLaunch(e, s) : cudaErrorInvalidValue);
     obs_rc("own_sync", cudaStreamSynchronize(s));
-    obs_int("own_wrong_words_out", e ? wrong_words(s, out) : -1LL);
+    obs_int("own_wrong_words_out", e ? wrong_words(s, out, kBytes, kWord) : -1LL);
     if (e)
         cudaGraphExecDestroy(e);
     cudaGraphDestroy(g);
@@ -81,8 +71,8 @@ static void other_graph_round(cudaStream_t s, const void *source, void *out) {
     obs_rc("og_g1_launch", e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
     obs_rc("og_g2_launch", e2 ? cudaGraphLaunch(e2, s) : cudaErrorInvalidValue);
     obs_rc("og_sync", cudaStreamSynchronize(s));
-    obs_int("og_wrong_words_a", e1 && e2 ? wrong_words(s, a) : -1LL);
-    obs_int("og_wrong_words_out", e1 && e2 ? wrong_words(s, out) : -1LL);
+    obs_int("og_wrong_words_a", e1 && e2 ? wrong_words(s, a, kBytes, kWord) : -1LL);
+    obs_int("og_wrong_words_out", e1 && e2 ? wrong_words(s, out, kBytes, kWord) : -1LL);
     if (e1)
         obs_rc("og_free_a", cudaFree(a));
     for (cudaGraphExec_t e : {e1, e2})
