@@ -188,6 +188,21 @@ static inline long long wrong_words(cudaStream_t s, const void *p, size_t bytes,
     return rc == cudaSuccess ? (long long)h : -1LL;
 }
 
+// Instantiates `g`, launches the exec on `s` and waits, observed as `<prefix>_instantiate`,
+// `<prefix>_launch` (cudaErrorInvalidValue without an exec) and `<prefix>_sync`.
+static inline void run_graph_observed(const char *prefix, cudaGraph_t g, cudaStream_t s) {
+    char key[96];
+    cudaGraphExec_t e = nullptr;
+    snprintf(key, sizeof key, "%s_instantiate", prefix);
+    obs_rc(key, cudaGraphInstantiate(&e, g, 0));
+    snprintf(key, sizeof key, "%s_launch", prefix);
+    obs_rc(key, e ? cudaGraphLaunch(e, s) : cudaErrorInvalidValue);
+    snprintf(key, sizeof key, "%s_sync", prefix);
+    obs_rc(key, cudaStreamSynchronize(s));
+    if (e)
+        cudaGraphExecDestroy(e);
+}
+
 // Ends the capture on `s` into *g and observes "capture" (`rc`, the first error of the captured
 // calls) and "end_capture"; true when both succeeded and the graph can be used.
 static inline bool end_capture_observed(cudaStream_t s, cudaError_t rc, cudaGraph_t *g) {

@@ -15,22 +15,10 @@
 // capture invalidated), and graphmem answers the same.
 #include <cuda.h>
 
-#include "common.cuh"
+#include "copy_rounds.cuh"
 
-static const size_t kBytes = 4u << 20;
-static const uint32_t kWord = 0x21212121u;
-
-static void obs_key(const char *round, const char *what, cudaError_t rc) {
-    char key[64];
-    snprintf(key, sizeof key, "%s_%s", round, what);
-    obs_rc(key, rc);
-}
-
-static void obs_key_int(const char *round, const char *what, long long v) {
-    char key[64];
-    snprintf(key, sizeof key, "%s_%s", round, what);
-    obs_int(key, v);
-}
+static const size_t kBytes = kCopyBytes;
+static const uint32_t kWord = kCopyWord;
 
 // A CUresult as the runtime error of the same number (the scenario compares names).
 static cudaError_t as_runtime(CUresult r) {
@@ -122,58 +110,16 @@ static void round_trip(const char *round, bool driver, cudaStream_t s, const voi
     cudaFree(bad);
 }
 
-static void other_graph_round(const char *round, bool driver, cudaStream_t s, const void *source,
-                              void *out) {
-    obs_key(round, "og_out_clear", cudaMemset(out, 0, kBytes));
-    obs_key(round, "og_clear_sync", cudaDeviceSynchronize());
-    cudaGraph_t g1 = nullptr, g2 = nullptr;
-    cudaGraphCreate(&g1, 0);
-    cudaGraphNode_t al;
-    void *a = nullptr;
-    obs_key(round, "og_g1_alloc", add_alloc(&al, g1, nullptr, 0, kBytes, &a));
-    cudaError_t rc = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
-    if (rc == cudaSuccess)
-        rc = peer_copy(driver, a, source, s);
-    if (rc == cudaSuccess)
-        rc = peer_copy_3d(driver, out, a, s);
-    cudaError_t end = cudaStreamEndCapture(s, &g2);
-    obs_key(round, "og_capture", rc);
-    obs_key(round, "og_end_capture", end);
-    char key[64];
-    snprintf(key, sizeof key, "%s_og_other_launch", round);
-    launch_unrelated_graph(s, kBytes, key);
-    cudaGraphExec_t e1 = nullptr, e2 = nullptr;
-    obs_key(round, "og_g2_instantiate_before_g1_launch",
-            g2 ? cudaGraphInstantiate(&e2, g2, 0) : cudaErrorInvalidValue);
-    obs_key(round, "og_g1_instantiate", cudaGraphInstantiate(&e1, g1, 0));
-    obs_key(round, "og_g1_launch", e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
-    obs_key(round, "og_g2_launch", e2 ? cudaGraphLaunch(e2, s) : cudaErrorInvalidValue);
-    obs_key(round, "og_sync", cudaStreamSynchronize(s));
-    obs_key_int(round, "og_wrong_words_a", e1 && e2 ? wrong_words(s, a, kBytes, kWord) : -1LL);
-    obs_key_int(round, "og_wrong_words_out", e1 && e2 ? wrong_words(s, out, kBytes, kWord) : -1LL);
-    if (e1)
-        obs_key(round, "og_free_a", cudaFree(a));
-    for (cudaGraphExec_t e : {e1, e2})
-        if (e)
-            cudaGraphExecDestroy(e);
-    for (cudaGraph_t g : {g1, g2})
-        if (g)
-            cudaGraphDestroy(g);
-}
-
 int main() {
     require_graph_memory();
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     void *source = nullptr, *out = nullptr;
-    obs_rc("source", cudaMalloc(&source, kBytes));
-    obs_rc("out", cudaMalloc(&out, kBytes));
-    obs_rc("source_fill", cudaMemset(source, 0x21, kBytes));
-    obs_rc("source_sync", cudaDeviceSynchronize());
+    copy_buffers(&source, &out);
     round_trip("runtime", false, s, source, out);
     round_trip("driver", true, s, source, out);
-    other_graph_round("runtime", false, s, source, out);
-    other_graph_round("driver", true, s, source, out);
+    other_graph_copy_round("runtime", peer_copy, peer_copy_3d, false, s, source, out);
+    other_graph_copy_round("driver", peer_copy, peer_copy_3d, true, s, source, out);
     cudaFree(source);
     cudaFree(out);
     cudaStreamDestroy(s);

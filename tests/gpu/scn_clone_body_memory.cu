@@ -53,20 +53,6 @@ static bool captured_body(cudaGraph_t body, cudaStream_t s) {
     return captured == cudaSuccess && rc == cudaSuccess && same == body;
 }
 
-static void instantiate_and_run(const char *name, cudaGraph_t g, cudaStream_t s) {
-    char key[64];
-    cudaGraphExec_t e = nullptr;
-    snprintf(key, sizeof key, "%s_instantiate", name);
-    obs_rc(key, cudaGraphInstantiate(&e, g, 0));
-    if (e == nullptr)
-        return;
-    snprintf(key, sizeof key, "%s_launch", name);
-    obs_rc(key, cudaGraphLaunch(e, s));
-    snprintf(key, sizeof key, "%s_sync", name);
-    obs_rc(key, cudaStreamSynchronize(s));
-    cudaGraphExecDestroy(e);
-}
-
 static void round(const char *name, bool captured, cudaStream_t s, unsigned *bad) {
     char key[64];
     cudaGraph_t g = nullptr, clone = nullptr;
@@ -79,9 +65,9 @@ static void round(const char *name, bool captured, cudaStream_t s, unsigned *bad
     obs_rc(key, cudaGraphClone(&clone, g));
     if (clone) {
         snprintf(key, sizeof key, "%s_of_clone", name);
-        instantiate_and_run(key, clone, s);
+        run_graph_observed(key, clone, s);
     }
-    instantiate_and_run(name, g, s);
+    run_graph_observed(name, g, s);
     if (clone)
         cudaGraphDestroy(clone);
     cudaGraphDestroy(g);

@@ -69,12 +69,7 @@ int main() {
     try_memory_nodes("grandchild", s, mid_copy ? only_child_of(mid_copy) : nullptr);
 
     // Each graph still instantiates and runs (no memory node went in anywhere).
-    cudaGraphExec_t e = nullptr;
-    obs_rc("top_instantiate", cudaGraphInstantiate(&e, top, 0));
-    obs_rc("top_launch", e ? cudaGraphLaunch(e, s) : cudaErrorInvalidValue);
-    obs_rc("sync", cudaStreamSynchronize(s));
-    if (e)
-        cudaGraphExecDestroy(e);
+    run_graph_observed("top", top, s);
     if (clone)
         cudaGraphDestroy(clone);
     for (cudaGraph_t g : {top, mid, inner})

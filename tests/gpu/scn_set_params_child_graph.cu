@@ -38,16 +38,6 @@ set_child(cudaGraphNode_t child, cudaGraph_t graph,
     return cudaGraphNodeSetParams(child, &np);
 }
 
-// Instantiates P, launches it on `s` and waits.
-static void run_parent(cudaGraph_t p, cudaStream_t s) {
-    cudaGraphExec_t e = nullptr;
-    obs_rc("p_instantiate", cudaGraphInstantiate(&e, p, 0));
-    obs_rc("p_launch", e ? cudaGraphLaunch(e, s) : cudaErrorInvalidValue);
-    obs_rc("p_sync", cudaStreamSynchronize(s));
-    if (e)
-        cudaGraphExecDestroy(e);
-}
-
 static void with_parent(void (*body)(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s)) {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -71,7 +61,7 @@ static void memory_set(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s,
     obs_rc("g_free", cudaGraphAddMemFreeNode(&fr, g, &al, 1, a));
     cudaError_t rc = set_child(child, g, own);
     obs_rc("set_child", rc);
-    run_parent(p, s);
+    run_graph_observed("p", p, s);
     if (rc != cudaSuccess || own != cudaGraphChildGraphOwnershipMove)
         cudaGraphDestroy(g); // a moved graph goes with P
 }
@@ -98,7 +88,7 @@ static void captured_body(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s) 
     if (!end_capture_observed(s, rc, &g))
         return;
     obs_rc("set_child", set_child(child, g));
-    run_parent(p, s);
+    run_graph_observed("p", p, s);
     cudaGraphDestroy(g);
 }
 
@@ -118,7 +108,7 @@ static void plain_body(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s) {
     void *a = nullptr;
     obs_rc("alloc_in_child",
            inside ? add_alloc(&al, inside, nullptr, 0, kBytes, &a) : cudaErrorInvalidValue);
-    run_parent(p, s);
+    run_graph_observed("p", p, s);
     obs_int("other_wrong_words", wrong_words(s, other, kBytes, kValue));
     cudaGraphDestroy(y);
     cudaFree(other);
