@@ -56,15 +56,7 @@ static void run(const char *name, Setter setter, cudaStream_t s, void *ordinary,
     snprintf(key, sizeof key, "%s_other_launch", name);
     launch_unrelated_graph(s, kBytes, key);
 
-    cudaGraphExec_t e = nullptr;
-    snprintf(key, sizeof key, "%s_instantiate", name);
-    obs_rc(key, cudaGraphInstantiate(&e, g, 0));
-    snprintf(key, sizeof key, "%s_launch", name);
-    obs_rc(key, e ? cudaGraphLaunch(e, s) : cudaErrorInvalidValue);
-    snprintf(key, sizeof key, "%s_sync", name);
-    obs_rc(key, cudaStreamSynchronize(s));
-    if (e)
-        cudaGraphExecDestroy(e);
+    run_graph_observed(name, g, s);
     cudaGraphDestroy(g);
 }
 
