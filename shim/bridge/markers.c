@@ -168,3 +168,19 @@ CUresult gm_marker_free(gm_engine_t *engine, const gm_marker_site_t *site, CUdev
     *node_out = (CUgraphNode)(uintptr_t)node;
     return CUDA_SUCCESS;
 }
+
+CUgraphNode gm_first_marker(gm_engine_t *engine, CUgraph graph, bool from_end) {
+    size_t count = 0;
+    CUgraphNode found = NULL;
+    if (gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
+        return NULL;
+    CUgraphNode *nodes = calloc(count, sizeof *nodes);
+    if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS)
+        for (size_t i = 0; i < count && !found; i++) {
+            CUgraphNode node = nodes[from_end ? count - 1 - i : i];
+            if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE)
+                found = node;
+        }
+    free(nodes);
+    return found;
+}

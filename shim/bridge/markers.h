@@ -28,5 +28,9 @@ CUresult gm_marker_free(gm_engine_t *engine, const gm_marker_site_t *site, CUdev
 /* What `node` is to the engine: GM_MARKER_NONE for any node that is not a marker, and before the
  * engine started. */
 gm_marker_kind_t gm_marker_of(CUgraphNode node, gm_marker_info_t *info);
+/* The first marker of `graph` (its own nodes) in the driver's node order, or counting from the
+ * end; NULL when none: the node the driver names where it refuses a memory node (the first for
+ * device launch, the last for an update: tests/SEMANTICS.md §A3.14, §A3.18). */
+CUgraphNode gm_first_marker(gm_engine_t *engine, CUgraph graph, bool from_end);
 
 #endif

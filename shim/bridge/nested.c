@@ -156,28 +156,37 @@ bool gm_touches(CUgraph graph) {
     return found;
 }
 
-/* The first conditional body of `graph`, at any depth, that holds markers but is not
- * self-contained (gm_engine_graph_self_contained); NULL when there is none. */
-static CUgraph body_not_contained_locked(gm_engine_t *engine, CUgraph graph, int depth) {
+/* The first conditional body of `graph`, at any depth, that holds markers, and when `escaping`
+ * one that is not self-contained (gm_engine_graph_self_contained) too; NULL when there is none. */
+static CUgraph body_with_markers_locked(gm_engine_t *engine, CUgraph graph, bool escaping,
+                                        int depth) {
     for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++) {
         if (!nests(&nested[i], graph))
             continue;
         uint64_t key = (uint64_t)(uintptr_t)nested[i].graph;
         if (nested[i].kind == GM_NESTED_BODY && gm_engine_graph_has_markers(engine, key) &&
-            !gm_engine_graph_self_contained(engine, key))
+            (!escaping || !gm_engine_graph_self_contained(engine, key)))
             return nested[i].graph;
-        CUgraph deeper = body_not_contained_locked(engine, nested[i].graph, depth + 1);
+        CUgraph deeper = body_with_markers_locked(engine, nested[i].graph, escaping, depth + 1);
         if (deeper)
             return deeper;
     }
     return NULL;
 }
 
-CUgraph gm_conditional_body_not_contained(gm_engine_t *engine, CUgraph graph) {
+static CUgraph body_with_markers(gm_engine_t *engine, CUgraph graph, bool escaping) {
     pthread_mutex_lock(&nested_lock);
-    CUgraph found = body_not_contained_locked(engine, graph, 0);
+    CUgraph found = body_with_markers_locked(engine, graph, escaping, 0);
     pthread_mutex_unlock(&nested_lock);
     return found;
+}
+
+CUgraph gm_conditional_body_not_contained(gm_engine_t *engine, CUgraph graph) {
+    return body_with_markers(engine, graph, true);
+}
+
+CUgraph gm_conditional_body_with_markers(gm_engine_t *engine, CUgraph graph) {
+    return body_with_markers(engine, graph, false);
 }
 
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {

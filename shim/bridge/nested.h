@@ -30,6 +30,8 @@ bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph);
 /* A conditional body of `graph`, at any depth, holding an allocation it does not free or a free
  * of an allocation it did not make (NULL: none): it may run zero or many times. */
 CUgraph gm_conditional_body_not_contained(gm_engine_t *engine, CUgraph graph);
+/* The first conditional body of `graph`, at any depth, holding a marker (NULL: none). */
+CUgraph gm_conditional_body_with_markers(gm_engine_t *engine, CUgraph graph);
 bool gm_nested_is_child(CUgraph graph);
 /* The graph holding the child-graph node `node`, as recorded with its child (NULL: not known). */
 CUgraph gm_nested_child_parent(CUgraphNode node);

@@ -449,14 +449,22 @@ static bool holds_markers(gm_engine_t *engine, CUgraph graph, CUresult *error) {
     return found;
 }
 
+/* Whether `graph` holds markers: its own nodes and those of its child graphs, or its conditional
+ * bodies at any depth (which the read-back looks into only under GRAPHMEM_LIFT_RESTRICTIONS). */
+static bool holds_markers_anywhere(gm_engine_t *engine, CUgraph graph) {
+    CUresult error;
+    return holds_markers(engine, graph, &error) ||
+           gm_conditional_bodies_have_markers(engine, graph);
+}
+
 /* A child graph holding memory nodes is refused on either side: measured on driver 580 for a
  * moved child with a captured allocation replaced by another such graph
- * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE), and a swap between a child with and one without memory
- * nodes changes a node's type. */
+ * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE), for a child whose conditional body (an IF node added to
+ * the child graph afterwards) allocates (the same), and a swap between a child with and one
+ * without memory nodes changes a node's type. */
 bool gm_child_swap_refused(gm_engine_t *engine, CUgraphNode node, CUgraph child) {
     CUgraph current = NULL;
-    CUresult error;
     return engine != NULL && child != NULL && node != NULL &&
            gm_real.cuGraphChildGraphNodeGetGraph(node, &current) == CUDA_SUCCESS &&
-           (holds_markers(engine, child, &error) || holds_markers(engine, current, &error));
+           (holds_markers_anywhere(engine, child) || holds_markers_anywhere(engine, current));
 }

@@ -8,6 +8,7 @@
 #include "bridge/captures.h"
 #include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
+#include "bridge/markers.h"
 #include "bridge/scratch.h"
 #include "bridge/side_work.h"
 #include "bridge/streams.h"
@@ -55,22 +56,6 @@ typedef struct instantiation {
      * driver. */
     uint64_t started_ns, topology_ns, read_ns, driver_started_ns;
 } instantiation_t;
-
-/* The first memory node of `graph` in the driver's node order (the one it reports as the node that
- * device launch does not support). */
-static CUgraphNode first_marker(gm_engine_t *engine, CUgraph graph) {
-    size_t count = 0;
-    CUgraphNode found = NULL;
-    if (gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
-        return NULL;
-    CUgraphNode *nodes = calloc(count, sizeof *nodes);
-    if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS)
-        for (size_t i = 0; i < count && !found; i++)
-            if (gm_engine_marker(engine, (uint64_t)(uintptr_t)nodes[i], NULL) != GM_MARKER_NONE)
-                found = nodes[i];
-    free(nodes);
-    return found;
-}
 
 /* The engine's flags for an instantiation with the driver's `flags`. */
 static unsigned engine_flags(const instantiation_t *inst, unsigned long long flags) {
@@ -154,7 +139,7 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
     if (device_launch && !lift) {
         if (params != NULL) {
             params->result_out = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
-            params->hErrNode_out = first_marker(engine, graph);
+            params->hErrNode_out = gm_first_marker(engine, graph, false);
         }
         return CUDA_ERROR_INVALID_VALUE;
     }

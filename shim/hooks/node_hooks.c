@@ -249,10 +249,21 @@ static void record_copied_children(CUgraph copy, int depth) {
     free(nodes);
 }
 
+/* What a copy of `original` takes from it: its touches and the child graphs it names. Read before
+ * anything of the node's old graph is forgotten (the original may be nested in it). */
+typedef struct copy_facts {
+    bool touches, names;
+} copy_facts_t;
+
+static copy_facts_t facts_of(CUgraph original) {
+    return (copy_facts_t){gm_touches(original), gm_nested_names(original)};
+}
+
 /* The graph of the child-graph node `node` of `graph`, recorded as a child. When it is the
- * driver's copy of `original` (a new handle), it touches what its original touches, and the child
- * graphs copied inside it are recorded too. */
-static void record_child(CUgraph graph, CUgraphNode node, CUgraph original) {
+ * driver's copy of `original` (a new handle), it touches what its original touched (`facts`), and
+ * the child graphs copied inside it are recorded too. */
+static void record_child_with(CUgraph graph, CUgraphNode node, CUgraph original,
+                              copy_facts_t facts) {
     CUgraph child = NULL;
     if (gm_real.cuGraphChildGraphNodeGetGraph(node, &child) != CUDA_SUCCESS)
         return;
@@ -260,10 +271,14 @@ static void record_child(CUgraph graph, CUgraphNode node, CUgraph original) {
     if (copy)
         gm_graph_forget_stale(child);
     gm_nested_record(graph, node, &child, 1, GM_NESTED_CHILD);
-    if (copy && gm_touches(original))
+    if (copy && facts.touches)
         gm_touch_note(child);
-    if (copy && gm_nested_names(original))
+    if (copy && facts.names)
         record_copied_children(child, 1);
+}
+
+static void record_child(CUgraph graph, CUgraphNode node, CUgraph original) {
+    record_child_with(graph, node, original, facts_of(original));
 }
 
 /* Nested graphs are recorded even before the engine starts: they may receive markers later. */
@@ -494,31 +509,49 @@ CUresult gm_hook_cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode 
 }
 
 /* A child-graph node's graph replaced through the node: the driver copies the graph in, and
- * refuses one with memory nodes (CUDA_ERROR_NOT_SUPPORTED, driver 580: tests/SEMANTICS.md
- * §A3.17), so one holding markers is refused alike, also under GRAPHMEM_LIFT_RESTRICTIONS (the
- * node's graph, whose markers a copy would have to join, is not known here). The node's type is
- * asked first: any other node is the driver's to refuse. The copy replaces the node's old graph in
- * the nested registry as a child graph added anew (memory nodes refused in it, its touches seen
- * from the parent); with the parent not known, a copy of a touching graph could be in any. */
+ * refuses it when either the node's graph or the new one holds memory nodes (a moved child with
+ * an allocation; CUDA_ERROR_NOT_SUPPORTED, driver 580: tests/SEMANTICS.md §A3.17), so graphmem
+ * refuses alike where either holds markers (gm_child_swap_refused), also under
+ * GRAPHMEM_LIFT_RESTRICTIONS (the node's graph, whose markers a copy would have to join, is not
+ * known here). The node's type is asked first: any other node is the driver's to refuse. The old
+ * graph is forgotten in the same step as the driver's call (as cuGraphDestroy does: a handle it
+ * frees may be given out again at once), and the copy is recorded as the node's child graph in
+ * its place (memory nodes refused in it, its touches seen from the parent); with the parent not
+ * known, a copy of a touching graph could be in any. */
+typedef struct set_params_call {
+    CUgraphNode node;
+    CUgraphNodeParams *params;
+} set_params_call_t;
+
+static CUresult call_set_params(void *arg) {
+    set_params_call_t *c = arg;
+    return gm_real.cuGraphNodeSetParams(c->node, c->params);
+}
+
 static CUresult set_child_params(CUgraphNode node, CUgraphNodeParams *p) {
+    gm_engine_t *engine = gm_glue_engine_if_started();
     CUgraphNodeType type;
-    if (node != NULL && p->graph.graph != NULL && copy_needs_graphmem(p->graph.graph) &&
-        gm_drv.cuGraphNodeGetType(node, &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_GRAPH)
+    if (node != NULL && p->graph.graph != NULL &&
+        gm_drv.cuGraphNodeGetType(node, &type) == CUDA_SUCCESS &&
+        type == CU_GRAPH_NODE_TYPE_GRAPH &&
+        (copy_needs_graphmem(p->graph.graph) ||
+         gm_child_swap_refused(engine, node, p->graph.graph)))
         return CUDA_ERROR_NOT_SUPPORTED;
     CUgraph old = NULL;
     if (node == NULL || gm_real.cuGraphChildGraphNodeGetGraph(node, &old) != CUDA_SUCCESS)
-        old = NULL;
+        return gm_real.cuGraphNodeSetParams(node, p); /* not a child node: the driver's answer */
     CUgraph parent = gm_nested_child_parent(node);
-    CUresult r = gm_real.cuGraphNodeSetParams(node, p);
-    if (r != CUDA_SUCCESS || old == NULL)
-        return r;
-    /* The old graph's entries go (its handle may be the copy's, or dead now). */
-    gm_engine_t *engine = gm_glue_engine_if_started();
-    GM_RELAXED((void)gm_graph_destroy_nested(engine, old, GM_NO_CALL));
-    if (parent == NULL && gm_touches(p->graph.graph))
+    copy_facts_t facts = facts_of(p->graph.graph);
+    gm_app_call_t call;
+    gm_status_t st = gm_graph_destroy_nested(
+        engine, old, gm_app_call_begin(&call, call_set_params, &(set_params_call_t){node, p}));
+    gm_app_call_end(&call);
+    if (st != GM_OK || call.result != CUDA_SUCCESS)
+        return call.result;
+    if (parent == NULL && facts.touches)
         gm_touch_note_unknown();
-    record_child(parent, node, p->graph.graph);
-    return r;
+    record_child_with(parent, node, p->graph.graph, facts);
+    return CUDA_SUCCESS;
 }
 
 CUresult gm_hook_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {

@@ -5,6 +5,8 @@
  * launch knows under another handle (bridge/device_copies.h). */
 #include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
+#include "bridge/markers.h"
+#include "bridge/nested.h"
 #include "bridge/topology.h"
 #include "log.h"
 #include "options.h"
@@ -23,12 +25,24 @@ static CUresult call_update(void *arg) {
 static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     uint64_t key = (uint64_t)(uintptr_t)exec;
-    /* Under GRAPHMEM_LIFT_RESTRICTIONS a graph with markers in conditional bodies is checked and
-     * planned at instantiation only. */
-    if (engine != NULL && info != NULL && graph != NULL &&
-        gm_option_bool(GM_OPT_LIFT_RESTRICTIONS) &&
-        gm_conditional_bodies_have_markers(engine, graph)) {
-        *info = (CUgraphExecUpdateResultInfo){.result = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED};
+    /* Markers in a conditional body of the graph (or of its child graphs): no exec can hold
+     * memory nodes there (the driver refuses to instantiate such a graph), so the driver's pairing
+     * meets a memory node where the exec has another node and refuses the update
+     * (NODE_TYPE_CHANGED, driver 580: tests/SEMANTICS.md §A3.18); it would take the markers, empty
+     * nodes to it, and the exec would then touch memory nothing maps. The body's last marker in
+     * the driver's node order is named, as the driver named the free node of an alloc-free pair.
+     * Under GRAPHMEM_LIFT_RESTRICTIONS such a graph is checked and planned at instantiation only:
+     * the update is not supported. */
+    CUgraph body = engine != NULL && info != NULL && graph != NULL
+                       ? gm_conditional_body_with_markers(engine, graph)
+                       : NULL;
+    if (body != NULL) {
+        bool lift = gm_option_bool(GM_OPT_LIFT_RESTRICTIONS);
+        *info = (CUgraphExecUpdateResultInfo){
+            .result = lift ? CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED
+                           : CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED,
+            .errorNode = lift ? NULL : gm_first_marker(engine, body, true),
+        };
         return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     }
     /* Neither side holds memory nodes: the driver's answer is the whole answer. */
