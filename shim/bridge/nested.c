@@ -32,7 +32,11 @@ static void count_children(const nested_t *entry, int delta) {
  * markers the read-back must find) or a touching graph may be missing here, so from then on every
  * graph counts as named and as touching (gm_nested_names, gm_touches): the read-back asks every
  * node's type and the instantiation covers every memset and copy, as before the registry decided.
- */
+ * Not covered by this: a lost conditional body (the driver has no query for a node's bodies, so
+ * markers added to it are not refused at instantiation as the driver refuses memory nodes there)
+ * and a lost child entry (memory nodes added to that child graph are served, where the driver
+ * refuses them). Recording before the driver's call, to refuse it without host memory, would
+ * close both (README, "Known limitations"). */
 static atomic_bool incomplete;
 
 static void mark_incomplete(void) {
