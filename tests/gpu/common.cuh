@@ -203,6 +203,34 @@ static inline void run_graph_observed(const char *prefix, cudaGraph_t g, cudaStr
         cudaGraphExecDestroy(e);
 }
 
+// An IF node in `g` (condition 1 by default), observed as `key`; its body (nullptr on failure).
+static inline cudaGraph_t add_if_node(cudaGraph_t g, const char *key) {
+    cudaGraphConditionalHandle h;
+    cudaError_t rc = cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault);
+    cudaGraphNodeParams np = {};
+    np.type = cudaGraphNodeTypeConditional;
+    np.conditional.handle = h;
+    np.conditional.type = cudaGraphCondTypeIf;
+    np.conditional.size = 1;
+    cudaGraphNode_t node;
+    if (rc == cudaSuccess)
+        rc = cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &np);
+    obs_rc(key, rc);
+    return rc == cudaSuccess ? np.conditional.phGraph_out[0] : nullptr;
+}
+
+// The graph of the child-graph node `child` set to `graph` through the node alone
+// (cudaGraphNodeSetParams).
+static inline cudaError_t
+set_child_graph(cudaGraphNode_t child, cudaGraph_t graph,
+                cudaGraphChildGraphNodeOwnership own = cudaGraphChildGraphOwnershipClone) {
+    cudaGraphNodeParams np = {};
+    np.type = cudaGraphNodeTypeGraph;
+    np.graph.graph = graph;
+    np.graph.ownership = own;
+    return cudaGraphNodeSetParams(child, &np);
+}
+
 // Ends the capture on `s` into *g and observes "capture" (`rc`, the first error of the captured
 // calls) and "end_capture"; true when both succeeded and the graph can be used.
 static inline bool end_capture_observed(cudaStream_t s, cudaError_t rc, cudaGraph_t *g) {

@@ -18,22 +18,6 @@
 static const size_t kBytes = 1u << 20;
 static const size_t kWords = kBytes / 4;
 
-// An IF node (default 1) in g; its body (nullptr on failure).
-static cudaGraph_t add_if(cudaGraph_t g, const char *key) {
-    cudaGraphConditionalHandle h;
-    cudaError_t rc = cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault);
-    cudaGraphNodeParams np = {};
-    np.type = cudaGraphNodeTypeConditional;
-    np.conditional.handle = h;
-    np.conditional.type = cudaGraphCondTypeIf;
-    np.conditional.size = 1;
-    cudaGraphNode_t node;
-    if (rc == cudaSuccess)
-        rc = cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &np);
-    obs_rc(key, rc);
-    return rc == cudaSuccess ? np.conditional.phGraph_out[0] : nullptr;
-}
-
 static void plain_body(cudaGraph_t b, void *ordinary, uint32_t v) {
     cudaGraphNode_t e1, k, e2;
     cudaGraphAddEmptyNode(&e1, b, nullptr, 0);
@@ -71,14 +55,14 @@ static void update_case(void) {
     cudaMalloc(&ordinary, kBytes);
     cudaGraph_t g0 = nullptr, h = nullptr;
     cudaGraphCreate(&g0, 0);
-    cudaGraph_t b0 = add_if(g0, "g0_if");
+    cudaGraph_t b0 = add_if_node(g0, "g0_if");
     if (b0)
         plain_body(b0, ordinary, 1);
     cudaGraphExec_t e0 = nullptr;
     obs_rc("g0_instantiate", cudaGraphInstantiate(&e0, g0, 0));
     launch_observed("e0_first", e0, s);
     cudaGraphCreate(&h, 0);
-    cudaGraph_t bh = add_if(h, "h_if");
+    cudaGraph_t bh = add_if_node(h, "h_if");
     if (bh)
         memory_body(bh, "h_body");
     cudaGraphExecUpdateResultInfo info = {};
@@ -103,14 +87,14 @@ static void child_swap_case(void) {
     cudaGraphNode_t n = nullptr;
     obs_rc("p_child", cudaGraphAddChildGraphNode(&n, p, nullptr, 0, empty));
     obs_rc("c", cudaGraphChildGraphNodeGetGraph(n, &c));
-    cudaGraph_t bc = c ? add_if(c, "c_if") : nullptr;
+    cudaGraph_t bc = c ? add_if_node(c, "c_if") : nullptr;
     if (bc)
         plain_body(bc, ordinary, 1);
     cudaGraphExec_t e = nullptr;
     obs_rc("p_instantiate", cudaGraphInstantiate(&e, p, 0));
     launch_observed("e_first", e, s);
     cudaGraphCreate(&c1, 0);
-    cudaGraph_t b1 = add_if(c1, "c1_if");
+    cudaGraph_t b1 = add_if_node(c1, "c1_if");
     if (b1)
         memory_body(b1, "c1_body");
     obs_rc("exec_child_set",
@@ -128,7 +112,7 @@ static cudaGraph_t parent_with_child_if(void (*fill)(cudaGraph_t body, void *arg
     obs_rc("p_child", cudaGraphAddChildGraphNode(&n, p, nullptr, 0, empty));
     cudaGraphDestroy(empty);
     obs_rc("c", cudaGraphChildGraphNodeGetGraph(n, &c));
-    cudaGraph_t b = c ? add_if(c, "c_if") : nullptr;
+    cudaGraph_t b = c ? add_if_node(c, "c_if") : nullptr;
     if (b)
         fill(b, arg);
     return p;

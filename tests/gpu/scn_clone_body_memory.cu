@@ -10,22 +10,6 @@
 static const size_t kBytes = 4u << 20;
 static const size_t kWords = kBytes / 4;
 
-// An IF node in `g` (condition 1 by default); its body.
-static cudaGraph_t add_if(cudaGraph_t g, const char *key) {
-    cudaGraphConditionalHandle h;
-    cudaError_t rc = cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault);
-    cudaGraphNodeParams np = {};
-    np.type = cudaGraphNodeTypeConditional;
-    np.conditional.handle = h;
-    np.conditional.type = cudaGraphCondTypeIf;
-    np.conditional.size = 1;
-    cudaGraphNode_t node;
-    if (rc == cudaSuccess)
-        rc = cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &np);
-    obs_rc(key, rc);
-    return rc == cudaSuccess ? np.conditional.phGraph_out[0] : nullptr;
-}
-
 // Body: alloc A (explicit nodes), fill, check, free.
 static bool explicit_body(cudaGraph_t body, unsigned *bad) {
     cudaGraphNode_t al, fill, check, fr;
@@ -58,7 +42,7 @@ static void round(const char *name, bool captured, cudaStream_t s, unsigned *bad
     cudaGraph_t g = nullptr, clone = nullptr;
     cudaGraphCreate(&g, 0);
     snprintf(key, sizeof key, "%s_if_node", name);
-    cudaGraph_t body = add_if(g, key);
+    cudaGraph_t body = add_if_node(g, key);
     snprintf(key, sizeof key, "%s_body_built", name);
     obs_ok(key, body && (captured ? captured_body(body, s) : explicit_body(body, bad)));
     snprintf(key, sizeof key, "%s_clone", name);

@@ -28,16 +28,6 @@ static cudaGraph_t parent_with_child(void *ordinary, cudaGraphNode_t *child) {
     return p;
 }
 
-static cudaError_t
-set_child(cudaGraphNode_t child, cudaGraph_t graph,
-          cudaGraphChildGraphNodeOwnership own = cudaGraphChildGraphOwnershipClone) {
-    cudaGraphNodeParams np = {};
-    np.type = cudaGraphNodeTypeGraph;
-    np.graph.graph = graph;
-    np.graph.ownership = own;
-    return cudaGraphNodeSetParams(child, &np);
-}
-
 static void with_parent(void (*body)(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s)) {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -59,7 +49,7 @@ static void memory_set(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s,
     void *a = nullptr;
     obs_rc("g_alloc", add_alloc(&al, g, nullptr, 0, kBytes, &a));
     obs_rc("g_free", cudaGraphAddMemFreeNode(&fr, g, &al, 1, a));
-    cudaError_t rc = set_child(child, g, own);
+    cudaError_t rc = set_child_graph(child, g, own);
     obs_rc("set_child", rc);
     run_graph_observed("p", p, s);
     if (rc != cudaSuccess || own != cudaGraphChildGraphOwnershipMove)
@@ -87,7 +77,7 @@ static void captured_body(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s) 
     }
     if (!end_capture_observed(s, rc, &g))
         return;
-    obs_rc("set_child", set_child(child, g));
+    obs_rc("set_child", set_child_graph(child, g));
     run_graph_observed("p", p, s);
     cudaGraphDestroy(g);
 }
@@ -100,7 +90,7 @@ static void plain_body(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s) {
     cudaMemsetParams m = memset_words(other, kBytes, kValue);
     cudaGraphNode_t set;
     obs_rc("y_memset", cudaGraphAddMemsetNode(&set, y, nullptr, 0, &m));
-    obs_rc("set_child", set_child(child, y));
+    obs_rc("set_child", set_child_graph(child, y));
     cudaGraph_t inside = nullptr;
     obs_rc("child_graph", cudaGraphChildGraphNodeGetGraph(child, &inside));
     obs_same("child_graph_is_y", inside, y);
@@ -123,7 +113,7 @@ static void touching_body(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s) 
     cudaGraphCreate(&y, 0);
     cudaMemsetParams m = memset_words(a, kBytes, kValue);
     obs_rc("y_memset", cudaGraphAddMemsetNode(&set, y, nullptr, 0, &m));
-    obs_rc("set_child", set_child(child, y));
+    obs_rc("set_child", set_child_graph(child, y));
     cudaGraphDestroy(y); // P's node holds a copy, if the set took
     launch_unrelated_graph(s, kBytes, "unrelated");
     cudaGraphExec_t ep = nullptr, e1 = nullptr;

@@ -11,16 +11,6 @@
 
 static const size_t kBytes = 1u << 20;
 
-static cudaError_t
-set_child(cudaGraphNode_t child, cudaGraph_t graph,
-          cudaGraphChildGraphNodeOwnership own = cudaGraphChildGraphOwnershipClone) {
-    cudaGraphNodeParams np = {};
-    np.type = cudaGraphNodeTypeGraph;
-    np.graph.graph = graph;
-    np.graph.ownership = own;
-    return cudaGraphNodeSetParams(child, &np);
-}
-
 // P holding M moved in; the child node in *node. `ordinary` is filled by X later.
 static cudaGraph_t parent_with_moved(cudaGraphNode_t *node) {
     cudaGraph_t m = nullptr, p = nullptr;
@@ -51,7 +41,7 @@ static void replace_and_probe(bool reuse) {
     cudaGraphNode_t node = nullptr;
     cudaGraph_t p = parent_with_moved(&node);
     cudaGraph_t x = plain_graph(ordinary);
-    cudaError_t rc = set_child(node, x);
+    cudaError_t rc = set_child_graph(node, x);
     obs_rc("set_child_over_moved", rc);
     cudaGraph_t inside = nullptr;
     obs_rc("child_graph", cudaGraphChildGraphNodeGetGraph(node, &inside));
