@@ -270,6 +270,36 @@ static inline void launch_unrelated_graph(cudaStream_t s, size_t bytes, const ch
         cudaGraphDestroy(g);
 }
 
+// P, touching `a` (an allocation of G1 that escapes it), instantiated before G1 ever launched (an
+// unrelated graph launches first: under graphmem it unmaps the scratch pages an earlier cover
+// left idle); then G1 launches, P runs, and every word of `a` (`bytes`) must be `value`; `a` is
+// freed. Observed as `<round>_unrelated`, `<round>_p_instantiate_before_g1_launch`,
+// `<round>_g1_instantiate`, `_g1_launch`, `_p_launch`, `_sync`, `_a_wrong_words` (no prefix
+// for an empty `round`).
+static inline void run_before_allocating_graph(const char *round, cudaGraph_t p, cudaGraph_t g1,
+                                               void *a, size_t bytes, uint32_t value,
+                                               cudaStream_t s) {
+    char key[96];
+    const char *sep = round[0] ? "_" : "";
+    auto name = [&](const char *what) {
+        snprintf(key, sizeof key, "%s%s%s", round, sep, what);
+        return key;
+    };
+    launch_unrelated_graph(s, bytes, name("unrelated"));
+    cudaGraphExec_t ep = nullptr, e1 = nullptr;
+    obs_rc(name("p_instantiate_before_g1_launch"), cudaGraphInstantiate(&ep, p, 0));
+    obs_rc(name("g1_instantiate"), cudaGraphInstantiate(&e1, g1, 0));
+    obs_rc(name("g1_launch"), e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
+    obs_rc(name("p_launch"), ep ? cudaGraphLaunch(ep, s) : cudaErrorInvalidValue);
+    obs_rc(name("sync"), cudaStreamSynchronize(s));
+    obs_int(name("a_wrong_words"), e1 && ep ? wrong_words(s, a, bytes, value) : -1LL);
+    if (e1)
+        cudaFree(a);
+    for (cudaGraphExec_t e : {ep, e1})
+        if (e)
+            cudaGraphExecDestroy(e);
+}
+
 // A call a GLOBAL capture forbids (cudaMalloc) invalidates the capture on `s`, which then ends
 // with no graph (§A4.10): observed as "forbidden_malloc", "end_capture", "end_capture_graph_null".
 static inline void fail_global_capture(cudaStream_t s) {

@@ -55,26 +55,7 @@ static void run_round(const char *round, cudaGraphChildGraphNodeOwnership own, c
     obs_rc(key, cudaGraphChildGraphNodeGetGraph(child, &inside));
     if (inside)
         add_body_memset(round, inside, a);
-    snprintf(key, sizeof key, "%s_unrelated", round);
-    launch_unrelated_graph(s, kBytes, key);
-    cudaGraphExec_t ep = nullptr, e1 = nullptr;
-    snprintf(key, sizeof key, "%s_p_instantiate_before_g1_launch", round);
-    obs_rc(key, cudaGraphInstantiate(&ep, p, 0));
-    snprintf(key, sizeof key, "%s_g1_instantiate", round);
-    obs_rc(key, cudaGraphInstantiate(&e1, g1, 0));
-    snprintf(key, sizeof key, "%s_g1_launch", round);
-    obs_rc(key, e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
-    snprintf(key, sizeof key, "%s_p_launch", round);
-    obs_rc(key, ep ? cudaGraphLaunch(ep, s) : cudaErrorInvalidValue);
-    snprintf(key, sizeof key, "%s_sync", round);
-    obs_rc(key, cudaStreamSynchronize(s));
-    snprintf(key, sizeof key, "%s_wrong_words", round);
-    obs_int(key, e1 && ep ? wrong_words(s, a, kBytes, kValue) : -1LL);
-    if (e1)
-        cudaFree(a);
-    for (cudaGraphExec_t e : {ep, e1})
-        if (e)
-            cudaGraphExecDestroy(e);
+    run_before_allocating_graph(round, p, g1, a, kBytes, kValue, s);
     cudaGraphDestroy(p); // a moved X goes with it
     if (own != cudaGraphChildGraphOwnershipMove)
         cudaGraphDestroy(x);

@@ -115,19 +115,7 @@ static void touching_body(cudaGraph_t p, cudaGraphNode_t child, cudaStream_t s) 
     obs_rc("y_memset", cudaGraphAddMemsetNode(&set, y, nullptr, 0, &m));
     obs_rc("set_child", set_child_graph(child, y));
     cudaGraphDestroy(y); // P's node holds a copy, if the set took
-    launch_unrelated_graph(s, kBytes, "unrelated");
-    cudaGraphExec_t ep = nullptr, e1 = nullptr;
-    obs_rc("p_instantiate_before_g1_launch", cudaGraphInstantiate(&ep, p, 0));
-    obs_rc("g1_instantiate", cudaGraphInstantiate(&e1, g1, 0));
-    obs_rc("g1_launch", e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
-    obs_rc("p_launch", ep ? cudaGraphLaunch(ep, s) : cudaErrorInvalidValue);
-    obs_rc("sync", cudaStreamSynchronize(s));
-    obs_int("a_wrong_words", e1 && ep ? wrong_words(s, a, kBytes, kValue) : -1LL);
-    if (e1)
-        cudaFree(a);
-    for (cudaGraphExec_t e : {ep, e1})
-        if (e)
-            cudaGraphExecDestroy(e);
+    run_before_allocating_graph("", p, g1, a, kBytes, kValue, s);
     cudaGraphDestroy(g1);
 }
 

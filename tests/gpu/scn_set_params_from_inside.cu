@@ -63,19 +63,7 @@ static void round_(bool self) {
         obs_rc("alloc_in_copied_grandchild",
                grand ? add_alloc(&al2, grand, nullptr, 0, kBytes, &b) : cudaErrorInvalidValue);
     }
-    launch_unrelated_graph(s, kBytes, "unrelated");
-    cudaGraphExec_t ep = nullptr, e1 = nullptr;
-    obs_rc("p_instantiate_before_g1_launch", cudaGraphInstantiate(&ep, p, 0));
-    obs_rc("g1_instantiate", cudaGraphInstantiate(&e1, g1, 0));
-    obs_rc("g1_launch", e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
-    obs_rc("p_launch", ep ? cudaGraphLaunch(ep, s) : cudaErrorInvalidValue);
-    obs_rc("sync", cudaStreamSynchronize(s));
-    obs_int("a_wrong_words", e1 && ep ? wrong_words(s, a, kBytes, kValue) : -1LL);
-    if (e1)
-        cudaFree(a);
-    for (cudaGraphExec_t e : {ep, e1})
-        if (e)
-            cudaGraphExecDestroy(e);
+    run_before_allocating_graph("", p, g1, a, kBytes, kValue, s);
     for (cudaGraph_t g : {p, x, d0, g1})
         cudaGraphDestroy(g);
     cudaStreamDestroy(s);
