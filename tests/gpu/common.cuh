@@ -54,6 +54,22 @@ static inline void obs_int(const char *key, long long v) {
     obs(key, buf);
 }
 
+// `<round>_<what>` observed (`what` alone for an empty `round`): the keys of a scenario's rounds.
+static inline const char *round_key(char *key, size_t size, const char *round, const char *what) {
+    snprintf(key, size, "%s%s%s", round, round[0] ? "_" : "", what);
+    return key;
+}
+
+static inline void obs_key(const char *round, const char *what, cudaError_t rc) {
+    char key[96];
+    obs_rc(round_key(key, sizeof key, round, what), rc);
+}
+
+static inline void obs_key_int(const char *round, const char *what, long long v) {
+    char key[96];
+    obs_int(round_key(key, sizeof key, round, what), v);
+}
+
 // Exit 77 (CTest's skip code) when the machine cannot run graph memory at all: no device, or a
 // device without stream-ordered memory pools (graph memory needs them, Programming Guide 16.2).
 static inline void require_graph_memory(void) {
@@ -188,17 +204,17 @@ static inline long long wrong_words(cudaStream_t s, const void *p, size_t bytes,
     return rc == cudaSuccess ? (long long)h : -1LL;
 }
 
-// Instantiates `g`, launches the exec on `s` and waits, observed as `<prefix>_instantiate`,
-// `<prefix>_launch` (cudaErrorInvalidValue without an exec) and `<prefix>_sync`.
+// Launches `e` on `s` and waits, observed as `<prefix>_launch` (cudaErrorInvalidValue without an
+// exec) and `<prefix>_sync`; run_graph_observed instantiates `g` first (`<prefix>_instantiate`).
+static inline void launch_observed(const char *prefix, cudaGraphExec_t e, cudaStream_t s) {
+    obs_key(prefix, "launch", e ? cudaGraphLaunch(e, s) : cudaErrorInvalidValue);
+    obs_key(prefix, "sync", cudaStreamSynchronize(s));
+}
+
 static inline void run_graph_observed(const char *prefix, cudaGraph_t g, cudaStream_t s) {
-    char key[96];
     cudaGraphExec_t e = nullptr;
-    snprintf(key, sizeof key, "%s_instantiate", prefix);
-    obs_rc(key, cudaGraphInstantiate(&e, g, 0));
-    snprintf(key, sizeof key, "%s_launch", prefix);
-    obs_rc(key, e ? cudaGraphLaunch(e, s) : cudaErrorInvalidValue);
-    snprintf(key, sizeof key, "%s_sync", prefix);
-    obs_rc(key, cudaStreamSynchronize(s));
+    obs_key(prefix, "instantiate", cudaGraphInstantiate(&e, g, 0));
+    launch_observed(prefix, e, s);
     if (e)
         cudaGraphExecDestroy(e);
 }
@@ -280,19 +296,14 @@ static inline void run_before_allocating_graph(const char *round, cudaGraph_t p,
                                                void *a, size_t bytes, uint32_t value,
                                                cudaStream_t s) {
     char key[96];
-    const char *sep = round[0] ? "_" : "";
-    auto name = [&](const char *what) {
-        snprintf(key, sizeof key, "%s%s%s", round, sep, what);
-        return key;
-    };
-    launch_unrelated_graph(s, bytes, name("unrelated"));
+    launch_unrelated_graph(s, bytes, round_key(key, sizeof key, round, "unrelated"));
     cudaGraphExec_t ep = nullptr, e1 = nullptr;
-    obs_rc(name("p_instantiate_before_g1_launch"), cudaGraphInstantiate(&ep, p, 0));
-    obs_rc(name("g1_instantiate"), cudaGraphInstantiate(&e1, g1, 0));
-    obs_rc(name("g1_launch"), e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
-    obs_rc(name("p_launch"), ep ? cudaGraphLaunch(ep, s) : cudaErrorInvalidValue);
-    obs_rc(name("sync"), cudaStreamSynchronize(s));
-    obs_int(name("a_wrong_words"), e1 && ep ? wrong_words(s, a, bytes, value) : -1LL);
+    obs_key(round, "p_instantiate_before_g1_launch", cudaGraphInstantiate(&ep, p, 0));
+    obs_key(round, "g1_instantiate", cudaGraphInstantiate(&e1, g1, 0));
+    obs_key(round, "g1_launch", e1 ? cudaGraphLaunch(e1, s) : cudaErrorInvalidValue);
+    obs_key(round, "p_launch", ep ? cudaGraphLaunch(ep, s) : cudaErrorInvalidValue);
+    obs_key(round, "sync", cudaStreamSynchronize(s));
+    obs_key_int(round, "a_wrong_words", e1 && ep ? wrong_words(s, a, bytes, value) : -1LL);
     if (e1)
         cudaFree(a);
     for (cudaGraphExec_t e : {ep, e1})

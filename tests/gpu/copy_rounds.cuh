@@ -8,19 +8,6 @@
 static const size_t kCopyBytes = 4u << 20;
 static const uint32_t kCopyWord = 0x21212121u;
 
-// `<round>_<what>` observed.
-static inline void obs_key(const char *round, const char *what, cudaError_t rc) {
-    char key[96];
-    snprintf(key, sizeof key, "%s_%s", round, what);
-    obs_rc(key, rc);
-}
-
-static inline void obs_key_int(const char *round, const char *what, long long v) {
-    char key[96];
-    snprintf(key, sizeof key, "%s_%s", round, what);
-    obs_int(key, v);
-}
-
 // A copy of kCopyBytes from `src` to `dst` on `s`, in one of the scenario's two forms (`variant`).
 typedef cudaError_t (*copy_fn)(bool variant, void *dst, const void *src, cudaStream_t s);
 
@@ -54,8 +41,7 @@ static inline void other_graph_copy_round(const char *round, copy_fn in, copy_fn
     obs_key(round, "og_capture", rc);
     obs_key(round, "og_end_capture", end);
     char key[96];
-    snprintf(key, sizeof key, "%s_og_other_launch", round);
-    launch_unrelated_graph(s, kCopyBytes, key);
+    launch_unrelated_graph(s, kCopyBytes, round_key(key, sizeof key, round, "og_other_launch"));
     cudaGraphExec_t e1 = nullptr, e2 = nullptr;
     obs_key(round, "og_g2_instantiate_before_g1_launch",
             g2 ? cudaGraphInstantiate(&e2, g2, 0) : cudaErrorInvalidValue);

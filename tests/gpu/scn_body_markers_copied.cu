@@ -40,14 +40,6 @@ static void memory_body(cudaGraph_t b, const char *key) {
     g_body_free = fr;
 }
 
-static void launch_observed(const char *key, cudaGraphExec_t e, cudaStream_t s) {
-    char k[64];
-    snprintf(k, sizeof k, "%s_launch", key);
-    obs_rc(k, e ? cudaGraphLaunch(e, s) : cudaErrorInvalidValue);
-    snprintf(k, sizeof k, "%s_sync", key);
-    obs_rc(k, cudaStreamSynchronize(s));
-}
-
 static void update_case(void) {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);

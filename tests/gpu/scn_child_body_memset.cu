@@ -15,33 +15,29 @@ static const uint32_t kValue = 0x5au;
 
 // An IF node (condition 1 by default) in `x` whose body memsets `a`.
 static void add_body_memset(const char *round, cudaGraph_t x, void *a) {
-    char key[64];
     cudaGraphConditionalHandle h;
-    snprintf(key, sizeof key, "%s_handle", round);
-    obs_rc(key, cudaGraphConditionalHandleCreate(&h, x, 1, cudaGraphCondAssignDefault));
+    obs_key(round, "handle",
+            cudaGraphConditionalHandleCreate(&h, x, 1, cudaGraphCondAssignDefault));
     cudaGraphNodeParams np = {};
     np.type = cudaGraphNodeTypeConditional;
     np.conditional.handle = h;
     np.conditional.type = cudaGraphCondTypeIf;
     np.conditional.size = 1;
     cudaGraphNode_t cond = nullptr, set = nullptr;
-    snprintf(key, sizeof key, "%s_if_node", round);
-    obs_rc(key, cudaGraphAddNode(&cond, x, nullptr, nullptr, 0, &np));
+    obs_key(round, "if_node", cudaGraphAddNode(&cond, x, nullptr, nullptr, 0, &np));
     cudaMemsetParams m = memset_words(a, kBytes, kValue);
-    snprintf(key, sizeof key, "%s_body_memset", round);
-    obs_rc(key, np.conditional.phGraph_out
-                    ? cudaGraphAddMemsetNode(&set, np.conditional.phGraph_out[0], nullptr, 0, &m)
-                    : cudaErrorInvalidValue);
+    obs_key(round, "body_memset",
+            np.conditional.phGraph_out
+                ? cudaGraphAddMemsetNode(&set, np.conditional.phGraph_out[0], nullptr, 0, &m)
+                : cudaErrorInvalidValue);
 }
 
 static void run_round(const char *round, cudaGraphChildGraphNodeOwnership own, cudaStream_t s) {
-    char key[64];
     cudaGraph_t g1 = nullptr, p = nullptr;
     cudaGraphCreate(&g1, 0);
     cudaGraphNode_t al, child;
     void *a = nullptr;
-    snprintf(key, sizeof key, "%s_g1_alloc", round);
-    obs_rc(key, add_alloc(&al, g1, nullptr, 0, kBytes, &a));
+    obs_key(round, "g1_alloc", add_alloc(&al, g1, nullptr, 0, kBytes, &a));
     cudaGraph_t x = nullptr, inside = nullptr;
     cudaGraphCreate(&x, 0);
     cudaGraphCreate(&p, 0);
@@ -49,10 +45,8 @@ static void run_round(const char *round, cudaGraphChildGraphNodeOwnership own, c
     cp.type = cudaGraphNodeTypeGraph;
     cp.graph.graph = x;
     cp.graph.ownership = own;
-    snprintf(key, sizeof key, "%s_child_node", round);
-    obs_rc(key, cudaGraphAddNode(&child, p, nullptr, nullptr, 0, &cp));
-    snprintf(key, sizeof key, "%s_child_graph", round);
-    obs_rc(key, cudaGraphChildGraphNodeGetGraph(child, &inside));
+    obs_key(round, "child_node", cudaGraphAddNode(&child, p, nullptr, nullptr, 0, &cp));
+    obs_key(round, "child_graph", cudaGraphChildGraphNodeGetGraph(child, &inside));
     if (inside)
         add_body_memset(round, inside, a);
     run_before_allocating_graph(round, p, g1, a, kBytes, kValue, s);

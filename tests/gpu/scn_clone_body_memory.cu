@@ -41,16 +41,12 @@ static void round(const char *name, bool captured, cudaStream_t s, unsigned *bad
     char key[64];
     cudaGraph_t g = nullptr, clone = nullptr;
     cudaGraphCreate(&g, 0);
-    snprintf(key, sizeof key, "%s_if_node", name);
-    cudaGraph_t body = add_if_node(g, key);
-    snprintf(key, sizeof key, "%s_body_built", name);
-    obs_ok(key, body && (captured ? captured_body(body, s) : explicit_body(body, bad)));
-    snprintf(key, sizeof key, "%s_clone", name);
-    obs_rc(key, cudaGraphClone(&clone, g));
-    if (clone) {
-        snprintf(key, sizeof key, "%s_of_clone", name);
-        run_graph_observed(key, clone, s);
-    }
+    cudaGraph_t body = add_if_node(g, round_key(key, sizeof key, name, "if_node"));
+    obs_ok(round_key(key, sizeof key, name, "body_built"),
+           body && (captured ? captured_body(body, s) : explicit_body(body, bad)));
+    obs_key(name, "clone", cudaGraphClone(&clone, g));
+    if (clone)
+        run_graph_observed(round_key(key, sizeof key, name, "of_clone"), clone, s);
     run_graph_observed(name, g, s);
     if (clone)
         cudaGraphDestroy(clone);
