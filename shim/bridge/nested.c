@@ -22,10 +22,20 @@ static pthread_mutex_t nested_lock = PTHREAD_MUTEX_INITIALIZER;
  * before anyone can capture into it (its handle comes from the child node), so a capture that
  * reads 0 here has no child graph to miss. */
 static atomic_uint child_count;
+/* Body entries, the same way: every update, and every instantiation of a graph that is named or
+ * touches, looks for conditional bodies, and most programs have none. A body is recorded in the
+ * call that makes its conditional node, before its graph can be instantiated or updated from. */
+static atomic_uint body_count;
 
-static void count_children(const nested_t *entry, int delta) {
+static void count_kind(const nested_t *entry, int delta) {
     if (entry->kind == GM_NESTED_CHILD)
         atomic_fetch_add_explicit(&child_count, (unsigned)delta, memory_order_release);
+    else if (entry->kind == GM_NESTED_BODY)
+        atomic_fetch_add_explicit(&body_count, (unsigned)delta, memory_order_release);
+}
+
+bool gm_nested_any_bodies(void) {
+    return atomic_load_explicit(&body_count, memory_order_acquire) != 0;
 }
 
 /* Set for good once an entry could not be recorded (no host memory for it): a child graph (whose
@@ -50,9 +60,10 @@ void gm_nested_record(CUgraph parent, CUgraphNode node, const CUgraph *graphs, u
     pthread_mutex_lock(&nested_lock);
     /* A node handle given out again (its node destroyed alone): its old bodies are gone. */
     for (uint32_t i = 0; node != NULL && kind == GM_NESTED_BODY && i < nested_count;) {
-        if (nested[i].node == node && nested[i].kind == GM_NESTED_BODY)
+        if (nested[i].node == node && nested[i].kind == GM_NESTED_BODY) {
+            count_kind(&nested[i], -1);
             nested[i] = nested[--nested_count];
-        else
+        } else
             i++;
     }
     for (unsigned i = 0; i < count; i++) {
@@ -61,7 +72,7 @@ void gm_nested_record(CUgraph parent, CUgraphNode node, const CUgraph *graphs, u
             break;
         }
         nested[nested_count++] = (nested_t){parent, graphs[i], node, kind, false, false};
-        count_children(&nested[nested_count - 1], 1);
+        count_kind(&nested[nested_count - 1], 1);
     }
     pthread_mutex_unlock(&nested_lock);
 }
@@ -117,6 +128,8 @@ static bool touches_locked(CUgraph graph, int depth) {
 }
 
 size_t gm_node_bodies(CUgraphNode node, CUgraph *out, size_t cap) {
+    if (!gm_nested_any_bodies())
+        return 0;
     pthread_mutex_lock(&nested_lock);
     size_t n = 0;
     for (size_t i = 0; node != NULL && i < nested_count; i++)
@@ -144,7 +157,7 @@ static size_t nested_of(CUgraph graph, gm_nested_kind_t kind, CUgraph *out, size
 }
 
 size_t gm_nested_bodies(CUgraph graph, CUgraph *out, size_t cap) {
-    return nested_of(graph, GM_NESTED_BODY, out, cap);
+    return gm_nested_any_bodies() ? nested_of(graph, GM_NESTED_BODY, out, cap) : 0;
 }
 
 size_t gm_nested_children(CUgraph graph, CUgraph *out, size_t cap) {
@@ -179,6 +192,8 @@ static CUgraph body_with_markers_locked(gm_engine_t *engine, CUgraph graph, bool
 }
 
 static CUgraph body_with_markers(gm_engine_t *engine, CUgraph graph, bool escaping) {
+    if (!gm_nested_any_bodies())
+        return NULL;
     pthread_mutex_lock(&nested_lock);
     CUgraph found = body_with_markers_locked(engine, graph, escaping, 0);
     pthread_mutex_unlock(&nested_lock);
@@ -194,6 +209,8 @@ CUgraph gm_conditional_body_with_markers(gm_engine_t *engine, CUgraph graph) {
 }
 
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {
+    if (!gm_nested_any_bodies())
+        return false;
     pthread_mutex_lock(&nested_lock);
     bool found = bodies_have_markers_locked(engine, graph, 0);
     pthread_mutex_unlock(&nested_lock);
@@ -260,7 +277,7 @@ static uint32_t doom_descendants(void) {
 static void settle_doomed(bool forget) {
     for (uint32_t i = 0; i < nested_count;) {
         if (nested[i].doomed && forget) {
-            count_children(&nested[i], -1);
+            count_kind(&nested[i], -1);
             nested[i] = nested[--nested_count];
             continue;
         }

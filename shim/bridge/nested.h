@@ -33,6 +33,9 @@ CUgraph gm_conditional_body_not_contained(gm_engine_t *engine, CUgraph graph);
 /* The first conditional body of `graph`, at any depth, holding a marker (NULL: none). */
 CUgraph gm_conditional_body_with_markers(gm_engine_t *engine, CUgraph graph);
 bool gm_nested_is_child(CUgraph graph);
+/* Whether any conditional body is recorded (one atomic load: the lookups for bodies return at once
+ * without). */
+bool gm_nested_any_bodies(void);
 /* The graph holding the child-graph node `node`, as recorded with its child (NULL: not known). */
 CUgraph gm_nested_child_parent(CUgraphNode node);
 /* The bodies of the conditional node `node` (up to `cap` into `out`); returns how many it has. */

@@ -106,7 +106,7 @@ static CUgraph *nested_list(size_t (*list)(CUgraph, CUgraph *, size_t), CUgraph 
  * own child graphs read in with them) and the bodies nested in it. A child graph's nodes are in
  * the topology its parent was read into; its bodies are not (tests/SEMANTICS.md §A1.17). */
 static void cover_bodies(gm_scratch_t *s, CUgraph graph, int depth) {
-    if (depth >= GM_NESTING_MAX)
+    if (depth >= GM_NESTING_MAX || !gm_nested_any_bodies()) /* child graphs hold none either */
         return;
     size_t n = 0;
     CUgraph *bodies = nested_list(gm_nested_bodies, graph, &n);

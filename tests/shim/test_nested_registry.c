@@ -222,6 +222,34 @@ static void test_child_replaced_through_node(void) {
     CHECK(sim_fini(&s));
 }
 
+/* The count of body entries that lets lookups return at once (gm_nested_any_bodies) follows the
+ * entries: a node handle given out again replaces its bodies (one down, one up), and a destroy
+ * takes them; a count left above 0 costs only time, one at 0 with a body recorded would hide it.
+ * Run first: no other test has recorded a body yet. */
+static void test_body_count_follows_entries(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    REQUIRE(!gm_nested_any_bodies());
+    const uint64_t graph = 0xb000, node = 0xb100, body = 0xb200, again = 0xb300, child = 0xb400;
+    gm_nested_record(graph_of(graph), node_of(0xb050), &(CUgraph){graph_of(child)}, 1,
+                     GM_NESTED_CHILD);
+    CHECK(!gm_nested_any_bodies()); /* a child is no body */
+    gm_nested_record(graph_of(graph), node_of(node), &(CUgraph){graph_of(body)}, 1, GM_NESTED_BODY);
+    CHECK(gm_nested_any_bodies());
+    CUgraph out[2] = {NULL, NULL};
+    CHECK_EQ_INT(gm_nested_bodies(graph_of(graph), out, 2), 1);
+    /* The node's handle given out again: its old body goes, the new one counts. */
+    gm_nested_record(graph_of(graph), node_of(node), &(CUgraph){graph_of(again)}, 1,
+                     GM_NESTED_BODY);
+    CHECK_EQ_INT(gm_nested_bodies(graph_of(graph), out, 2), 1);
+    CHECK(out[0] == graph_of(again));
+    CHECK_EQ_INT(gm_node_bodies(node_of(node), out, 2), 1);
+    CHECK_EQ_INT(gm_graph_destroy_nested(s.engine, graph_of(graph), GM_NO_CALL), GM_OK);
+    CHECK(!gm_nested_any_bodies());
+    CHECK_EQ_INT(gm_nested_bodies(graph_of(graph), out, 2), 0);
+    CHECK(sim_fini(&s));
+}
+
 /* A memset or copy set onto graph memory through its node alone names no graph: from then on every
  * graph may hold it, destroyed graphs' notes or not. Last: the mark is never cleared. */
 static void test_unknown_touch_covers_every_graph(void) {
@@ -236,6 +264,7 @@ static void test_unknown_touch_covers_every_graph(void) {
 }
 
 int main(void) {
+    RUN_TEST(test_body_count_follows_entries);
     RUN_TEST(test_touch_notes_survive_other_destroys);
     RUN_TEST(test_descendants_die_with_their_graph);
     RUN_TEST(test_node_takes_its_bodies);
