@@ -1,7 +1,8 @@
 /* The engine's backend over the CUDA driver: VMM for addresses and physical memory, events for
- * GPU order. Engine calls that may reach it while a capture is in flight run in RELAXED capture
- * mode (GM_RELAXED, captures.h): an event query or host wait from a thread in GLOBAL mode would
- * invalidate another thread's GLOBAL capture (tests/probe/launch_in_capture.cu, part d). */
+ * GPU order. Its calls that a GLOBAL capture forbids run in RELAXED capture mode whether or not a
+ * capture was in flight when the engine's call began (GM_RELAXED_ALWAYS, captures.h): an event
+ * query or host wait from a thread in GLOBAL mode would invalidate another thread's GLOBAL capture
+ * (tests/probe/launch_in_capture.cu, part d), and one begun meanwhile is no exception. */
 #include "backend_cuda.h"
 
 #include <pthread.h>
@@ -31,7 +32,7 @@ static gm_status_t va_reserve(void *ctx, uint64_t size, uint64_t *va_out) {
     (void)ctx;
     CUdeviceptr va = 0;
     CUresult r;
-    GM_RELAXED(r = gm_drv.cuMemAddressReserve(&va, size, 0, 0, 0));
+    GM_RELAXED_ALWAYS(r = gm_drv.cuMemAddressReserve(&va, size, 0, 0, 0));
     if (r == CUDA_SUCCESS)
         *va_out = va;
     return status_of(r, "cuMemAddressReserve");
@@ -40,7 +41,7 @@ static gm_status_t va_reserve(void *ctx, uint64_t size, uint64_t *va_out) {
 static gm_status_t va_release(void *ctx, uint64_t va, uint64_t size) {
     (void)ctx;
     CUresult r;
-    GM_RELAXED(r = gm_drv.cuMemAddressFree(va, size));
+    GM_RELAXED_ALWAYS(r = gm_drv.cuMemAddressFree(va, size));
     return status_of(r, "cuMemAddressFree");
 }
 
@@ -65,7 +66,8 @@ static gm_status_t handle_create(void *ctx, int device, uint64_t size, uint64_t 
     (void)ctx;
     CUmemAllocationProp prop = gm_device_memory(device);
     CUmemGenericAllocationHandle handle = 0;
-    CUresult r = gm_drv.cuMemCreate(&handle, size, &prop, 0);
+    CUresult r;
+    GM_RELAXED_ALWAYS(r = gm_drv.cuMemCreate(&handle, size, &prop, 0));
     if (r == CUDA_SUCCESS)
         *handle_out = handle;
     return r == CUDA_ERROR_OUT_OF_MEMORY ? GM_ERR_OUT_OF_MEMORY : status_of(r, "cuMemCreate");
@@ -73,12 +75,15 @@ static gm_status_t handle_create(void *ctx, int device, uint64_t size, uint64_t 
 
 static gm_status_t handle_release(void *ctx, uint64_t handle) {
     (void)ctx;
-    return status_of(gm_drv.cuMemRelease(handle), "cuMemRelease");
+    CUresult r;
+    GM_RELAXED_ALWAYS(r = gm_drv.cuMemRelease(handle));
+    return status_of(r, "cuMemRelease");
 }
 
 static gm_status_t map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
     (void)ctx;
-    CUresult r = gm_drv.cuMemMap(va, size, 0, handle, 0);
+    CUresult r;
+    GM_RELAXED_ALWAYS(r = gm_drv.cuMemMap(va, size, 0, handle, 0));
     if (r != CUDA_SUCCESS)
         gm_log(
             GM_LOG_WARN, "cuMemMap(va %#llx, size %#llx, handle %#llx) failed with CUDA error %d",
@@ -90,7 +95,8 @@ static gm_status_t map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
 
 static gm_status_t unmap(void *ctx, uint64_t va, uint64_t size) {
     (void)ctx;
-    CUresult r = gm_drv.cuMemUnmap(va, size);
+    CUresult r;
+    GM_RELAXED_ALWAYS(r = gm_drv.cuMemUnmap(va, size));
     if (r != CUDA_SUCCESS)
         gm_log(GM_LOG_WARN, "cuMemUnmap(va %#llx, size %#llx) failed with CUDA error %d",
                (unsigned long long)va, (unsigned long long)size, (int)r);
@@ -106,7 +112,8 @@ static gm_status_t set_access(void *ctx, uint64_t va, uint64_t size, const int *
         descs[i].location.id = devices[i];
         descs[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     }
-    CUresult r = gm_drv.cuMemSetAccess(va, size, descs, (size_t)device_count);
+    CUresult r;
+    GM_RELAXED_ALWAYS(r = gm_drv.cuMemSetAccess(va, size, descs, (size_t)device_count));
     if (r != CUDA_SUCCESS)
         gm_log(GM_LOG_WARN,
                "cuMemSetAccess(va %#llx, size %#llx, %d devices) failed with CUDA error %d",
@@ -348,7 +355,9 @@ static bool fence_may_defer(void *ctx, uint64_t stream_key) {
 
 static CUresult query(CUstream stream, void *unused) {
     (void)unused;
-    return gm_drv.cuStreamQuery(stream);
+    CUresult r;
+    GM_RELAXED_ALWAYS(r = gm_drv.cuStreamQuery(stream));
+    return r;
 }
 
 static gm_status_t stream_idle(void *ctx, uint64_t stream_key) {
@@ -378,7 +387,8 @@ static gm_status_t fence_query(void *ctx, uint64_t fence) {
     (void)ctx;
     if (gone(fence))
         return GM_OK;
-    CUresult r = gm_drv.cuEventQuery(event_of(fence));
+    CUresult r;
+    GM_RELAXED_ALWAYS(r = gm_drv.cuEventQuery(event_of(fence)));
     if (r == CUDA_ERROR_NOT_READY)
         return GM_ERR_NOT_READY;
     return status_of(r, "cuEventQuery");
@@ -415,7 +425,9 @@ static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
     fence_t *f = (fence_t *)(uintptr_t)fence;
     for (unsigned round = 0;; round++) {
         pthread_mutex_lock(&event_gate);
-        CUresult r = atomic_load(&f->gone) ? CUDA_SUCCESS : gm_drv.cuEventQuery(f->event);
+        CUresult r = CUDA_SUCCESS;
+        if (!atomic_load(&f->gone))
+            GM_RELAXED_ALWAYS(r = gm_drv.cuEventQuery(f->event));
         pthread_mutex_unlock(&event_gate);
         if (r != CUDA_ERROR_NOT_READY)
             return status_of(r, "cuEventQuery");
@@ -425,7 +437,9 @@ static gm_status_t fence_wait_host(void *ctx, uint64_t fence) {
 
 static CUresult synchronize(CUstream stream, void *unused) {
     (void)unused;
-    return gm_drv.cuStreamSynchronize(stream);
+    CUresult r;
+    GM_RELAXED_ALWAYS(r = gm_drv.cuStreamSynchronize(stream));
+    return r;
 }
 
 static gm_status_t stream_sync(void *ctx, uint64_t stream_key) {

@@ -31,11 +31,23 @@ bool gm_stream_capturing(CUstream stream, bool ptsz);
         gm_relaxed_end(gm_relaxed_scope);                                                          \
     } while (0)
 
+/* GM_RELAXED_ALWAYS(statements): the same without the test of the count, for the driver calls a
+ * GLOBAL capture forbids (event and stream queries and host waits, VMM calls): a scope that began
+ * while no capture was in flight may last (a host wait for a fence, say) while another thread
+ * begins one, and such a call from this thread would then invalidate that capture. */
+#define GM_RELAXED_ALWAYS(...)                                                                     \
+    do {                                                                                           \
+        gm_relaxed_t gm_relaxed_scope = gm_relaxed_begin_always();                                 \
+        __VA_ARGS__;                                                                               \
+        gm_relaxed_end(gm_relaxed_scope);                                                          \
+    } while (0)
+
 typedef struct gm_relaxed {
     CUstreamCaptureMode saved;
     bool active;
 } gm_relaxed_t;
 gm_relaxed_t gm_relaxed_begin(void);
+gm_relaxed_t gm_relaxed_begin_always(void);
 void gm_relaxed_end(gm_relaxed_t relaxed);
 
 #endif
