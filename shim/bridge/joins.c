@@ -136,10 +136,11 @@ static void last_nodes(CUstream stream, cuuint64_t capture, CUgraphNode **tails_
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     cuuint64_t now = 0;
     const CUgraphNode *tails = NULL;
+    const CUgraphEdgeData *edges = NULL; /* asked for: without, edges with data make it fail */
     size_t count = 0;
     *tails_out = NULL;
     *count_out = 0;
-    if (gm_real.cuStreamGetCaptureInfo_v3(stream, &status, &now, NULL, &tails, NULL, &count) !=
+    if (gm_real.cuStreamGetCaptureInfo_v3(stream, &status, &now, NULL, &tails, &edges, &count) !=
             CUDA_SUCCESS ||
         status != CU_STREAM_CAPTURE_STATUS_ACTIVE || now != capture || count == 0)
         return; /* not in the capture any more: nothing to check */
@@ -182,11 +183,11 @@ typedef CUresult (*capture_info_fn)(CUstream, CUstreamCaptureStatus *, cuuint64_
 /* Whether every node of `targets` is one of `roots` or an ancestor of one. */
 static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgraphNode *targets,
                         size_t target_count) {
-    size_t cap = 256, count = 0, head = 0;
+    size_t cap = root_count > 256 ? root_count : 256, count = 0, head = 0;
     CUgraphNode *seen = malloc(cap * sizeof *seen);
     if (seen == NULL)
-        return true; /* cannot tell: never refuse a capture for that */
-    for (size_t i = 0; i < root_count && count < cap; i++)
+        return true;                        /* cannot tell: never refuse a capture for that */
+    for (size_t i = 0; i < root_count; i++) /* every one: the join may come through the last */
         seen[count++] = roots[i];
     size_t found = 0;
     bool *hit = calloc(target_count ? target_count : 1, sizeof *hit);
@@ -333,9 +334,12 @@ static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint
     capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     CUstreamCaptureStatus status;
     const CUgraphNode *roots = NULL;
+    /* The edge data is asked for though never read: without it the driver refuses to list
+     * dependencies that carry data (CUDA_ERROR_LOSSY_QUERY), and the check would be skipped. */
+    const CUgraphEdgeData *edges = NULL;
     size_t root_count = 0;
     if (mine_count == 0 ||
-        info(origin, &status, NULL, NULL, &roots, NULL, &root_count) != CUDA_SUCCESS ||
+        info(origin, &status, NULL, NULL, &roots, &edges, &root_count) != CUDA_SUCCESS ||
         status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
         return false;
     bool unjoined = false;
@@ -358,7 +362,7 @@ static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint
         cuuint64_t side_capture = 0;
         const CUgraphNode *tails = NULL;
         size_t tail_count = 0;
-        if (side_info(mine[i].stream, &status, &side_capture, NULL, &tails, NULL, &tail_count) !=
+        if (side_info(mine[i].stream, &status, &side_capture, NULL, &tails, &edges, &tail_count) !=
                 CUDA_SUCCESS ||
             status != CU_STREAM_CAPTURE_STATUS_ACTIVE || side_capture != capture)
             continue; /* that stream left the capture some other way */

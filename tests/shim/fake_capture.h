@@ -26,7 +26,9 @@ typedef struct fake_stream {
         id; /* what the driver tells (0 once an invalidated capture no longer says) */
     unsigned tail_count;
     CUgraphNode tails[4];
-    _Atomic unsigned asks; /* capture queries made of it */
+    const CUgraphNode *wide; /* when set, the last nodes instead of `tails` (tail_count of them) */
+    bool edge_data;          /* its dependencies carry edge data: asked without, LOSSY_QUERY */
+    _Atomic unsigned asks;   /* capture queries made of it */
 } fake_stream_t;
 
 /* This thread's per-thread default stream (NULL: one that captures nothing) and context. */
@@ -46,15 +48,21 @@ static inline fake_stream_t *fake_stream_of(CUstream stream, bool ptsz) {
 
 static inline CUresult fake_capture_info_of(fake_stream_t *s, CUstreamCaptureStatus *status,
                                             cuuint64_t *id, CUgraph *graph,
-                                            const CUgraphNode **tails, size_t *tail_count) {
+                                            const CUgraphNode **tails,
+                                            const CUgraphEdgeData **edges, size_t *tail_count) {
+    static const CUgraphEdgeData no_data[1024];
     atomic_fetch_add_explicit(&s->asks, 1, memory_order_relaxed);
+    if (tails != NULL && edges == NULL && s->edge_data)
+        return CUDA_ERROR_LOSSY_QUERY; /* as the driver documents it */
+    if (edges != NULL)
+        *edges = no_data; /* zero data is all the notes ever read of it */
     *status = (CUstreamCaptureStatus)atomic_load_explicit(&s->status, memory_order_relaxed);
     if (id != NULL)
         *id = atomic_load_explicit(&s->id, memory_order_relaxed);
     if (graph != NULL)
         *graph = NULL;
     if (tails != NULL)
-        *tails = s->tails;
+        *tails = s->wide != NULL ? s->wide : s->tails;
     if (tail_count != NULL)
         *tail_count = s->tail_count;
     return CUDA_SUCCESS;
@@ -65,8 +73,7 @@ static inline CUresult CUDAAPI fake_capture_info(CUstream stream, CUstreamCaptur
                                                  const CUgraphNode **tails,
                                                  const CUgraphEdgeData **edges,
                                                  size_t *tail_count) {
-    (void)edges;
-    return fake_capture_info_of(fake_stream_of(stream, false), status, id, graph, tails,
+    return fake_capture_info_of(fake_stream_of(stream, false), status, id, graph, tails, edges,
                                 tail_count);
 }
 
@@ -75,8 +82,8 @@ static inline CUresult CUDAAPI fake_capture_info_ptsz(CUstream stream,
                                                       CUgraph *graph, const CUgraphNode **tails,
                                                       const CUgraphEdgeData **edges,
                                                       size_t *tail_count) {
-    (void)edges;
-    return fake_capture_info_of(fake_stream_of(stream, true), status, id, graph, tails, tail_count);
+    return fake_capture_info_of(fake_stream_of(stream, true), status, id, graph, tails, edges,
+                                tail_count);
 }
 
 static inline CUresult CUDAAPI fake_ctx_get_current(CUcontext *context) {

@@ -384,6 +384,54 @@ static void test_begin_keeps_other_threads_notes(void) {
     fake_per_thread = NULL;
 }
 
+/* An origin whose frontier is wider than the search's first room (256 nodes): the side's last
+ * node is reached from the 300th. Joined: no verdict (the roots past the 256th were dropped
+ * before, and a joined capture was found unjoined). */
+static void test_wide_origin_frontier(void) {
+    enum { WIDE = 300 };
+    static fake_node_t roots[WIDE];
+    static CUgraphNode frontier[WIDE];
+    capture_t c;
+    capture_init(&c, 31, false);
+    for (int i = 0; i < WIDE; i++) {
+        roots[i] = (fake_node_t){0};
+        frontier[i] = (CUgraphNode)&roots[i];
+    }
+    roots[WIDE - 1] = (fake_node_t){1, {&c.side_tail}};
+    c.origin.wide = frontier;
+    c.origin.tail_count = WIDE;
+    const CUgraph g = graph_of(0x31000);
+    note_capture(&c, 31, false, g);
+    CUgraph found = NULL;
+    CHECK(!finish(&c, 31, true, &found, NULL));
+    /* Not joined from any of them: unjoined. */
+    capture_init(&c, 32, false);
+    roots[WIDE - 1] = (fake_node_t){0};
+    c.origin.wide = frontier;
+    c.origin.tail_count = WIDE;
+    note_capture(&c, 32, false, g);
+    CHECK(finish(&c, 32, true, &found, NULL));
+}
+
+/* Dependencies that carry edge data (a programmatic edge, a kernel port), on the origin or on the
+ * side: the driver refuses to list them without their data (LOSSY_QUERY), and an unjoined side
+ * was then let through unjudged. */
+static void test_edge_data_frontiers(void) {
+    CUgraph found = NULL;
+    const CUgraph g = graph_of(0x33000);
+    for (int lossy = 0; lossy < 2; lossy++) {
+        for (int joined = 0; joined < 2; joined++) {
+            capture_t c;
+            cuuint64_t id = 33 + (cuuint64_t)(2 * lossy + joined);
+            capture_init(&c, id, joined);
+            c.origin.edge_data = lossy == 0;
+            c.side.edge_data = lossy == 1;
+            note_capture(&c, id, false, g);
+            CHECK(finish(&c, id, true, &found, NULL) == !joined);
+        }
+    }
+}
+
 int main(void) {
     fake_capture_install();
     RUN_TEST(test_wrong_thread_end_keeps_side_notes);
@@ -395,5 +443,7 @@ int main(void) {
     RUN_TEST(test_side_destroyed_during_the_end);
     RUN_TEST(test_per_thread_sides_of_two_threads);
     RUN_TEST(test_begin_keeps_other_threads_notes);
+    RUN_TEST(test_wide_origin_frontier);
+    RUN_TEST(test_edge_data_frontiers);
     return gm_check_summary();
 }
