@@ -66,8 +66,10 @@ static bool stream_device_now(CUstream stream, CUdevice *device) {
 }
 
 /* The device of the capturing stream at `point`, asked once per capture sequence and stream: a
- * stream's device cannot change, and a default stream of another context is another capture. */
-static bool stream_device(CUstream stream, const capture_point_t *point, CUdevice *device) {
+ * stream's device cannot change, and a default stream of another context is another capture.
+ * *asked says whether the driver was asked (a call on the stream: see alloc_in_capture). */
+static bool stream_device(CUstream stream, const capture_point_t *point, CUdevice *device,
+                          bool *asked) {
     static _Thread_local struct {
         CUstream stream;
         cuuint64_t capture;
@@ -79,6 +81,7 @@ static bool stream_device(CUstream stream, const capture_point_t *point, CUdevic
         return true;
     }
     bool known;
+    *asked = true;
     GM_RELAXED(known = stream_device_now(stream, device));
     if (known)
         last.stream = stream, last.capture = point->id, last.device = *device, last.known = true;
@@ -91,9 +94,9 @@ static bool stream_device(CUstream stream, const capture_point_t *point, CUdevic
  * driver makes the node then. Nothing here asks the driver about pools: such queries can
  * invalidate a GLOBAL capture. */
 static bool capture_pool(CUmemoryPool pool, CUstream stream, const capture_point_t *point,
-                         gm_alloc_params_t *params) {
+                         gm_alloc_params_t *params, bool *asked) {
     CUdevice device = 0;
-    if (pool == NULL && !stream_device(stream, point, &device))
+    if (pool == NULL && !stream_device(stream, point, &device, asked))
         return false;
     if (!gm_mempool_servable(pool, device, &params->device, &params->access_mask))
         return false;
@@ -128,15 +131,20 @@ typedef struct alloc_call {
 } alloc_call_t;
 
 /* On a capturing stream: a marker for a pool graphmem serves; the driver's own node for any
- * other pool. */
-static CUresult alloc_in_capture(gm_engine_t *engine, const capture_point_t *point,
+ * other pool. The frontier `point` holds is the driver's array, valid until the next call on the
+ * stream (cuStreamGetCaptureInfo_v3); a device lookup makes one (cuStreamGetCtx), so it is read
+ * again after one (once per capture and stream). */
+static CUresult alloc_in_capture(gm_engine_t *engine, capture_point_t *point,
                                  const alloc_call_t *call) {
     gm_alloc_params_t params = {
         .device = 0, .size = call->size, .access_mask = 0, .listed_mask = 0};
-    if (!capture_pool(call->pool, call->stream, point, &params)) {
+    bool asked = false;
+    if (!capture_pool(call->pool, call->stream, point, &params, &asked)) {
         gm_stat_add(GM_STAT_passthrough_allocations, 1);
         return call->forward(call);
     }
+    if (asked && !capturing(call->stream, call->ptsz, point))
+        return call->forward(call); /* not capturing now: the driver answers the call */
     return captured_alloc(engine, point, call->stream, call->ptsz, &params, call->dptr);
 }
 

@@ -131,6 +131,27 @@ int main(void) {
     CHECK(cudaGraphExecDestroy(he));
     CHECK(cudaGraphDestroy(h));
 
+    // A capture into a graph after one of its nodes: the first captured allocation has a frontier
+    // (the stream's device is looked up then, a call on the stream that retires the frontier
+    // array the capture info handed out).
+    cudaGraph_t k = NULL;
+    CHECK(cudaGraphCreate(&k, 0));
+    cudaGraphNode_t first = NULL;
+    CHECK(cudaGraphAddEmptyNode(&first, k, NULL, 0));
+    CHECK(cudaStreamBeginCaptureToGraph(s, k, &first, NULL, 1, cudaStreamCaptureModeGlobal));
+    void *r = NULL;
+    CHECK(cudaMallocAsync(&r, 1 << 20, s));
+    CHECK(cudaFreeAsync(r, s));
+    cudaGraph_t same = NULL;
+    CHECK(cudaStreamEndCapture(s, &same));
+    printf("capture_to_graph_same=%d\n", (int)(same == k));
+    cudaGraphExec_t ke = NULL;
+    CHECK(cudaGraphInstantiate(&ke, k, 0));
+    CHECK(cudaGraphLaunch(ke, s));
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaGraphExecDestroy(ke));
+    CHECK(cudaGraphDestroy(k));
+
     size_t used = 1;
     CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used));
     CHECK(cudaDeviceGraphMemTrim(0));

@@ -17,6 +17,10 @@ static char primary_ctx_storage;
 static _Thread_local CUcontext current_ctx;
 static int primary_retained;
 
+CUcontext gm_mock_primary_ctx(void) {
+    return GM_MOCK_CTX;
+}
+
 void gm_mock_lock(void) {
     pthread_mutex_lock(&mock_mutex);
 }

@@ -29,6 +29,8 @@ void gm_mock_unlock(void);
 
 /* CUDA_ERROR_NOT_INITIALIZED until cuInit succeeded, like the driver. */
 CUresult gm_mock_check_init(void);
+/* The primary context's handle (every stream's context here). */
+CUcontext gm_mock_primary_ctx(void);
 
 /* Exports a legacy entry and its per-thread twin around one body, each logging its own name.
  * The mock treats a NULL stream alike in both: no test captures on a default stream. */

@@ -15,6 +15,10 @@ typedef struct {
     gm_mock_graph_t *graph;
     size_t nfrontier;
     CUgraphNode frontier[64];
+    /* What cuStreamGetCaptureInfo hands out: a copy of the frontier, retired (overwritten with
+     * handles of no node) by the next call that operates on the stream here (cuStreamGetCtx), as
+     * the driver documents the array valid only until then. */
+    CUgraphNode view[64];
 } gm_mock_stream_t;
 
 static gm_mock_stream_t legacy_stream = {.magic = GM_MOCK_MAGIC_STREAM};
@@ -215,8 +219,10 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
             *id = st->capture_id;
         if (graph)
             *graph = active ? (CUgraph)st->graph : NULL;
+        if (deps && active)
+            memcpy(st->view, st->frontier, st->nfrontier * sizeof *st->view);
         if (deps)
-            *deps = active ? st->frontier : NULL;
+            *deps = active ? st->view : NULL;
         if (edges)
             *edges = NULL;
         if (ndeps)
@@ -324,6 +330,21 @@ gm_mock_node_t *gm_mock_stream_capture_node(CUstream s, CUgraphNodeType type, CU
     gm_mock_unlock();
     return node;
 }
+
+static CUresult cuStreamGetCtx_impl(CUstream hStream, CUcontext *pctx) {
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    gm_mock_lock();
+    gm_mock_stream_t *st = stream_get(hStream);
+    if (st)
+        memset(st->view, 0xa5, sizeof st->view); /* the capture info's array is retired */
+    gm_mock_unlock();
+    if (!st)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pctx = gm_mock_primary_ctx();
+    return CUDA_SUCCESS;
+}
+GM_MOCK_PAIR(cuStreamGetCtx, (CUstream hStream, CUcontext *pctx), (hStream, pctx))
 
 static CUresult cuStreamGetDevice_impl(CUstream hStream, CUdevice *device) {
     if (!device)
