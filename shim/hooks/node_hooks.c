@@ -228,13 +228,10 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
  * query for a node's bodies). A walk cut short by a failed query or no host memory leaves those
  * children unrecorded, as before the walk. */
 static void record_copied_children(CUgraph copy, int depth) {
-    size_t count = 0;
-    if (depth > GM_NESTING_MAX || gm_real.cuGraphGetNodes(copy, NULL, &count) != CUDA_SUCCESS ||
-        count == 0)
+    CUgraphNode *nodes;
+    size_t count;
+    if (depth > GM_NESTING_MAX || gm_graph_nodes(copy, &nodes, &count) != CUDA_SUCCESS)
         return;
-    CUgraphNode *nodes = malloc(count * sizeof *nodes);
-    if (nodes == NULL || gm_real.cuGraphGetNodes(copy, nodes, &count) != CUDA_SUCCESS)
-        count = 0;
     for (size_t i = 0; i < count; i++) {
         CUgraphNodeType type;
         CUgraph child = NULL;
@@ -418,14 +415,12 @@ static bool in_graph_with_markers(CUgraphNode node) {
     } while (count > cap);
     bool found = false;
     for (size_t g = 0; g < count && !found; g++) {
-        size_t n = 0;
-        CUgraph graph = (CUgraph)(uintptr_t)graphs[g];
-        if (gm_real.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS || n == 0)
+        CUgraphNode *nodes;
+        size_t n;
+        if (gm_graph_nodes((CUgraph)(uintptr_t)graphs[g], &nodes, &n) != CUDA_SUCCESS)
             continue;
-        CUgraphNode *nodes = calloc(n, sizeof *nodes);
-        if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &n) == CUDA_SUCCESS)
-            for (size_t i = 0; i < n && !found; i++)
-                found = nodes[i] == node;
+        for (size_t i = 0; i < n && !found; i++)
+            found = nodes[i] == node;
         free(nodes);
     }
     free(graphs);
