@@ -369,13 +369,14 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     if (result != CUDA_SUCCESS)
         return result;
     gm_graph_forget_stale(*phGraphClone);
-    if (gm_nested_names(originalGraph))
+    bool names = gm_nested_names(originalGraph);
+    if (names)
         record_copied_children(*phGraphClone, 0);
     /* A clone touches what its original touches (the notes of the original's nested graphs are
      * not copied to the copies recorded above, so the clone itself is noted). A clone of a graph
      * naming nested graphs is noted too, which scn_clone_child_memset needed before the copies
      * were recorded: its read-back then asks every node's type and reads its child graphs in. */
-    if (gm_touches(originalGraph) || gm_nested_names(originalGraph))
+    if (names || gm_touches(originalGraph))
         gm_touch_note(*phGraphClone);
     if (!markers)
         return result;
