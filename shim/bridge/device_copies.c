@@ -8,6 +8,7 @@
 #include "interpose/driver.h"
 #include "log.h"
 #include "util.h"
+#include "topology.h"
 
 /* ---- the copy ------------------------------------------------------------------------------ */
 
@@ -82,13 +83,9 @@ CUresult gm_device_copy_make(gm_engine_t *engine, CUgraph graph, uint32_t marker
     *copy = NULL;
     if (!gm_drv.cuGraphNodeGetDependentNodes_v2 || !gm_drv.cuGraphAddDependencies_v2)
         return CUDA_ERROR_NOT_SUPPORTED;
-    size_t count = 0;
-    CUresult r = gm_real.cuGraphGetNodes(graph, NULL, &count);
-    CUgraphNode *nodes = r == CUDA_SUCCESS ? calloc(count ? count : 1, sizeof *nodes) : NULL;
-    if (r == CUDA_SUCCESS && nodes == NULL)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == CUDA_SUCCESS)
-        r = gm_real.cuGraphGetNodes(graph, nodes, &count);
+    CUgraphNode *nodes;
+    size_t count;
+    CUresult r = gm_graph_nodes(graph, &nodes, &count);
     /* The graph's own markers, moved to the front of `nodes`. */
     uint32_t own = 0;
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
@@ -189,18 +186,16 @@ void gm_device_copy_forget(CUgraphExec exec) {
 }
 
 CUgraphNode gm_device_copy_original(CUgraph graph, CUgraph copy, CUgraphNode node) {
-    size_t count = 0;
-    CUgraphNode found = NULL;
-    if (node == NULL || gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || !count)
+    CUgraphNode *nodes, found = NULL;
+    size_t count;
+    if (node == NULL || gm_graph_nodes(graph, &nodes, &count) != CUDA_SUCCESS)
         return NULL;
-    CUgraphNode *nodes = calloc(count, sizeof *nodes);
-    if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS)
-        for (size_t i = 0; i < count && !found; i++) {
-            CUgraphNode in_copy = NULL;
-            if (gm_drv.cuGraphNodeFindInClone(&in_copy, nodes[i], copy) == CUDA_SUCCESS &&
-                in_copy == node)
-                found = nodes[i];
-        }
+    for (size_t i = 0; i < count && !found; i++) {
+        CUgraphNode in_copy = NULL;
+        if (gm_drv.cuGraphNodeFindInClone(&in_copy, nodes[i], copy) == CUDA_SUCCESS &&
+            in_copy == node)
+            found = nodes[i];
+    }
     free(nodes);
     return found;
 }

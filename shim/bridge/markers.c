@@ -6,6 +6,7 @@
 #include "engine_glue.h"
 #include "interpose/driver.h"
 #include "log.h"
+#include "topology.h"
 
 /* An edge an empty node can take for the frontier's `edge`: the same one, except that a
  * programmatic edge (a kernel's programmatic port or type, as a wait on an event recorded by a
@@ -170,17 +171,15 @@ CUresult gm_marker_free(gm_engine_t *engine, const gm_marker_site_t *site, CUdev
 }
 
 CUgraphNode gm_first_marker(gm_engine_t *engine, CUgraph graph, bool from_end) {
-    size_t count = 0;
-    CUgraphNode found = NULL;
-    if (gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
+    CUgraphNode *nodes, found = NULL;
+    size_t count;
+    if (gm_graph_nodes(graph, &nodes, &count) != CUDA_SUCCESS)
         return NULL;
-    CUgraphNode *nodes = calloc(count, sizeof *nodes);
-    if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS)
-        for (size_t i = 0; i < count && !found; i++) {
-            CUgraphNode node = nodes[from_end ? count - 1 - i : i];
-            if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE)
-                found = node;
-        }
+    for (size_t i = 0; i < count && !found; i++) {
+        CUgraphNode node = nodes[from_end ? count - 1 - i : i];
+        if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE)
+            found = node;
+    }
     free(nodes);
     return found;
 }

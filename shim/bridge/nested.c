@@ -84,18 +84,6 @@ static bool nests(const nested_t *entry, CUgraph graph) {
            (entry->kind == GM_NESTED_BODY || entry->kind == GM_NESTED_CHILD);
 }
 
-static bool bodies_have_markers_locked(gm_engine_t *engine, CUgraph graph, int depth) {
-    for (size_t i = 0; i < nested_count && depth <= GM_NESTING_MAX; i++) {
-        if (!nests(&nested[i], graph))
-            continue;
-        if ((nested[i].kind == GM_NESTED_BODY &&
-             gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)nested[i].graph)) ||
-            bodies_have_markers_locked(engine, nested[i].graph, depth + 1))
-            return true;
-    }
-    return false;
-}
-
 /* A graph's own note, not one of a graph nested in it: that one goes with its node, while the
  * graph's own memset or copy stays. */
 static bool touch_noted(CUgraph graph) {
@@ -209,12 +197,7 @@ CUgraph gm_conditional_body_with_markers(gm_engine_t *engine, CUgraph graph) {
 }
 
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {
-    if (!gm_nested_any_bodies())
-        return false;
-    pthread_mutex_lock(&nested_lock);
-    bool found = bodies_have_markers_locked(engine, graph, 0);
-    pthread_mutex_unlock(&nested_lock);
-    return found;
+    return body_with_markers(engine, graph, false) != NULL;
 }
 
 CUgraph gm_nested_child_parent(CUgraphNode node) {

@@ -438,6 +438,26 @@ void gm_topology_free(gm_topology_buf_t *buf) {
     *buf = (gm_topology_buf_t){0};
 }
 
+CUresult gm_graph_nodes(CUgraph graph, CUgraphNode **nodes, size_t *count) {
+    *nodes = NULL;
+    *count = 0;
+    size_t n = 0;
+    CUresult r = gm_real.cuGraphGetNodes(graph, NULL, &n);
+    if (r != CUDA_SUCCESS || n == 0)
+        return r;
+    CUgraphNode *list = malloc(n * sizeof *list);
+    if (list == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r = gm_real.cuGraphGetNodes(graph, list, &n);
+    if (r != CUDA_SUCCESS) {
+        free(list);
+        return r;
+    }
+    *nodes = list;
+    *count = n;
+    return CUDA_SUCCESS;
+}
+
 /* Whether any node of `graph`, child graphs included, is a marker. */
 static bool holds_markers(gm_engine_t *engine, CUgraph graph, CUresult *error) {
     gm_topology_buf_t topo = {0};

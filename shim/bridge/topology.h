@@ -27,6 +27,11 @@ void gm_topology_free(gm_topology_buf_t *buf);
  * was taking or giving them back, then they are dropped. */
 void gm_topology_forget_after_fork(void);
 
+/* The nodes of `graph` (its own level), listed in a fresh array into *nodes (NULL with *count 0
+ * when it has none), to be freed by the caller; CUDA_ERROR_OUT_OF_MEMORY without host memory, or
+ * the driver's error (nothing then). */
+CUresult gm_graph_nodes(CUgraph graph, CUgraphNode **nodes, size_t *count);
+
 /* Whether replacing the child graph of `node` in an exec by `child` is refused: either holds a
  * memory node (engine NULL: not started, nothing is refused). */
 bool gm_child_swap_refused(gm_engine_t *engine, CUgraphNode node, CUgraph child);

@@ -228,13 +228,10 @@ static bool add_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNode *de
  * query for a node's bodies). A walk cut short by a failed query or no host memory leaves those
  * children unrecorded, as before the walk. */
 static void record_copied_children(CUgraph copy, int depth) {
-    size_t count = 0;
-    if (depth > GM_NESTING_MAX || gm_real.cuGraphGetNodes(copy, NULL, &count) != CUDA_SUCCESS ||
-        count == 0)
+    CUgraphNode *nodes;
+    size_t count;
+    if (depth > GM_NESTING_MAX || gm_graph_nodes(copy, &nodes, &count) != CUDA_SUCCESS)
         return;
-    CUgraphNode *nodes = malloc(count * sizeof *nodes);
-    if (nodes == NULL || gm_real.cuGraphGetNodes(copy, nodes, &count) != CUDA_SUCCESS)
-        count = 0;
     for (size_t i = 0; i < count; i++) {
         CUgraphNodeType type;
         CUgraph child = NULL;
@@ -372,13 +369,14 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     if (result != CUDA_SUCCESS)
         return result;
     gm_graph_forget_stale(*phGraphClone);
-    if (gm_nested_names(originalGraph))
+    bool names = gm_nested_names(originalGraph);
+    if (names)
         record_copied_children(*phGraphClone, 0);
     /* A clone touches what its original touches (the notes of the original's nested graphs are
      * not copied to the copies recorded above, so the clone itself is noted). A clone of a graph
      * naming nested graphs is noted too, which scn_clone_child_memset needed before the copies
      * were recorded: its read-back then asks every node's type and reads its child graphs in. */
-    if (gm_touches(originalGraph) || gm_nested_names(originalGraph))
+    if (names || gm_touches(originalGraph))
         gm_touch_note(*phGraphClone);
     if (!markers)
         return result;
@@ -418,14 +416,12 @@ static bool in_graph_with_markers(CUgraphNode node) {
     } while (count > cap);
     bool found = false;
     for (size_t g = 0; g < count && !found; g++) {
-        size_t n = 0;
-        CUgraph graph = (CUgraph)(uintptr_t)graphs[g];
-        if (gm_real.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS || n == 0)
+        CUgraphNode *nodes;
+        size_t n;
+        if (gm_graph_nodes((CUgraph)(uintptr_t)graphs[g], &nodes, &n) != CUDA_SUCCESS)
             continue;
-        CUgraphNode *nodes = calloc(n, sizeof *nodes);
-        if (nodes && gm_real.cuGraphGetNodes(graph, nodes, &n) == CUDA_SUCCESS)
-            for (size_t i = 0; i < n && !found; i++)
-                found = nodes[i] == node;
+        for (size_t i = 0; i < n && !found; i++)
+            found = nodes[i] == node;
         free(nodes);
     }
     free(graphs);
