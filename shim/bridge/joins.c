@@ -1,10 +1,11 @@
 /* Unjoined forks. The driver ends a capture with CUDA_ERROR_STREAM_CAPTURE_UNJOINED when a forked
  * stream's work never rejoined the origin stream, but it does not count graphmem's markers as
  * work captured on the forked stream (they are added through the graph API). So graphmem notes
- * each stream that received a marker, and when the capture ends checks that the stream's last
- * nodes are ancestors of the origin stream's frontier, as the driver would have. A noted stream
- * destroyed before the capture ends (NVIDIA's graph-memory sample does it after joining) is asked
- * for its last nodes while it is handed over for destruction, never afterwards.
+ * each stream that received a marker, and when the capture ends checks that the markers among the
+ * stream's last nodes are ancestors of the origin stream's frontier, as the driver would have for
+ * the memory nodes they stand for. A noted stream destroyed before the capture ends (NVIDIA's
+ * graph-memory sample does it after joining) is asked for its last nodes while it is handed over
+ * for destruction, never afterwards.
  *
  * A note names its stream by its identity (gm_stream_key), not by its handle: NULL through a _ptsz
  * entry and CU_STREAM_PER_THREAD name the calling thread's own per-thread default stream (in the
@@ -231,10 +232,36 @@ static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgra
     return all;
 }
 
-static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint64_t capture,
-                         const struct noted_stream *mine, uint32_t mine_count);
+/* Whether a marker among a side stream's last nodes `tails` is not reached from `roots`. Only the
+ * markers are graphmem's to judge: the driver judges what the stream captured itself, and no other
+ * node, as the driver documents (cuStreamGetCaptureInfo, cuStreamUpdateCaptureDependencies): a
+ * node the program added through the graph API and set as the stream's dependency, left unjoined,
+ * does not make a capture unjoined, nor a marker the program took out of the stream's set. */
+static bool markers_unreached(gm_joins_is_marker_fn is_marker, const CUgraphNode *roots,
+                              size_t root_count, const CUgraphNode *tails, size_t tail_count) {
+    CUgraphNode markers[64];
+    size_t count = 0;
+    bool unreached = false;
+    for (size_t i = 0; i < tail_count && !unreached; i++) {
+        if (!is_marker(tails[i]))
+            continue;
+        markers[count++] = tails[i];
+        if (count == sizeof markers / sizeof *markers) { /* judged a room's worth at a time */
+            unreached = !all_reached(roots, root_count, markers, count);
+            count = 0;
+        }
+    }
+    if (count > 0 && !unreached)
+        unreached = !all_reached(roots, root_count, markers, count);
+    return unreached;
+}
 
-bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, gm_joins_ending_t *ending) {
+static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint64_t capture,
+                         gm_joins_is_marker_fn is_marker, const struct noted_stream *mine,
+                         uint32_t mine_count);
+
+bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture,
+                     gm_joins_is_marker_fn is_marker, gm_joins_ending_t *ending) {
     *ending = (gm_joins_ending_t){0};
     uint64_t origin_key = gm_stream_key(origin, ptsz);
     pthread_mutex_lock(&noted_lock);
@@ -259,7 +286,7 @@ bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, gm_joins_en
     endings = ending;
     pthread_mutex_unlock(&noted_lock);
     /* The notes are this end's alone now: the check reads them without the lock. */
-    return finish_check(origin, ptsz, origin_key, capture, ending->notes, ending->count);
+    return finish_check(origin, ptsz, origin_key, capture, is_marker, ending->notes, ending->count);
 }
 
 bool gm_joins_graph_still_mine(gm_joins_ending_t *ending) {
@@ -330,7 +357,8 @@ void gm_joins_ended(gm_joins_ending_t *ending, bool over) {
 
 /* Whether a noted stream's last nodes are not all ancestors of the origin's frontier. */
 static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint64_t capture,
-                         const noted_stream_t *mine, uint32_t mine_count) {
+                         gm_joins_is_marker_fn is_marker, const noted_stream_t *mine,
+                         uint32_t mine_count) {
     capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
     CUstreamCaptureStatus status;
     const CUgraphNode *roots = NULL;
@@ -347,7 +375,8 @@ static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint
         if (mine[i].key == origin_key)
             continue;
         if (mine[i].destroyed) { /* never ask a stream that is gone */
-            unjoined = !all_reached(roots, root_count, mine[i].tails, mine[i].tail_count);
+            unjoined =
+                markers_unreached(is_marker, roots, root_count, mine[i].tails, mine[i].tail_count);
             continue;
         }
         /* Another thread's per-thread stream (or this thread's of another context): its handle
@@ -366,7 +395,7 @@ static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint
                 CUDA_SUCCESS ||
             status != CU_STREAM_CAPTURE_STATUS_ACTIVE || side_capture != capture)
             continue; /* that stream left the capture some other way */
-        unjoined = !all_reached(roots, root_count, tails, tail_count);
+        unjoined = markers_unreached(is_marker, roots, root_count, tails, tail_count);
     }
     return unjoined;
 }

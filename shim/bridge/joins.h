@@ -30,12 +30,17 @@ typedef struct gm_joins_ending {
     struct gm_joins_ending *next;
 } gm_joins_ending_t;
 
+/* Whether `node` is a marker (bridge/markers.h, which sits above this file): of a stream's last
+ * nodes only markers are judged, the rest being the driver's (or no one's) to judge. */
+typedef bool (*gm_joins_is_marker_fn)(CUgraphNode node);
+
 /* Called before capture `capture` of `origin` ends (0: the driver no longer says which, and the
  * id its origin was noted under is used): takes the capture's notes into *ending. Returns whether
  * a stream that received markers never rejoined `origin` (the driver's
  * CUDA_ERROR_STREAM_CAPTURE_UNJOINED), and in ending->graph the graph the capture went into:
  * once a capture is invalidated the driver no longer says which graph it was. */
-bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture, gm_joins_ending_t *ending);
+bool gm_joins_finish(CUstream origin, bool ptsz, cuuint64_t capture,
+                     gm_joins_is_marker_fn is_marker, gm_joins_ending_t *ending);
 /* Whether ending->graph is still the capture's graph: its handle was not given out again to a
  * new graph since gm_joins_finish (gm_joins_forget_graph). Asked in the end's locked step, after
  * the driver's call, so that a new graph under that handle is never forgotten with the dead one. */

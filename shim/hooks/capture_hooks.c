@@ -6,6 +6,7 @@
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
+#include "bridge/markers.h"
 #include "bridge/nested.h"
 #include "bridge/topology.h"
 #include "stats.h"
@@ -177,6 +178,10 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     return result;
 }
 
+static bool is_marker(CUgraphNode node) {
+    return gm_marker_of(node, NULL) != GM_MARKER_NONE;
+}
+
 static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph) {
     CUresult (*end)(CUstream, CUgraph *) = GM_REAL_PT(cuStreamEndCapture, ptsz);
     capture_info_fn info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, ptsz);
@@ -190,7 +195,7 @@ static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     gm_joins_ending_t joins;
     end_call_t args = {end, stream, capture, ptsz, false, NULL, false};
-    args.unjoined = gm_joins_finish(stream, ptsz, capture, &joins);
+    args.unjoined = gm_joins_finish(stream, ptsz, capture, is_marker, &joins);
     CUresult result;
     /* Nothing known of the graph (no marker went in, no child was added): a failed capture
      * leaves nothing to forget, and the end holds no lock over the driver's call. Only the

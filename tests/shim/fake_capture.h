@@ -18,6 +18,7 @@ gm_real_table_t gm_real;
 typedef struct fake_node {
     unsigned dep_count;
     struct fake_node *deps[4];
+    bool api_node; /* added by the program through the graph API: no marker (fake_is_marker) */
 } fake_node_t;
 
 typedef struct fake_stream {
@@ -104,6 +105,10 @@ static inline void fake_capture_install(void) {
     gm_drv.cuCtxGetCurrent = fake_ctx_get_current;
 }
 
+/* Every node is a marker but those the program added through the graph API (api_node). */
+static inline bool fake_is_marker(CUgraphNode node) {
+    return node != NULL && !((const fake_node_t *)node)->api_node;
+}
 /* A stream capturing in `id` whose last node is `tail`. */
 static inline void fake_stream_capture(fake_stream_t *s, cuuint64_t id, CUgraphNode tail) {
     atomic_store(&s->status, CU_STREAM_CAPTURE_STATUS_ACTIVE);

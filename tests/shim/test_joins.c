@@ -30,7 +30,7 @@ typedef struct capture {
 static void capture_init(capture_t *c, cuuint64_t id, bool joined) {
     *c = (capture_t){0};
     if (joined)
-        c->root = (fake_node_t){1, {&c->side_tail}};
+        c->root = (fake_node_t){.dep_count = 1, .deps = {&c->side_tail}};
     fake_stream_capture(&c->origin, id, (CUgraphNode)&c->root);
     fake_stream_capture(&c->side, id, (CUgraphNode)&c->side_tail);
 }
@@ -45,7 +45,7 @@ static void note_capture(capture_t *c, cuuint64_t id, bool ptsz, CUgraph g) {
 /* The end of capture `id` on `c->origin`: whether it was found unjoined, and the graph found. */
 static bool finish(capture_t *c, cuuint64_t id, bool over, CUgraph *graph, uint32_t *notes) {
     gm_joins_ending_t ending;
-    bool unjoined = gm_joins_finish(handle(&c->origin), false, id, &ending);
+    bool unjoined = gm_joins_finish(handle(&c->origin), false, id, fake_is_marker, &ending);
     *graph = ending.graph;
     if (notes != NULL)
         *notes = ending.count;
@@ -135,7 +135,7 @@ static void test_note_during_final_end_goes(void) {
     const CUgraph g = graph_of(0x21000);
     note_capture(&c, 21, false, g);
     gm_joins_ending_t ending;
-    (void)gm_joins_finish(handle(&c.origin), false, 21, &ending);
+    (void)gm_joins_finish(handle(&c.origin), false, 21, fake_is_marker, &ending);
     gm_joins_note(21, handle(&c.side), false, g, (CUgraphNode)(uintptr_t)0x2101);
     gm_joins_ended(&ending, true);
     CUgraph found = NULL;
@@ -154,7 +154,7 @@ static void test_notes_made_meanwhile_merge(void) {
     const CUgraph g = graph_of(0xd000);
     note_capture(&c, 13, false, g);
     gm_joins_ending_t ending;
-    CHECK(!gm_joins_finish(handle(&c.origin), false, 13, &ending));
+    CHECK(!gm_joins_finish(handle(&c.origin), false, 13, fake_is_marker, &ending));
     gm_joins_note(13, handle(&c.side), false, g, (CUgraphNode)&c.side_tail);
     gm_joins_note(13, handle(&other), false, g, (CUgraphNode)&c.side_tail);
     gm_joins_ended(&ending, false);
@@ -173,7 +173,7 @@ static void test_handle_given_out_during_the_end(void) {
     const CUgraph g = graph_of(0xf000);
     gm_joins_note_begin(15, handle(&c.origin), false, g);
     gm_joins_ending_t ending;
-    (void)gm_joins_finish(handle(&c.origin), false, 15, &ending);
+    (void)gm_joins_finish(handle(&c.origin), false, 15, fake_is_marker, &ending);
     CHECK(ending.graph == g);
     CHECK(gm_joins_graph_still_mine(&ending));
     gm_joins_forget_graph(graph_of(0xf001));
@@ -198,7 +198,7 @@ static void side_destroyed_during_the_end(bool ptsz) {
     const CUgraph g = graph_of(0x11000 + id);
     note_capture(&c, id, ptsz, g);
     gm_joins_ending_t ending;
-    CHECK(gm_joins_finish(handle(&c.origin), false, id, &ending));
+    CHECK(gm_joins_finish(handle(&c.origin), false, id, fake_is_marker, &ending));
     gm_joins_stream_destroyed(handle(&c.side)); /* another thread, meanwhile */
     c.side.status = CU_STREAM_CAPTURE_STATUS_NONE;
     unsigned asks = c.side.asks;
@@ -213,7 +213,7 @@ static void side_destroyed_during_the_end(bool ptsz) {
     gm_joins_note_begin(id + 1, handle(&c.origin), false, g);
     fake_stream_capture(&c.side, id + 1, (CUgraphNode)&c.side_tail);
     gm_joins_note(id + 1, handle(&c.side), ptsz, g, (CUgraphNode)&c.side_tail);
-    CHECK(gm_joins_finish(handle(&c.origin), false, id + 1, &ending));
+    CHECK(gm_joins_finish(handle(&c.origin), false, id + 1, fake_is_marker, &ending));
     gm_joins_stream_destroyed(handle(&c.side));
     gm_joins_ended(&ending, true);
 }
@@ -279,7 +279,7 @@ static void other_threads_side(bool origin_per_thread, bool named_null, bool joi
     per_thread_note_t n = {id, g, (CUgraphNode)&c.side_tail, named_null};
     on_thread(note_per_thread, &n, &c.side);
     gm_joins_ending_t ending;
-    CHECK(gm_joins_finish(origin, origin_per_thread, id, &ending) == !joined);
+    CHECK(gm_joins_finish(origin, origin_per_thread, id, fake_is_marker, &ending) == !joined);
     CHECK_EQ_INT(ending.count, 2);
     CHECK(ending.graph == g);
     gm_joins_ended(&ending, true);
@@ -300,7 +300,7 @@ static void own_side(bool other_context) {
         fake_context = (CUcontext)0x2000;
     unsigned asks = c.side.asks;
     gm_joins_ending_t ending;
-    CHECK(gm_joins_finish(handle(&c.origin), false, id, &ending));
+    CHECK(gm_joins_finish(handle(&c.origin), false, id, fake_is_marker, &ending));
     CHECK_EQ_INT(ending.count, 2);
     CHECK_EQ_INT(c.side.asks, asks + !other_context);
     gm_joins_ended(&ending, true);
@@ -338,7 +338,7 @@ static void *per_thread_capture(void *arg) {
     pthread_barrier_wait(&p->between); /* begun */
     pthread_barrier_wait(&p->between); /* the test's thread began its own */
     gm_joins_ending_t ending;
-    p->unjoined = gm_joins_finish(NULL, true, p->id, &ending);
+    p->unjoined = gm_joins_finish(NULL, true, p->id, fake_is_marker, &ending);
     p->graph_found = ending.graph == p->graph;
     p->notes = ending.count;
     gm_joins_ended(&ending, true);
@@ -375,10 +375,10 @@ static void test_begin_keeps_other_threads_notes(void) {
     CHECK_EQ_INT(other.notes, 1);
     CHECK(!other.unjoined);
     gm_joins_ending_t ending;
-    CHECK(gm_joins_finish(handle(&fork.origin), false, 53, &ending));
+    CHECK(gm_joins_finish(handle(&fork.origin), false, 53, fake_is_marker, &ending));
     CHECK_EQ_INT(ending.count, 2);
     gm_joins_ended(&ending, true);
-    CHECK(!gm_joins_finish(NULL, true, 52, &ending));
+    CHECK(!gm_joins_finish(NULL, true, 52, fake_is_marker, &ending));
     CHECK_EQ_INT(ending.count, 1);
     gm_joins_ended(&ending, true);
     fake_per_thread = NULL;
@@ -397,7 +397,7 @@ static void test_wide_origin_frontier(void) {
         roots[i] = (fake_node_t){0};
         frontier[i] = (CUgraphNode)&roots[i];
     }
-    roots[WIDE - 1] = (fake_node_t){1, {&c.side_tail}};
+    roots[WIDE - 1] = (fake_node_t){.dep_count = 1, .deps = {&c.side_tail}};
     c.origin.wide = frontier;
     c.origin.tail_count = WIDE;
     const CUgraph g = graph_of(0x31000);
@@ -432,6 +432,33 @@ static void test_edge_data_frontiers(void) {
     }
 }
 
+/* A side stream whose marker was taken out of its dependency set, which the program SET to a node
+ * it added through the graph API and never joined: the driver judges neither (its documentation,
+ * and the H200: xp probe r60_unjoined_checks side_dangling ended with success natively, where
+ * graphmem said UNJOINED). Live or destroyed before the end; the marker kept beside the node is
+ * still judged. */
+static void test_side_set_to_a_graph_node(void) {
+    CUgraph found = NULL;
+    const CUgraph g = graph_of(0x37000);
+    for (int destroyed = 0; destroyed < 2; destroyed++) {
+        for (int keeps_marker = 0; keeps_marker < 2; keeps_marker++) {
+            capture_t c;
+            cuuint64_t id = 37 + (cuuint64_t)(2 * destroyed + keeps_marker);
+            capture_init(&c, id, false);
+            note_capture(&c, id, false, g);
+            fake_node_t dangling = {.dep_count = 1, .deps = {&c.side_tail}, .api_node = true};
+            c.side.tails[0] = (CUgraphNode)&dangling;
+            if (keeps_marker) {
+                c.side.tails[1] = (CUgraphNode)&c.side_tail;
+                c.side.tail_count = 2;
+            }
+            if (destroyed)
+                gm_joins_stream_destroyed(handle(&c.side));
+            CHECK(finish(&c, id, true, &found, NULL) == (bool)keeps_marker);
+        }
+    }
+}
+
 int main(void) {
     fake_capture_install();
     RUN_TEST(test_wrong_thread_end_keeps_side_notes);
@@ -445,5 +472,6 @@ int main(void) {
     RUN_TEST(test_begin_keeps_other_threads_notes);
     RUN_TEST(test_wide_origin_frontier);
     RUN_TEST(test_edge_data_frontiers);
+    RUN_TEST(test_side_set_to_a_graph_node);
     return gm_check_summary();
 }

@@ -51,7 +51,7 @@ static void *capturer(void *arg) {
         /* An end that leaves the capture going, then the one that ends it. */
         for (int end = 0; end < 2; end++) {
             gm_joins_ending_t ending;
-            CHECK(!gm_joins_finish((CUstream)origin, false, id, &ending));
+            CHECK(!gm_joins_finish((CUstream)origin, false, id, fake_is_marker, &ending));
             CHECK_EQ_INT(ending.count, 3);
             atomic_store(&in_flight[t], (uintptr_t)ending.graph);
             for (volatile int spin = 0; spin < 50; spin++)
@@ -85,11 +85,11 @@ static void *giver(void *unused) {
         gm_joins_note(i + 1, (CUstream)&mine, false, NULL, NULL);
         gm_joins_stream_destroyed((CUstream)&mine);
         gm_joins_ending_t ending;
-        (void)gm_joins_finish((CUstream)&mine, false, i + 1, &ending);
+        (void)gm_joins_finish((CUstream)&mine, false, i + 1, fake_is_marker, &ending);
         gm_joins_ended(&ending, true);
         gm_joins_note_begin(1ull << 63 | i, NULL, true, NULL);
         atomic_fetch_add(&giver_begins, 1);
-        (void)gm_joins_finish(NULL, true, 1ull << 63 | i, &ending);
+        (void)gm_joins_finish(NULL, true, 1ull << 63 | i, fake_is_marker, &ending);
         gm_joins_ended(&ending, true);
     }
     return NULL;
