@@ -228,11 +228,20 @@ typedef struct outside_check {
     CUresult result;
 } outside_check_t;
 
+/* Whether the free goes ahead as one outside graphs: the stream captures nothing, or it is the
+ * legacy stream while a blocking stream captures (IMPLICIT). The fence's record then answers as
+ * the driver's free would: refused with IMPLICIT, and the blocking streams' captures invalidated,
+ * nothing freed (tests/probe/free_mode_mirror.cu; the driver's own query leaves them going). */
+static bool goes_outside(const outside_check_t *c) {
+    return (c->result == CUDA_SUCCESS && c->status == CU_STREAM_CAPTURE_STATUS_NONE) ||
+           c->result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+}
+
 static bool still_outside(void *arg) {
     outside_check_t *c = arg;
     capture_point_t point;
     c->result = capture_status(c->stream, c->ptsz, &point, &c->status);
-    return c->result == CUDA_SUCCESS && c->status == CU_STREAM_CAPTURE_STATUS_NONE;
+    return goes_outside(c);
 }
 
 /* A free outside any graph: the allocation's lifetime ends now, after the stream's work for an
@@ -274,7 +283,9 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
         capture_point_t point;
         CUstreamCaptureStatus status;
         CUresult result = capture_status(stream, ptsz, &point, &status);
-        if (result != CUDA_SUCCESS)
+        if (result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+            status = CU_STREAM_CAPTURE_STATUS_NONE; /* the fence's record answers (goes_outside) */
+        else if (result != CUDA_SUCCESS)
             return result;
         if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
             return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -287,7 +298,7 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
         }
         outside_check_t check = {stream, ptsz, CU_STREAM_CAPTURE_STATUS_NONE, CUDA_SUCCESS};
         GM_RELAXED(result = free_outside(engine, dptr, &check));
-        if (check.result == CUDA_SUCCESS && check.status == CU_STREAM_CAPTURE_STATUS_NONE)
+        if (goes_outside(&check))
             return result;
         if (check.result != CUDA_SUCCESS)
             return check.result;
@@ -319,6 +330,15 @@ CUresult gm_hook_cuMemFree_v2(CUdeviceptr dptr) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || !gm_engine_owns(engine, dptr))
         return gm_real.cuMemFree_v2(dptr);
+    /* cuMemFree is a call a capture's mode may forbid (§A4.7): the driver then refuses it with
+     * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidates the capture that forbade it and frees
+     * nothing. The driver says so itself: cuMemFree(0), in the caller's own mode, is refused by the
+     * same rule and otherwise does nothing (tests/probe/free_mode_mirror.cu). */
+    if (!gm_no_capture_anywhere()) {
+        CUresult mode = gm_real.cuMemFree_v2(0);
+        if (mode != CUDA_SUCCESS)
+            return mode;
+    }
     /* cuMemFree ends the lifetime at once and does not synchronize (the caller must have). */
     CUresult result;
     GM_RELAXED(result = free_outside(engine, dptr, NULL));
