@@ -11,7 +11,10 @@
  * a free on the legacy default stream, NULL or CU_STREAM_LEGACY named through either ABI, is not
  * waited for (ac728da: the named handle was), while a created stream and the per-thread default
  * stream are.
- * Also: a free of an address graphmem may own but does not goes to the driver. */
+ * Also: a free of an address graphmem may own but does not goes to the driver. And the driver's
+ * capture rules for frees it never sees: cuMemFree while a capture forbids it (the driver's answer
+ * to cuMemFree(0) in the caller's mode), and an async free on the legacy stream while a blocking
+ * stream captures (the fence's record there, refused with IMPLICIT). */
 #include <string.h>
 
 #include "check.h"
@@ -61,12 +64,24 @@ static bool default_handle(CUstream stream) {
 
 static unsigned default_records;
 
+/* A blocking stream captures: the legacy stream's capture query answers IMPLICIT and leaves the
+ * capture going; an event record there is refused with IMPLICIT, which invalidates the capture
+ * (tests/probe/free_mode_mirror.cu). */
+static bool blocking_capture;
+static unsigned implicit_refusals;
+
+static bool legacy_handle(CUstream stream) {
+    return stream == NULL || stream == CU_STREAM_LEGACY;
+}
+
 /* A stream on which another thread begins a capture right after graphmem's next status query. */
 static stream_t *begins_after_query;
 
 static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
                                      CUgraph *graph, const CUgraphNode **tails,
                                      const CUgraphEdgeData **edges, size_t *count) {
+    if (blocking_capture && legacy_handle(stream))
+        return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     if (default_handle(stream)) {
         *status = CU_STREAM_CAPTURE_STATUS_NONE;
         return CUDA_SUCCESS;
@@ -85,6 +100,10 @@ static CUresult CUDAAPI capture_info(CUstream stream, CUstreamCaptureStatus *sta
 
 static CUresult CUDAAPI event_record(CUevent event, CUstream stream) {
     (void)event;
+    if (blocking_capture && legacy_handle(stream)) {
+        implicit_refusals++;
+        return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    }
     if (default_handle(stream)) {
         default_records++;
         return CUDA_SUCCESS;
@@ -381,6 +400,84 @@ static void test_unowned_address_goes_to_the_driver(void) {
     world_fini(&s);
 }
 
+/* A free on the legacy stream (named through either ABI) while a blocking stream captures: the
+ * driver's own free there answers IMPLICIT and invalidates the capture, freeing nothing. graphmem
+ * goes on to the fence's record, which the driver refuses the same way (before, it answered the
+ * query's IMPLICIT and left the capture going: no record was tried). */
+static void test_legacy_free_while_blocking_captures(void) {
+    sim_t s;
+    REQUIRE(world_init(&s));
+    stream_t launch = {0};
+    sim_graph_t g;
+    uint64_t va = live_allocation(&s, &g, &launch, true);
+    REQUIRE(va != 0);
+    atomic_store(&gm_shim_hot.captures_in_flight, 1);
+    blocking_capture = true;
+    implicit_refusals = 0;
+    /* Each tried the record there (a recycled fence, then a new one): the capture invalidated,
+     * as by the driver's free. */
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, CU_STREAM_LEGACY),
+                 CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    unsigned first = implicit_refusals;
+    CHECK(first >= 1);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync_ptsz((CUdeviceptr)va, CU_STREAM_LEGACY),
+                 CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    CHECK(implicit_refusals > first);
+    blocking_capture = false;
+    atomic_store(&gm_shim_hot.captures_in_flight, 0);
+    /* Still live: a free then ends it, and one more is refused. */
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)), CUDA_SUCCESS);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)),
+                 CUDA_ERROR_INVALID_VALUE);
+    gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    world_fini(&s);
+}
+
+/* The driver's cuMemFree: what it answers for cuMemFree(0) in the caller's mode (the rule a capture
+ * in flight may forbid it by), and the addresses it was asked for. */
+static CUresult mode_answer;
+static unsigned mirror_asks, other_frees;
+
+static CUresult CUDAAPI driver_mem_free(CUdeviceptr dptr) {
+    if (dptr != 0) {
+        other_frees++;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    mirror_asks++;
+    return mode_answer;
+}
+
+/* cuMemFree of a graph allocation: while a capture is in flight, the driver's rule for cuMemFree
+ * is asked first (cuMemFree(0)); where it refuses, its code is the answer and nothing is freed
+ * (before, graphmem freed and answered success where the driver invalidates the capture). Without
+ * a capture in flight the driver is not asked; the address itself never goes to it. */
+static void test_mem_free_asks_the_capture_rule(void) {
+    sim_t s;
+    REQUIRE(world_init(&s));
+    gm_real.cuMemFree_v2 = driver_mem_free;
+    stream_t launch = {0};
+    sim_graph_t g;
+    uint64_t va = live_allocation(&s, &g, &launch, true);
+    REQUIRE(va != 0);
+    mirror_asks = other_frees = 0;
+    atomic_store(&gm_shim_hot.captures_in_flight, 1);
+    mode_answer = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CHECK_EQ_INT(gm_hook_cuMemFree_v2((CUdeviceptr)va), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK_EQ_INT(mirror_asks, 1);
+    /* Allowed (a Relaxed thread, another thread's ThreadLocal capture): freed. */
+    mode_answer = CUDA_SUCCESS;
+    CHECK_EQ_INT(gm_hook_cuMemFree_v2((CUdeviceptr)va), CUDA_SUCCESS);
+    CHECK_EQ_INT(mirror_asks, 2);
+    atomic_store(&gm_shim_hot.captures_in_flight, 0);
+    CHECK_EQ_INT(gm_hook_cuMemFree_v2((CUdeviceptr)va), CUDA_ERROR_INVALID_VALUE); /* not live */
+    CHECK_EQ_INT(mirror_asks, 2);
+    CHECK_EQ_INT(other_frees, 0);
+    gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
+    sim_graph_destroy(s.engine, g.key);
+    world_fini(&s);
+}
+
 int main(void) {
     driver_install();
     RUN_TEST(test_invalidated_exec_alive);
@@ -392,5 +489,7 @@ int main(void) {
     RUN_TEST(test_legacy_not_waited_under_uaf_check);
     RUN_TEST(test_capture_begins_after_query);
     RUN_TEST(test_unowned_address_goes_to_the_driver);
+    RUN_TEST(test_legacy_free_while_blocking_captures);
+    RUN_TEST(test_mem_free_asks_the_capture_rule);
     return gm_check_summary();
 }
