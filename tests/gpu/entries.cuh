@@ -113,3 +113,46 @@ static inline const char *capture_status_name(cudaStream_t s) {
            : st == cudaStreamCaptureStatusInvalidated ? "invalidated"
                                                       : "none";
 }
+
+// Ends the capture on `s`, observed as `<prefix>_status` (the capture's status just before),
+// `<prefix>_end` and `<prefix>_graph_made`; the graph made, NULL when none. The error an
+// invalidated capture leaves behind is cleared.
+static inline cudaGraph_t end_observed(const char *prefix, cudaStream_t s) {
+    char key[96];
+    obs(round_key(key, sizeof key, prefix, "status"), capture_status_name(s));
+    cudaGraph_t g = nullptr;
+    obs_key(prefix, "end", cudaStreamEndCapture(s, &g));
+    obs_yes(round_key(key, sizeof key, prefix, "graph_made"), g != nullptr);
+    (void)cudaGetLastError();
+    return g;
+}
+
+// Ends the capture on `s` (end_observed) and runs the graph made (run_graph_observed), both under
+// `prefix`.
+static inline void end_and_run(const char *prefix, cudaStream_t s) {
+    cudaGraph_t g = end_observed(prefix, s);
+    if (g) {
+        run_graph_observed(prefix, g, s);
+        cudaGraphDestroy(g);
+    }
+}
+
+// A graph allocation left live by its graph: a graph captured on `s` that allocates `bytes` and
+// fills them with `value`, instantiated (without AutoFree: a relaunch is refused while the
+// allocation lives, §A6.1) and launched once on `s`, not waited for; observed as setup_*.
+struct EscapedAllocation {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    uint32_t *ptr = nullptr;
+};
+
+static inline EscapedAllocation escaped_allocation(cudaStream_t s, size_t bytes, uint32_t value) {
+    EscapedAllocation x;
+    obs_rc("setup_begin", cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    obs_rc("setup_malloc", cudaMallocAsync((void **)&x.ptr, bytes, s));
+    obs_rc("setup_fill", fill_words(s, x.ptr, bytes / sizeof(uint32_t), value));
+    obs_rc("setup_end", cudaStreamEndCapture(s, &x.graph));
+    obs_rc("setup_instantiate", cudaGraphInstantiate(&x.exec, x.graph, 0));
+    obs_rc("setup_launch", cudaGraphLaunch(x.exec, s));
+    return x;
+}

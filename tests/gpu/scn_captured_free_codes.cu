@@ -11,24 +11,6 @@
 
 static const size_t kBytes = 1u << 20, kWords = kBytes / sizeof(uint32_t);
 
-static void end_observed(cudaStream_t s) {
-    obs("status_after", capture_status_name(s));
-    cudaGraph_t g = nullptr;
-    obs_rc("end", cudaStreamEndCapture(s, &g));
-    obs_yes("graph_made", g != nullptr);
-    if (g) {
-        cudaGraphExec_t e = nullptr;
-        obs_rc("instantiate", cudaGraphInstantiate(&e, g, 0));
-        if (e) {
-            obs_rc("launch", cudaGraphLaunch(e, s));
-            obs_rc("sync", cudaStreamSynchronize(s));
-            cudaGraphExecDestroy(e);
-        }
-        cudaGraphDestroy(g);
-    }
-    (void)cudaGetLastError();
-}
-
 static void double_free(void) {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -38,22 +20,15 @@ static void double_free(void) {
     obs_rc("fill", fill_words(s, a, kWords, 3));
     obs_rc("free", cudaFreeAsync(a, s));
     obs_rc("free_again", cudaFreeAsync(a, s));
-    end_observed(s);
+    end_and_run("", s);
     cudaStreamDestroy(s);
 }
 
 static void child_free(void) {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    // An escaped, live graph allocation.
-    void *a = nullptr;
-    cudaGraph_t ga = nullptr;
-    cudaGraphExec_t ea = nullptr;
-    obs_rc("setup_begin", cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    obs_rc("setup_malloc", cudaMallocAsync(&a, kBytes, s));
-    obs_rc("setup_end", cudaStreamEndCapture(s, &ga));
-    obs_rc("setup_instantiate", cudaGraphInstantiate(&ea, ga, 0));
-    obs_rc("setup_launch", cudaGraphLaunch(ea, s));
+    EscapedAllocation x = escaped_allocation(s, kBytes, 5);
+    void *a = x.ptr;
     obs_rc("setup_sync", cudaStreamSynchronize(s));
     // A child-graph node's graph.
     cudaGraph_t plain = nullptr, holder = nullptr, inner = nullptr;
@@ -66,16 +41,14 @@ static void child_free(void) {
     obs_rc("begin_into_child", cudaStreamBeginCaptureToGraph(s, inner, nullptr, nullptr, 0,
                                                              cudaStreamCaptureModeGlobal));
     obs_rc("free_into_child", cudaFreeAsync(a, s));
-    obs("status_after", capture_status_name(s));
-    cudaGraph_t ended = nullptr;
-    obs_rc("end", cudaStreamEndCapture(s, &ended));
-    (void)cudaGetLastError();
+    cudaGraph_t ended = end_observed("", s); // the child node's graph, which `holder` owns
+    (void)ended;
     obs_rc("free_outside", cudaFreeAsync(a, s)); // still live?
     obs_rc("final_sync", cudaStreamSynchronize(s));
     cudaGraphDestroy(holder);
     cudaGraphDestroy(plain);
-    cudaGraphExecDestroy(ea);
-    cudaGraphDestroy(ga);
+    cudaGraphExecDestroy(x.exec);
+    cudaGraphDestroy(x.graph);
     cudaStreamDestroy(s);
 }
 

@@ -22,47 +22,26 @@ static void obs_cu(const char *key, CUresult r) {
     obs(key, name);
 }
 
-struct Escaped {
+// An escaped graph allocation (escaped_allocation) on a stream of its own, its data checked.
+struct Escaped : EscapedAllocation {
     cudaStream_t s = nullptr;
-    cudaGraph_t g = nullptr;
-    cudaGraphExec_t e = nullptr;
-    uint32_t *a = nullptr;
 };
 
 static Escaped make_escaped(void) {
     Escaped x;
     cudaStreamCreateWithFlags(&x.s, cudaStreamNonBlocking);
-    obs_rc("setup_begin", cudaStreamBeginCapture(x.s, cudaStreamCaptureModeGlobal));
-    obs_rc("setup_malloc", cudaMallocAsync((void **)&x.a, kBytes, x.s));
-    obs_rc("setup_fill", fill_words(x.s, x.a, kWords, 5));
-    obs_rc("setup_end", cudaStreamEndCapture(x.s, &x.g));
-    obs_rc("setup_instantiate", cudaGraphInstantiate(&x.e, x.g, 0));
-    obs_rc("setup_launch", cudaGraphLaunch(x.e, x.s));
-    obs_ok("setup_data", check_words(x.s, x.a, kWords, 5));
+    static_cast<EscapedAllocation &>(x) = escaped_allocation(x.s, kBytes, 5);
+    obs_ok("setup_data", check_words(x.s, x.ptr, kWords, 5));
     return x;
 }
 
 static void after(Escaped &x) {
-    obs_rc("relaunch", cudaGraphLaunch(x.e, x.s)); // refused while `a` is unfreed
+    obs_rc("relaunch", cudaGraphLaunch(x.exec, x.s)); // refused while `ptr` is unfreed
     obs_rc("relaunch_sync", cudaStreamSynchronize(x.s));
-    obs_rc("final_free", cudaFree(x.a));
-    cudaGraphExecDestroy(x.e);
-    cudaGraphDestroy(x.g);
+    obs_rc("final_free", cudaFree(x.ptr));
+    cudaGraphExecDestroy(x.exec);
+    cudaGraphDestroy(x.graph);
     cudaStreamDestroy(x.s);
-}
-
-static void end_observed(cudaStream_t c, const char *prefix) {
-    char key[64];
-    snprintf(key, sizeof key, "%s_status", prefix);
-    obs(key, capture_status_name(c));
-    cudaGraph_t made = nullptr;
-    snprintf(key, sizeof key, "%s_end", prefix);
-    obs_rc(key, cudaStreamEndCapture(c, &made));
-    snprintf(key, sizeof key, "%s_graph_made", prefix);
-    obs_yes(key, made != nullptr);
-    if (made)
-        cudaGraphDestroy(made);
-    (void)cudaGetLastError();
 }
 
 static void same_thread(bool runtime, bool graph_pointer) {
@@ -72,12 +51,14 @@ static void same_thread(bool runtime, bool graph_pointer) {
     cudaStream_t c = nullptr;
     cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking);
     obs_rc("begin_c", cudaStreamBeginCapture(c, cudaStreamCaptureModeGlobal));
-    void *victim = graph_pointer ? (void *)x.a : plain;
+    void *victim = graph_pointer ? (void *)x.ptr : plain;
     if (runtime)
         obs_rc("free_during_capture", cudaFree(victim));
     else
         obs_cu("free_during_capture", cuMemFree((CUdeviceptr)victim));
-    end_observed(c, "c");
+    cudaGraph_t made = end_observed("c", c);
+    if (made)
+        cudaGraphDestroy(made);
     if (!graph_pointer)
         cudaFree(plain); // may be freed already: observed only through the code above
     after(x);
@@ -119,7 +100,7 @@ static void other_thread(cudaStreamCaptureMode mode) {
     });
     while (g_step.load() != 1)
         ;
-    CUresult freed = cuMemFree((CUdeviceptr)x.a); // this thread: GLOBAL mode (the default)
+    CUresult freed = cuMemFree((CUdeviceptr)x.ptr); // this thread: GLOBAL mode (the default)
     g_step = 2;
     b.join();
     obs_cu("free_during_other_capture", freed);

@@ -27,16 +27,10 @@ static void variant(void) {
     cudaStream_t s = nullptr, c = nullptr;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cudaStreamCreate(&c); // blocking: synchronizes with the legacy stream
-    uint32_t *a = nullptr, *pool = nullptr, *ordinary = nullptr;
+    uint32_t *pool = nullptr, *ordinary = nullptr;
     cudaMalloc(&ordinary, kBytes);
-    obs_rc("setup_begin", cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    obs_rc("setup_malloc", cudaMallocAsync((void **)&a, kBytes, s));
-    obs_rc("setup_fill", fill_words(s, a, kWords, 5));
-    cudaGraph_t g = nullptr;
-    obs_rc("setup_end", cudaStreamEndCapture(s, &g));
-    cudaGraphExec_t e = nullptr;
-    obs_rc("setup_instantiate", cudaGraphInstantiate(&e, g, 0));
-    obs_rc("setup_launch", cudaGraphLaunch(e, s));
+    EscapedAllocation x = escaped_allocation(s, kBytes, 5);
+    uint32_t *a = x.ptr;
     obs_rc("pool_malloc", cudaMallocAsync((void **)&pool, kBytes, s));
     obs_rc("setup_sync", cudaStreamSynchronize(s));
 
@@ -48,22 +42,18 @@ static void variant(void) {
         obs_cu("legacy_free", cuMemFreeAsync((CUdeviceptr)a, CU_STREAM_LEGACY));
     else
         obs_rc("legacy_free", cudaFreeAsync(pool, 0));
-    obs("status_after", capture_status_name(c));
-    cudaGraph_t made = nullptr;
-    obs_rc("end_blocking", cudaStreamEndCapture(c, &made));
-    obs_yes("graph_made", made != nullptr);
+    cudaGraph_t made = end_observed("blocking", c);
     if (made)
         cudaGraphDestroy(made);
-    (void)cudaGetLastError();
 
-    obs_rc("relaunch", cudaGraphLaunch(e, s)); // refused while `a` is unfreed (§A6.1)
+    obs_rc("relaunch", cudaGraphLaunch(x.exec, s)); // refused while `a` is unfreed (§A6.1)
     obs_rc("relaunch_sync", cudaStreamSynchronize(s));
     obs_rc("free_a", cudaFreeAsync(a, s));
     if (g_which != POOL_CONTROL)
         obs_rc("free_pool", cudaFreeAsync(pool, s));
     obs_rc("final_sync", cudaStreamSynchronize(s));
-    cudaGraphExecDestroy(e);
-    cudaGraphDestroy(g);
+    cudaGraphExecDestroy(x.exec);
+    cudaGraphDestroy(x.graph);
     cudaFree(ordinary);
     cudaStreamDestroy(c);
     cudaStreamDestroy(s);

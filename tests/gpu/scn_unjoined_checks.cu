@@ -63,18 +63,6 @@ struct Streams {
     }
 };
 
-// Ends the capture of x.s0 and observes the end, then instantiates and runs what it made.
-static void finish(Streams &x) {
-    cudaGraph_t g = nullptr;
-    obs_rc("end", cudaStreamEndCapture(x.s0, &g));
-    obs_yes("graph_made", g != nullptr);
-    if (g) {
-        run_graph_observed("graph", g, x.s0);
-        cudaGraphDestroy(g);
-    }
-    (void)cudaGetLastError();
-}
-
 // Origin s0 forks s1, which allocates, fills and frees, then rejoins s0 by e1.
 static void fork_alloc_join(Streams &x) {
     obs_rc("begin", cudaStreamBeginCapture(x.s0, cudaStreamCaptureModeGlobal));
@@ -124,7 +112,7 @@ static void wide(bool set) {
         for (cudaGraphNode_t n : now)
             if (after[i] == n)
                 info("joined_node_index", "%zu", i);
-    finish(x);
+    end_and_run("", x.s0);
 }
 
 static void wide_set(void) {
@@ -162,7 +150,7 @@ static void lossy_port(unsigned char type, unsigned char port) {
     bool has = false;
     frontier(x.s0, &g, &has);
     obs_yes("origin_has_edge_data", has);
-    finish(x);
+    end_and_run("", x.s0);
 }
 
 static void lossy_completion(void) {
@@ -188,7 +176,7 @@ static void lossy_event(void) {
     bool has = false;
     frontier(x.s0, &g, &has);
     obs_yes("origin_has_edge_data", has);
-    finish(x);
+    end_and_run("", x.s0);
 }
 
 static void side_set(bool dangling) {
@@ -205,7 +193,7 @@ static void side_set(bool dangling) {
         obs_rc("s1_set", cudaStreamUpdateCaptureDependencies(x.s1, nullptr, nullptr, 0,
                                                              cudaStreamSetCaptureDependencies));
     }
-    finish(x);
+    end_and_run("", x.s0);
 }
 
 static void side_dangling(void) {
