@@ -229,9 +229,9 @@ typedef struct outside_check {
 } outside_check_t;
 
 /* Whether the free goes ahead as one outside graphs: the stream captures nothing, or it is the
- * legacy stream while a blocking stream captures (IMPLICIT). The fence's record then answers as
- * the driver's free would: refused with IMPLICIT, and the blocking streams' captures invalidated,
- * nothing freed (tests/probe/free_mode_mirror.cu; the driver's own query leaves them going). */
+ * legacy stream and a blocking stream began capturing since free_served asked (IMPLICIT). The
+ * fence's record then answers as the driver's free would (legacy_stream_refusal): refused with
+ * IMPLICIT, the capture invalidated, nothing freed. */
 static bool goes_outside(const outside_check_t *c) {
     return (c->result == CUDA_SUCCESS && c->status == CU_STREAM_CAPTURE_STATUS_NONE) ||
            c->result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
@@ -271,6 +271,22 @@ static CUresult free_outside(gm_engine_t *engine, CUdeviceptr dptr, outside_chec
     return CUDA_SUCCESS;
 }
 
+/* The legacy stream while a blocking stream captures (its capture query answered IMPLICIT): the
+ * driver's own free there is refused with IMPLICIT and invalidates the capture before it looks at
+ * the pointer (a double free too: H200, tests/gpu/scn_legacy_free_implicit.cu). An event record
+ * there is refused the same way (tests/probe/free_mode_mirror.cu), so one is made and its code
+ * answered: nothing is freed. CUDA_SUCCESS when the record went through (the capture ended
+ * meanwhile): the free then goes on as any other. */
+static CUresult legacy_stream_refusal(CUstream stream, bool ptsz) {
+    CUstream named = ptsz && stream == NULL ? CU_STREAM_PER_THREAD : stream;
+    CUevent event = NULL;
+    if (gm_drv.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; /* the query's answer, the capture left going */
+    CUresult result = gm_drv.cuEventRecord(event, named);
+    gm_drv.cuEventDestroy_v2(event);
+    return result;
+}
+
 /* A free of a graphmem address: a marker on a capturing stream (in the application's mode, as a
  * captured allocation), else the end of its lifetime (RELAXED: it records a fence). The driver
  * never sees these frees, so graphmem answers for the stream as it would: a stream it refuses, or
@@ -283,9 +299,12 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
         capture_point_t point;
         CUstreamCaptureStatus status;
         CUresult result = capture_status(stream, ptsz, &point, &status);
-        if (result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
-            status = CU_STREAM_CAPTURE_STATUS_NONE; /* the fence's record answers (goes_outside) */
-        else if (result != CUDA_SUCCESS)
+        if (result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
+            if ((result = legacy_stream_refusal(stream, ptsz)) != CUDA_SUCCESS)
+                return result;
+            continue;
+        }
+        if (result != CUDA_SUCCESS)
             return result;
         if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
             return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;

@@ -99,10 +99,42 @@ static bool join_plan_ahead(instantiation_t *inst, bool keep) {
     return true;
 }
 
+/* The driver checks a call's own arguments (its flags, the output pointer) before it looks at the
+ * graph's nodes: a refusal graphmem makes for the memory nodes (device launch, a second exec) comes
+ * after those checks. They are asked of the driver on an empty graph, with the same arguments but
+ * for an upload (nothing goes to the stream for a refused call) and device launch (an empty graph
+ * is no graph to launch from the device: the driver refuses it for that); its code where it
+ * refuses them (tests/gpu/scn_instantiate_flags.cu, measured on the H200), else CUDA_SUCCESS. */
+static CUresult arguments_refused(CUgraphExec *exec_out, unsigned long long flags,
+                                  CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    CUgraph empty = NULL;
+    if (gm_real.cuGraphInstantiateWithFlags == NULL ||
+        (params != NULL && gm_real.cuGraphInstantiateWithParams == NULL) ||
+        gm_real.cuGraphCreate(&empty, 0) != CUDA_SUCCESS)
+        return CUDA_SUCCESS; /* cannot ask: graphmem's own refusal stands */
+    CUgraphExec made = NULL;
+    CUresult r;
+    if (params != NULL) {
+        CUDA_GRAPH_INSTANTIATE_PARAMS asked = *params;
+        asked.flags &= ~(GM_INSTANTIATE_FLAG_UPLOAD | GM_INSTANTIATE_FLAG_DEVICE_LAUNCH);
+        r = gm_real.cuGraphInstantiateWithParams(&made, empty, &asked);
+        if (r != CUDA_SUCCESS) {
+            params->result_out = asked.result_out;
+            params->hErrNode_out = NULL;
+        }
+    } else
+        r = gm_real.cuGraphInstantiateWithFlags(exec_out != NULL ? &made : NULL, empty,
+                                                flags & ~GM_INSTANTIATE_FLAG_DEVICE_LAUNCH);
+    if (made != NULL)
+        gm_real.cuGraphExecDestroy(made);
+    gm_real.cuGraphDestroy(empty);
+    return r;
+}
+
 /* Before the driver instantiates: the restrictions the driver puts on memory nodes, then the
  * topology (read now, while the graph is known to be unchanged). */
-static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t *inst,
-                        CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+static CUresult prepare(CUgraph graph, CUgraphExec *exec_out, unsigned long long flags,
+                        instantiation_t *inst, CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
     inst->engine = NULL;
     inst->device_copy = NULL;
     inst->topology = (gm_topology_buf_t){0};
@@ -128,20 +160,25 @@ static CUresult prepare(CUgraph graph, unsigned long long flags, instantiation_t
         }
         return CUDA_SUCCESS;
     }
-    /* One exec at a time for graphs with memory nodes, unless GRAPHMEM_LIFT_RESTRICTIONS: then
-     * the execs share the graph's addresses and take turns (core/README.md). */
-    if (!lift && gm_engine_graph_instantiated(engine, key))
-        return CUDA_ERROR_NOT_SUPPORTED;
     bool device_launch = flags & GM_INSTANTIATE_FLAG_DEVICE_LAUNCH;
     /* With AutoFree too, the driver refuses the flags before looking at any node. */
     if (device_launch && (flags & GM_INSTANTIATE_FLAG_AUTO_FREE))
         return CUDA_SUCCESS;
     if (device_launch && !lift) {
+        CUresult refused = arguments_refused(exec_out, flags, params);
+        if (refused != CUDA_SUCCESS)
+            return refused;
         if (params != NULL) {
             params->result_out = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
             params->hErrNode_out = gm_first_marker(engine, graph, false);
         }
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* One exec at a time for graphs with memory nodes, unless GRAPHMEM_LIFT_RESTRICTIONS: then
+     * the execs share the graph's addresses and take turns (core/README.md). */
+    if (!lift && gm_engine_graph_instantiated(engine, key)) {
+        CUresult refused = arguments_refused(exec_out, flags, params);
+        return refused != CUDA_SUCCESS ? refused : CUDA_ERROR_NOT_SUPPORTED;
     }
     /* GRAPHMEM_LIFT_RESTRICTIONS: launches from the device are invisible to graphmem, so every
      * allocation must end in the graph (the exec is pinned, engine.h GM_EXEC_PINNED). */
@@ -321,7 +358,7 @@ static CUresult instantiate_legacy(legacy_instantiate_fn real, CUgraphExec *exec
                                    CUgraphNode *error_node, char *log, size_t log_size) {
     int cancel = cancel_off();
     instantiation_t inst;
-    CUresult r = prepare(graph, 0, &inst, NULL);
+    CUresult r = prepare(graph, exec, 0, &inst, NULL);
     if (r != CUDA_SUCCESS)
         return cancel_restore(cancel, r);
     r = real(exec, graph, error_node, log, log_size);
@@ -345,7 +382,7 @@ CUresult gm_hook_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
                                              unsigned long long flags) {
     int cancel = cancel_off();
     instantiation_t inst;
-    CUresult r = prepare(hGraph, flags, &inst, NULL);
+    CUresult r = prepare(hGraph, phGraphExec, flags, &inst, NULL);
     if (r != CUDA_SUCCESS)
         return cancel_restore(cancel, r);
     r = gm_real.cuGraphInstantiateWithFlags(phGraphExec, driver_graph(&inst, hGraph), flags);
@@ -360,7 +397,7 @@ static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUg
         return real(phGraphExec, hGraph, params);
     int cancel = cancel_off();
     instantiation_t inst;
-    CUresult r = prepare(hGraph, params->flags, &inst, params);
+    CUresult r = prepare(hGraph, phGraphExec, params->flags, &inst, params);
     if (r != CUDA_SUCCESS)
         return cancel_restore(cancel, r);
     r = real(phGraphExec, driver_graph(&inst, hGraph), params);

@@ -6,6 +6,7 @@
 // on, so one run on the GPU machine reports everything at once.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdarg>
@@ -34,6 +35,13 @@ static inline void info(const char *key, const char *fmt, ...) {
 static inline void obs_rc(const char *key, cudaError_t rc) {
     obs(key, cudaGetErrorName(rc));
     (void)cudaGetLastError();
+}
+
+// A driver API call's error name.
+static inline void obs_cu(const char *key, CUresult r) {
+    const char *name = "unknown";
+    cuGetErrorName(r, &name);
+    obs(key, name);
 }
 
 static inline void obs_ok(const char *key, bool ok) {

@@ -8,12 +8,6 @@
 
 static const size_t n = 1 << 16, bytes = n * sizeof(uint32_t);
 
-static void obs_cu(const char *key, CUresult r) {
-    const char *name = "unknown";
-    cuGetErrorName(r, &name);
-    obs(key, name);
-}
-
 static void capture(CUstream s, const char *tag, uint32_t *host) {
     char key[96];
     CUmemoryPool pool;

@@ -21,12 +21,6 @@ static const size_t n = 1 << 16, bytes = n * sizeof(uint32_t);
 
 static bool g_exec_alive;
 
-static void obs_cu(const char *key, CUresult r) {
-    const char *name = "unknown";
-    cuGetErrorName(r, &name);
-    obs(key, name);
-}
-
 static void variant(void) {
     cudaStream_t s = nullptr, c = nullptr;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);

@@ -16,12 +16,6 @@
 
 static const size_t kBytes = 1u << 20, kWords = kBytes / sizeof(uint32_t);
 
-static void obs_cu(const char *key, CUresult r) {
-    const char *name = "unknown";
-    cuGetErrorName(r, &name);
-    obs(key, name);
-}
-
 // An escaped graph allocation (escaped_allocation) on a stream of its own, its data checked.
 struct Escaped : EscapedAllocation {
     cudaStream_t s = nullptr;

@@ -429,6 +429,16 @@ static void test_legacy_free_while_blocking_captures(void) {
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)), CUDA_SUCCESS);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)),
                  CUDA_ERROR_INVALID_VALUE);
+    /* Freed again there: the driver refuses the stream before it looks at the pointer (H200),
+     * so IMPLICIT and the capture invalidated, not INVALID_VALUE (before: no record was tried). */
+    atomic_store(&gm_shim_hot.captures_in_flight, 1);
+    blocking_capture = true;
+    unsigned before = implicit_refusals;
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, CU_STREAM_LEGACY),
+                 CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    CHECK(implicit_refusals > before);
+    blocking_capture = false;
+    atomic_store(&gm_shim_hot.captures_in_flight, 0);
     gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
     sim_graph_destroy(s.engine, g.key);
     world_fini(&s);
