@@ -229,6 +229,14 @@ static uint64_t live_allocation(sim_t *s, sim_graph_t *g, stream_t *launch, bool
     return g->va[0];
 }
 
+/* The end of a test of live_allocation: its exec (when still alive), its graph, the world. */
+static void live_allocation_end(sim_t *s, sim_graph_t *g, bool exec_alive) {
+    if (exec_alive)
+        gm_engine_exec_destroy(s->engine, EXEC, GM_NO_CALL);
+    sim_graph_destroy(s->engine, g->key);
+    world_fini(s);
+}
+
 /* A stream the driver refuses gets the driver's error, and the allocation stays live: a free on a
  * good stream then ends it, and one more is refused as not live (§A8.6). `captures`: captures in
  * flight elsewhere (graphmem asks a stream's capture status only then). */
@@ -254,10 +262,7 @@ static void refused(bool exec_alive, bool destroyed, bool lenient, long captures
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&good)), CUDA_SUCCESS);
     CHECK_EQ_INT(good.records, 1);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&good)), CUDA_ERROR_INVALID_VALUE);
-    if (exec_alive)
-        gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    world_fini(&s);
+    live_allocation_end(&s, &g, exec_alive);
 }
 
 /* The capture was invalidated: the stream's status says so (§A4.11). */
@@ -315,9 +320,7 @@ static void test_capture_begins_after_query(void) {
     CHECK(racing.capture.asks >= 2); /* asked again before the record */
     atomic_store(&gm_shim_hot.captures_in_flight, 0);
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)), CUDA_SUCCESS);
-    gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    world_fini(&s);
+    live_allocation_end(&s, &g, true);
 }
 
 /* An async free of a live allocation on `stream` through the legacy (`ptsz` false) or per-thread
@@ -346,9 +349,7 @@ static void free_under_uaf_check(CUstream stream, bool ptsz, bool waited) {
     gm_drv.cuStreamSynchronize_ptsz = stream_ok;
     CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, handle(&launch)),
                  CUDA_ERROR_INVALID_VALUE); /* freed: no longer live */
-    gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    world_fini(&s);
+    live_allocation_end(&s, &g, true);
 }
 
 static void test_legacy_not_waited_under_uaf_check(void) {
@@ -439,9 +440,7 @@ static void test_legacy_free_while_blocking_captures(void) {
     CHECK(implicit_refusals > before);
     blocking_capture = false;
     atomic_store(&gm_shim_hot.captures_in_flight, 0);
-    gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    world_fini(&s);
+    live_allocation_end(&s, &g, true);
 }
 
 /* The driver's cuMemFree: what it answers for cuMemFree(0) in the caller's mode (the rule a capture
@@ -483,9 +482,7 @@ static void test_mem_free_asks_the_capture_rule(void) {
     CHECK_EQ_INT(gm_hook_cuMemFree_v2((CUdeviceptr)va), CUDA_ERROR_INVALID_VALUE); /* not live */
     CHECK_EQ_INT(mirror_asks, 2);
     CHECK_EQ_INT(other_frees, 0);
-    gm_engine_exec_destroy(s.engine, EXEC, GM_NO_CALL);
-    sim_graph_destroy(s.engine, g.key);
-    world_fini(&s);
+    live_allocation_end(&s, &g, true);
 }
 
 int main(void) {
