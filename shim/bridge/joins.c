@@ -181,9 +181,14 @@ void gm_joins_stream_destroyed(CUstream stream) {
 typedef CUresult (*capture_info_fn)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
                                     const CUgraphNode **, const CUgraphEdgeData **, size_t *);
 
-/* Whether every node of `targets` is one of `roots` or an ancestor of one. */
+/* Whether every node of `targets` that `judged` says is graphmem's to judge (NULL: every one) is
+ * one of `roots` or an ancestor of one. Only markers are graphmem's among a side stream's last
+ * nodes: the driver judges what the stream captured itself, and no other node, as it documents
+ * (cuStreamGetCaptureInfo, cuStreamUpdateCaptureDependencies): a node the program added through
+ * the graph API and set as the stream's dependency, left unjoined, does not make a capture
+ * unjoined, nor a marker the program took out of the stream's set. */
 static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgraphNode *targets,
-                        size_t target_count) {
+                        size_t target_count, gm_joins_is_marker_fn judged) {
     size_t cap = root_count > 256 ? root_count : 256, count = 0, head = 0;
     CUgraphNode *seen = malloc(cap * sizeof *seen);
     if (seen == NULL)
@@ -192,6 +197,11 @@ static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgra
         seen[count++] = roots[i];
     size_t found = 0;
     bool *hit = calloc(target_count ? target_count : 1, sizeof *hit);
+    for (size_t t = 0; hit && judged && t < target_count; t++)
+        if (!judged(targets[t])) { /* not graphmem's: taken as reached */
+            hit[t] = true;
+            found++;
+        }
     while (hit && head < count && found < target_count) {
         CUgraphNode node = seen[head++];
         for (size_t t = 0; t < target_count; t++)
@@ -230,30 +240,6 @@ static bool all_reached(const CUgraphNode *roots, size_t root_count, const CUgra
     free(hit);
     free(seen);
     return all;
-}
-
-/* Whether a marker among a side stream's last nodes `tails` is not reached from `roots`. Only the
- * markers are graphmem's to judge: the driver judges what the stream captured itself, and no other
- * node, as the driver documents (cuStreamGetCaptureInfo, cuStreamUpdateCaptureDependencies): a
- * node the program added through the graph API and set as the stream's dependency, left unjoined,
- * does not make a capture unjoined, nor a marker the program took out of the stream's set. */
-static bool markers_unreached(gm_joins_is_marker_fn is_marker, const CUgraphNode *roots,
-                              size_t root_count, const CUgraphNode *tails, size_t tail_count) {
-    CUgraphNode markers[64];
-    size_t count = 0;
-    bool unreached = false;
-    for (size_t i = 0; i < tail_count && !unreached; i++) {
-        if (!is_marker(tails[i]))
-            continue;
-        markers[count++] = tails[i];
-        if (count == sizeof markers / sizeof *markers) { /* judged a room's worth at a time */
-            unreached = !all_reached(roots, root_count, markers, count);
-            count = 0;
-        }
-    }
-    if (count > 0 && !unreached)
-        unreached = !all_reached(roots, root_count, markers, count);
-    return unreached;
 }
 
 static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint64_t capture,
@@ -376,7 +362,7 @@ static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint
             continue;
         if (mine[i].destroyed) { /* never ask a stream that is gone */
             unjoined =
-                markers_unreached(is_marker, roots, root_count, mine[i].tails, mine[i].tail_count);
+                !all_reached(roots, root_count, mine[i].tails, mine[i].tail_count, is_marker);
             continue;
         }
         /* Another thread's per-thread stream (or this thread's of another context): its handle
@@ -384,7 +370,7 @@ static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint
          * none, nothing of graphmem's to check). */
         if (gm_stream_key(mine[i].stream, mine[i].ptsz) != mine[i].key) {
             unjoined =
-                mine[i].marker != NULL && !all_reached(roots, root_count, &mine[i].marker, 1);
+                mine[i].marker != NULL && !all_reached(roots, root_count, &mine[i].marker, 1, NULL);
             continue;
         }
         capture_info_fn side_info = GM_REAL_PT(cuStreamGetCaptureInfo_v3, mine[i].ptsz);
@@ -395,7 +381,7 @@ static bool finish_check(CUstream origin, bool ptsz, uint64_t origin_key, cuuint
                 CUDA_SUCCESS ||
             status != CU_STREAM_CAPTURE_STATUS_ACTIVE || side_capture != capture)
             continue; /* that stream left the capture some other way */
-        unjoined = markers_unreached(is_marker, roots, root_count, tails, tail_count);
+        unjoined = !all_reached(roots, root_count, tails, tail_count, is_marker);
     }
     return unjoined;
 }
