@@ -126,13 +126,16 @@ size_t gm_engine_find_ancestors(gm_engine_t *engine, uint64_t graph, const uint6
  * application's explicit add put it), run inside the engine's critical section like
  * gm_driver_call_t: true and the node's handle on success; the shim keeps the driver's code.
  * `deps` (NULL: not given) are the nodes the call makes it depend on, distinct, in the driver's
- * order: the engine keeps up to GM_KNOWN_DEPS of them for the read-back (gm_engine_node_facts). */
+ * order: the engine keeps up to GM_KNOWN_DEPS of them for the read-back (gm_engine_node_facts).
+ * `captured`: the node stands for a memory node a stream capture made, not one the application
+ * added through the graph API; the marker keeps it (gm_marker_info_t). */
 #define GM_KNOWN_DEPS 2
 typedef struct gm_node_call {
     bool (*fn)(void *arg, uint64_t *node_out);
     void *arg;
     const uint64_t *deps;
     size_t dep_count;
+    bool captured;
 } gm_node_call_t;
 
 /* Creates an allocation owned by `graph`, adds its marker node through `add` and attaches it, in
@@ -168,6 +171,9 @@ typedef enum gm_marker_kind {
 typedef struct gm_marker_info {
     uint64_t va;
     gm_alloc_params_t params;
+    /* Made by a stream capture (gm_node_call_t.captured): the driver's unjoined rule judges the
+     * memory node it stands for, and none added through the graph API (shim/bridge/joins.c). */
+    bool captured;
 } gm_marker_info_t;
 
 /* What a node is, for introspection (node type, get-params, DOT output). */

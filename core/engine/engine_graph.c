@@ -287,6 +287,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     }
     g->records[g->record_count++] = r;
     r->alloc.node = node;
+    r->alloc.captured = add.captured;
     fact_append(g, fact_kept, node, GM_MARKER_ALLOC, add);
     gm_marker_place(e, g, &r->alloc);
     node_note(e, node, &r->alloc); /* room made above */
@@ -361,6 +362,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         goto out;
     }
     m->node = node;
+    m->captured = add.captured;
     fact_append(g, fact_kept, node, GM_MARKER_FREE, add);
     gm_marker_place(e, g, m);
     if (r->owner == g) {
@@ -413,6 +415,7 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *e, uint64_t node, gm_marker_info_
     if (m && info_out) {
         info_out->va = m->record->va;
         info_out->params = m->record->params;
+        info_out->captured = m->captured;
     }
     gm_engine_unlock_unchanged(e);
     return kind;

@@ -90,6 +90,7 @@ typedef struct gm_marker {
     uint32_t seen_index;
     /* Its node is in the engine's `nodes`; false while it waits in the pending list. */
     bool indexed;
+    bool captured; /* gm_node_call_t.captured */
 } gm_marker_t;
 
 /* A padded window shared by several allocations: small ones of one packer, or a run. */

@@ -89,6 +89,25 @@ void gm_joins_note(cuuint64_t capture, CUstream stream, bool ptsz, CUgraph graph
     pthread_mutex_unlock(&noted_lock);
 }
 
+CUresult gm_joins_dependencies_set(CUstream stream, bool ptsz, const CUgraphNode *deps,
+                                   size_t count, CUresult (*set)(void *arg), void *arg) {
+    uint64_t key = gm_stream_key(stream, ptsz);
+    pthread_mutex_lock(&noted_lock);
+    CUresult result = set(arg);
+    for (uint32_t i = 0; result == CUDA_SUCCESS && i < noted_count; i++) {
+        noted_stream_t *n = &noted[i];
+        if (n->key != key || n->destroyed || n->marker == NULL)
+            continue;
+        bool kept = false;
+        for (size_t k = 0; k < count && deps != NULL && !kept; k++)
+            kept = deps[k] == n->marker;
+        if (!kept)
+            n->marker = NULL;
+    }
+    pthread_mutex_unlock(&noted_lock);
+    return result;
+}
+
 /* Takes note i out of the list and returns it, its `tails` now the caller's (noted_lock held). */
 static noted_stream_t take_note(uint32_t i) {
     noted_stream_t note = noted[i];

@@ -16,6 +16,15 @@ void gm_joins_forget_graph(CUgraph graph);
 /* `stream` (no default stream) is about to be destroyed (cuStreamDestroy): its notes, made
  * through either ABI, keep what it captured last, those an end in flight holds too. */
 void gm_joins_stream_destroyed(CUstream stream);
+/* The application sets the capture dependencies of `stream`, a default stream, to the `count`
+ * nodes `deps` (cuStreamUpdateCaptureDependencies, SET), through `set` (the driver's call, which
+ * returns its code): made under the notes' lock, so an end on another thread finds the note as the
+ * call left it. Once the call succeeded, the stream's last marker, when not among `deps`, is no
+ * longer what the stream captured last: the driver does not judge a node taken out of a stream's
+ * dependencies, and an end on another thread, which cannot ask another thread's per-thread
+ * stream, no longer judges it by that marker. */
+CUresult gm_joins_dependencies_set(CUstream stream, bool ptsz, const CUgraphNode *deps,
+                                   size_t count, CUresult (*set)(void *arg), void *arg);
 /* A capture's end in flight: what gm_joins_finish took for it until gm_joins_ended. The caller's
  * (on its stack); only joins.c touches the fields. */
 typedef struct gm_joins_ending {
@@ -30,8 +39,8 @@ typedef struct gm_joins_ending {
     struct gm_joins_ending *next;
 } gm_joins_ending_t;
 
-/* Whether `node` is a marker (bridge/markers.h, which sits above this file): of a stream's last
- * nodes only markers are judged, the rest being the driver's (or no one's) to judge. */
+/* Whether `node` is a marker a capture made (bridge/markers.h, which sits above this file): of a
+ * stream's last nodes only those are judged, the rest being the driver's (or no one's) to judge. */
 typedef bool (*gm_joins_is_marker_fn)(CUgraphNode node);
 
 /* Called before capture `capture` of `origin` ends (0: the driver no longer says which, and the

@@ -117,7 +117,7 @@ static bool add_marker_node(void *arg, uint64_t *node_out) {
  * read-back at instantiation when they are few and distinct (the driver refuses repeated ones). */
 static gm_node_call_t marker_call(node_add_t *add, uint64_t deps[GM_KNOWN_DEPS]) {
     const gm_marker_site_t *site = add->site;
-    gm_node_call_t call = {add_marker_node, add, NULL, 0};
+    gm_node_call_t call = {add_marker_node, add, NULL, 0, site->captured};
     if (site->count > GM_KNOWN_DEPS)
         return call;
     for (size_t i = 0; i < site->count; i++) {

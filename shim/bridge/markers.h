@@ -7,12 +7,14 @@
 #include "interpose/shim.h"
 
 /* Where a marker goes: its graph and the nodes it follows, with their edge data (NULL: plain
- * edges). For a capture, the stream's frontier; for an explicit node, the caller's dependencies. */
+ * edges). For a capture, the stream's frontier (`captured`); for an explicit node, the caller's
+ * dependencies. */
 typedef struct gm_marker_site {
     CUgraph graph;
     const CUgraphNode *deps;
     const CUgraphEdgeData *edge_data;
     size_t count;
+    bool captured; /* gm_node_call_t.captured */
 } gm_marker_site_t;
 
 /* A graph allocation: the engine creates it at a fixed address, a marker goes in at `site`, and

@@ -32,6 +32,7 @@ static CUresult capture_status(CUstream stream, bool ptsz, capture_point_t *poin
     gm_marker_site_t *site = &point->site;
     if (info == NULL)
         return CUDA_SUCCESS;
+    site->captured = true;
     return info(stream, status, &point->id, &site->graph, &site->deps, &site->edge_data,
                 &site->count);
 }

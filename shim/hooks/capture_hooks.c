@@ -8,6 +8,7 @@
 #include "bridge/joins.h"
 #include "bridge/markers.h"
 #include "bridge/nested.h"
+#include "bridge/streams.h"
 #include "bridge/topology.h"
 #include "stats.h"
 
@@ -178,8 +179,13 @@ static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     return result;
 }
 
-static bool is_marker(CUgraphNode node) {
-    return gm_marker_of(node, NULL) != GM_MARKER_NONE;
+/* What the unjoined check judges among a side stream's last nodes: markers standing for memory
+ * nodes a capture made. One added through the graph API (cuGraphAddMemAllocNode) and set as the
+ * stream's dependency is not judged, as the driver does not judge such a node
+ * (tests/gpu/scn_unjoined_api_nodes.cu, side_api_alloc). */
+static bool is_captured_marker(CUgraphNode node) {
+    gm_marker_info_t info;
+    return gm_marker_of(node, &info) != GM_MARKER_NONE && info.captured;
 }
 
 static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph) {
@@ -195,7 +201,7 @@ static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     gm_joins_ending_t joins;
     end_call_t args = {end, stream, capture, ptsz, false, NULL, false};
-    args.unjoined = gm_joins_finish(stream, ptsz, capture, is_marker, &joins);
+    args.unjoined = gm_joins_finish(stream, ptsz, capture, is_captured_marker, &joins);
     CUresult result;
     /* Nothing known of the graph (no marker went in, no child was added): a failed capture
      * leaves nothing to forget, and the end holds no lock over the driver's call. Only the
@@ -224,4 +230,61 @@ CUresult gm_hook_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
 
 CUresult gm_hook_cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph) {
     return end_capture(true, hStream, phGraph);
+}
+
+/* ---- capture dependencies set by the application ------------------------------------------- */
+
+typedef struct dependencies_update {
+    CUstream stream;
+    bool ptsz, v2;
+    CUgraphNode *deps;
+    const CUgraphEdgeData *edge_data; /* _v2 only */
+    size_t count;
+    unsigned int flags;
+} dependencies_update_t;
+
+static CUresult call_update(void *arg) {
+    const dependencies_update_t *u = arg;
+    if (u->v2)
+        return GM_REAL_PT(cuStreamUpdateCaptureDependencies_v2,
+                          u->ptsz)(u->stream, u->deps, u->edge_data, u->count, u->flags);
+    return GM_REAL_PT(cuStreamUpdateCaptureDependencies, u->ptsz)(u->stream, u->deps, u->count,
+                                                                  u->flags);
+}
+
+/* Only a default stream's SET concerns graphmem: its note keeps the stream's last marker for an end
+ * on another thread (bridge/joins.h); any other stream is asked for its dependencies at the end. */
+static CUresult update_dependencies(dependencies_update_t u) {
+    if (!gm_stream_is_default(u.stream) || u.flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES)
+        return call_update(&u);
+    return gm_joins_dependencies_set(u.stream, u.ptsz, u.deps, u.count, call_update, &u);
+}
+
+CUresult gm_hook_cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+                                                   size_t numDependencies, unsigned int flags) {
+    return update_dependencies(
+        (dependencies_update_t){hStream, false, false, dependencies, NULL, numDependencies, flags});
+}
+
+CUresult gm_hook_cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode *dependencies,
+                                                        size_t numDependencies,
+                                                        unsigned int flags) {
+    return update_dependencies(
+        (dependencies_update_t){hStream, true, false, dependencies, NULL, numDependencies, flags});
+}
+
+CUresult gm_hook_cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
+                                                      const CUgraphEdgeData *dependencyData,
+                                                      size_t numDependencies, unsigned int flags) {
+    return update_dependencies((dependencies_update_t){hStream, false, true, dependencies,
+                                                       dependencyData, numDependencies, flags});
+}
+
+CUresult gm_hook_cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream,
+                                                           CUgraphNode *dependencies,
+                                                           const CUgraphEdgeData *dependencyData,
+                                                           size_t numDependencies,
+                                                           unsigned int flags) {
+    return update_dependencies((dependencies_update_t){hStream, true, true, dependencies,
+                                                       dependencyData, numDependencies, flags});
 }

@@ -74,7 +74,7 @@ static bool add_alloc_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNo
     gm_alloc_params_t params;
     if (engine == NULL || !servable_alloc(p, &params))
         return false;
-    gm_marker_site_t site = {graph, deps, edge_data, count};
+    gm_marker_site_t site = {graph, deps, edge_data, count, false};
     CUdeviceptr va = 0;
     CUgraphNode node = NULL;
     /* graphmem's own work, as on the captured path: another thread may be in a GLOBAL capture.
@@ -104,7 +104,7 @@ static bool add_free_node(CUgraphNode *node_out, CUgraph graph, const CUgraphNod
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || !gm_engine_owns(engine, dptr))
         return false;
-    gm_marker_site_t site = {graph, deps, edge_data, count};
+    gm_marker_site_t site = {graph, deps, edge_data, count, false};
     CUgraphNode node = NULL;
     GM_RELAXED(*result = gm_marker_free(engine, &site, dptr, &node)); /* as for the alloc node */
     if (*result == CUDA_SUCCESS) {

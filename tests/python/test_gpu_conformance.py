@@ -22,11 +22,7 @@ ALLOW = {}
 
 # Scenarios that show a defect still open, with where it is tracked: they must still differ (a
 # strict expected failure); once one matches natively, it fails here until removed from this list.
-XFAIL = {
-    "scn_unjoined_known": "README, Known limitations: a memory node added through the graph API, "
-                          "or another thread's per-thread stream whose dependencies were replaced, "
-                          "is judged unjoined (shim/bridge/joins.c)",
-}
+XFAIL = {}
 
 CONTEXT_IS_DESTROYED = 709  # CUresult CUDA_ERROR_CONTEXT_IS_DESTROYED
 

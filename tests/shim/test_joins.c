@@ -459,6 +459,66 @@ static void test_side_set_to_a_graph_node(void) {
     }
 }
 
+/* The driver's SET, as the fake driver takes it: the stream's last nodes become `deps`. */
+typedef struct fake_set {
+    fake_stream_t *stream;
+    const CUgraphNode *deps;
+    unsigned count;
+    int calls;
+} fake_set_t;
+
+static CUresult fake_set_call(void *arg) {
+    fake_set_t *set = arg;
+    set->calls++;
+    set->stream->tail_count = set->count;
+    for (unsigned i = 0; i < set->count; i++)
+        set->stream->tails[i] = set->deps[i];
+    return CUDA_SUCCESS;
+}
+
+typedef struct per_thread_set {
+    per_thread_note_t note;
+    fake_set_t set;
+} per_thread_set_t;
+
+static void note_then_set(void *arg) {
+    per_thread_set_t *p = arg;
+    note_per_thread(&p->note);
+    p->set.stream = fake_per_thread;
+    CHECK_EQ_INT(gm_joins_dependencies_set(p->note.named_null ? NULL : CU_STREAM_PER_THREAD,
+                                           p->note.named_null, p->set.deps, p->set.count,
+                                           fake_set_call, &p->set),
+                 CUDA_SUCCESS);
+    CHECK_EQ_INT(p->set.calls, 1);
+}
+
+/* Another thread's per-thread stream forks, receives a marker, then SETs its dependencies: to
+ * nothing, to a node added through the graph API, or to a set that keeps the marker. The driver
+ * no longer judges a marker taken out (the H200, tests/gpu/scn_unjoined_api_nodes.cu
+ * ptds_taken_out_*: ended with success natively, UNJOINED under graphmem before); one kept is
+ * judged still. The end, on the capture's thread, cannot ask that stream: the note's marker goes
+ * with the SET. */
+static void test_other_threads_side_set(void) {
+    for (int kept = 0; kept < 3; kept++) {
+        for (int named_null = 0; named_null < 2; named_null++) {
+            cuuint64_t id = 61 + (cuuint64_t)(2 * kept + named_null);
+            capture_t c;
+            capture_init(&c, id, false);
+            const CUgraph g = graph_of(0x61000 + id);
+            gm_joins_note_begin(id, handle(&c.origin), false, g);
+            fake_node_t api = {.api_node = true};
+            CUgraphNode deps[2] = {(CUgraphNode)&api, (CUgraphNode)&c.side_tail};
+            per_thread_set_t p = {{id, g, (CUgraphNode)&c.side_tail, named_null},
+                                  {NULL, deps, (unsigned)kept, 0}};
+            on_thread(note_then_set, &p, &c.side);
+            gm_joins_ending_t ending;
+            CHECK(gm_joins_finish(handle(&c.origin), false, id, fake_is_marker, &ending) ==
+                  (kept == 2));
+            gm_joins_ended(&ending, true);
+        }
+    }
+}
+
 int main(void) {
     fake_capture_install();
     RUN_TEST(test_wrong_thread_end_keeps_side_notes);
@@ -473,5 +533,6 @@ int main(void) {
     RUN_TEST(test_wide_origin_frontier);
     RUN_TEST(test_edge_data_frontiers);
     RUN_TEST(test_side_set_to_a_graph_node);
+    RUN_TEST(test_other_threads_side_set);
     return gm_check_summary();
 }

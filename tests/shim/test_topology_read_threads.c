@@ -368,7 +368,7 @@ static gm_node_call_t marker_call(marker_add_t *a, fake_graph_t *g, unsigned ind
     *a = (marker_add_t){.g = g, .index = index};
     for (unsigned d = 0; d < n->dep_count; d++)
         a->deps[d] = key_of(n->deps[d]);
-    return (gm_node_call_t){add_fake_node, a, a->deps, n->dep_count};
+    return (gm_node_call_t){add_fake_node, a, a->deps, n->dep_count, true};
 }
 
 /* Makes node `index` of g an alloc marker (an empty node to the driver) of `bytes`. */

@@ -92,7 +92,7 @@ static void *work(void *arg) {
         bool alloc = live_count == 0 || (live_count < 64 && gm_rand(&w->rng) % 2);
         made_t *m = next_node(w, alloc ? GM_MARKER_ALLOC : GM_MARKER_FREE);
         add_t add = {m->node};
-        gm_node_call_t call = {add_node, &add, m->deps, m->dep_count};
+        gm_node_call_t call = {add_node, &add, m->deps, m->dep_count, true};
         uint64_t node = 0, va = 0;
         if (alloc) {
             gm_alloc_params_t params = {.device = 0, .size = 4096 << (gm_rand(&w->rng) % 8)};

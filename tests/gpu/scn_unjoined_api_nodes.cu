@@ -1,16 +1,17 @@
 // Two captures the driver ends with success where graphmem's unjoined check (shim/bridge/joins.c)
-// says UNJOINED: open defects, listed in test_gpu_conformance.py's XFAIL and README "Known
-// limitations" (helper-61's probe; on the H200 in the eighteenth session the two side_api_alloc
-// and both ptds_taken_out lines of `end` and `graph_made` differed).
+// once said UNJOINED (helper-61's probe; on the H200 in the eighteenth session the two
+// side_api_alloc and both ptds_taken_out lines of `end` and `graph_made` differed, an expected
+// failure of the suite until the nineteenth session).
 //   side_api_alloc: s1 forks, allocates and frees (captured) and rejoins s0; then the program adds
 //     a memory ALLOC node to the capture graph through the graph API and SETs s1's dependencies to
-//     it, never joined. The driver ignores nodes added through the graph API; graphmem cannot
-//     tell that node (a marker too) from a captured one, judges it and refuses the capture.
-//   side_api_empty: control, the same with an empty node (graphmem: as native).
+//     it, never joined. The driver ignores nodes added through the graph API; graphmem judges only
+//     markers a capture made (gm_marker_info_t.captured).
+//   side_api_empty: control, the same with an empty node.
 //   ptds_taken_out_{empty,api}: another thread's per-thread default stream forks, allocates (a
 //     marker), then SETs its own dependencies to nothing / to an empty node added through the
 //     graph. Natively joined; graphmem judges that stream by its last marker (it cannot ask
-//     another thread's per-thread stream) and refuses the capture.
+//     another thread's per-thread stream), which the SET now takes out of the note
+//     (gm_joins_dependencies_set).
 #include "entries.cuh"
 
 #include <thread>
