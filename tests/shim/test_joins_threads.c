@@ -5,10 +5,12 @@
  * and streams of its own, and begins and ends captures on its own per-thread stream. An end asked
  * after a handle was given out never takes it for its capture's graph, the notes an end puts back
  * are found by the next, a capture begun on one thread's per-thread stream leaves the notes of the
- * others' alone, and no note is lost or doubled. Also run under ThreadSanitizer. */
+ * others' alone, and no note is lost or doubled. And a per-thread stream's SET races the end of
+ * its capture (test_set_beside_the_end). Also run under ThreadSanitizer. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "check.h"
 #include "fake_capture.h"
@@ -111,8 +113,76 @@ static void test_ends_and_given_out_handles(void) {
     pthread_join(other, NULL);
 }
 
+/* ---- a per-thread stream's SET beside the end ----------------------------------------------
+ * Another thread's per-thread stream receives a marker the origin never reaches, then SETs its
+ * dependencies to nothing (gm_joins_dependencies_set) while the capture's thread ends the capture.
+ * An end begun after the SET returned never judges the marker taken out; one begun before may
+ * (the driver would judge the stream as the end found it). */
+#define SET_ROUNDS 2000
+
+static fake_stream_t set_origin, set_side;
+static fake_node_t set_root, set_marker; /* set_root does not depend on set_marker */
+static atomic_uint_fast64_t set_round, set_noted, set_done;
+
+static CUresult set_to_nothing(void *arg) {
+    fake_stream_t *s = arg;
+    s->tail_count = 0;
+    return CUDA_SUCCESS;
+}
+
+static void *setter(void *unused) {
+    (void)unused;
+    fake_per_thread = &set_side;
+    for (uint_fast64_t round = 1; round <= SET_ROUNDS; round++) {
+        while (atomic_load(&set_round) < round)
+            sched_yield();
+        set_side.tail_count = 1;
+        set_side.tails[0] = (CUgraphNode)&set_marker;
+        gm_joins_note(round, NULL, true, (CUgraph)(uintptr_t)(round << 4),
+                      (CUgraphNode)&set_marker);
+        atomic_store(&set_noted, round);
+        for (volatile unsigned spin = 0; spin < (unsigned)(round * 7919 % 4000); spin++)
+            ;
+        CHECK_EQ_INT(gm_joins_dependencies_set(NULL, true, NULL, 0, set_to_nothing, &set_side),
+                     CUDA_SUCCESS);
+        atomic_store(&set_done, round);
+    }
+    return NULL;
+}
+
+static void test_set_beside_the_end(void) {
+    pthread_t other;
+    pthread_create(&other, NULL, setter, NULL);
+    unsigned judged = 0, after = 0;
+    for (uint_fast64_t round = 1; round <= SET_ROUNDS; round++) {
+        fake_stream_capture(&set_origin, round, (CUgraphNode)&set_root);
+        gm_joins_note_begin(round, (CUstream)&set_origin, false, (CUgraph)(uintptr_t)(round << 4));
+        atomic_store(&set_round, round);
+        while (atomic_load(&set_noted) < round)
+            sched_yield();
+        for (volatile unsigned spin = 0; spin < (unsigned)(round % 2 ? 0 : round * 104729 % 400);
+             spin++)
+            ;
+        bool set_before = atomic_load(&set_done) == round;
+        gm_joins_ending_t ending;
+        bool unjoined =
+            gm_joins_finish((CUstream)&set_origin, false, round, fake_is_marker, &ending);
+        CHECK_EQ_INT(ending.count, 2);
+        CHECK(!(set_before && unjoined));
+        judged += unjoined;
+        after += set_before;
+        gm_joins_ended(&ending, true);
+        while (atomic_load(&set_done) < round)
+            sched_yield();
+    }
+    pthread_join(other, NULL);
+    printf("     %u of %u ends found the marker judged, %u began after the SET\n", judged,
+           SET_ROUNDS, after);
+}
+
 int main(void) {
     fake_capture_install();
     RUN_TEST(test_ends_and_given_out_handles);
+    RUN_TEST(test_set_beside_the_end);
     return gm_check_summary();
 }
