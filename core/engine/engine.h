@@ -332,7 +332,9 @@ void gm_engine_exec_gone(gm_engine_t *engine, uint64_t exec);
  * kind (0: `graph` has an exec of its own, whose addresses are its own, §A3.7). Otherwise the
  * call; when it succeeds, the exec is planned anew for `graph` in the same step (its previous plan
  * retires as a destroyed exec's: allocations left live stay live until freed). For an exec the
- * engine does not serve, any marker in `graph` is refused; else it just gets the call. */
+ * engine does not serve, any marker in `graph` is refused; else it just gets the call. The call is
+ * made with no cover held and no idle scratch mapping left (gm_engine_cover_begin): the driver's
+ * check of memset and memcpy targets finds graph memory mapped only where an exec maps it. */
 gm_status_t gm_engine_exec_update(gm_engine_t *engine, uint64_t exec, uint64_t graph,
                                   const gm_topology_t *topo, gm_driver_call_t call,
                                   uint64_t *error_node);

@@ -3,6 +3,7 @@
  * exec would use addresses planned for no exec. The engine pairs the nodes as the driver does
  * (shape.h), refuses what the driver refuses for memory nodes, and where the driver takes the
  * update plans the exec anew for the update's graph: in one step with the driver's call. */
+#include "engine_cover.h"
 #include "engine_exec.h"
 #include "engine_graph.h"
 
@@ -13,6 +14,11 @@ gm_status_t gm_engine_exec_update(gm_engine_t *e, uint64_t exec, uint64_t graph,
         return GM_ERR_INVALID_VALUE;
     *error_node = 0;
     gm_engine_lock(e);
+    /* The driver checks the memset and memcpy nodes' targets as it updates: graph memory no exec
+     * maps is refused there (tests/SEMANTICS.md §A3.16). A scratch page a cover left idle at such
+     * a target (the capture of the memset, its node's creation) would make it take the update:
+     * idle mappings go first, and no cover starts until the driver's call is over (the lock). */
+    gm_cover_wait(e);
     gm_exec_t *x = gm_map_get(&e->execs, exec), *y = NULL;
     gm_shape_t b = {0};
     gm_graph_t *g = NULL;

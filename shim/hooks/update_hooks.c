@@ -45,10 +45,12 @@ static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultI
         };
         return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     }
-    /* Neither side holds memory nodes: the driver's answer is the whole answer. */
+    /* Neither side holds memory nodes: the driver's answer is the whole answer, unless the graph
+     * has memsets or copies on graph memory, whose targets the driver checks: the engine makes
+     * the call then, with no scratch page left at them (gm_engine_exec_update). */
     if (engine == NULL || info == NULL || graph == NULL ||
         (!gm_engine_serves(engine, key) &&
-         !gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph)))
+         !gm_engine_graph_has_markers(engine, (uint64_t)(uintptr_t)graph) && !gm_touches(graph)))
         return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
     gm_topology_buf_t topo = {0};
     CUresult r = gm_topology_read(engine, graph, &topo);

@@ -415,6 +415,58 @@ static void test_launch_over_idle_scratch_whose_unmap_fails(void) {
     CHECK(sim_teardown(&s, (uint64_t[]){0xA}, 1, (uint64_t[]){g.key}, 1));
 }
 
+/* What the driver's update call found at the new graph's allocation. */
+typedef struct update_look {
+    sim_t *s;
+    uint64_t va;
+    uint64_t handle; /* the mapping there during the call (0: none) */
+    int calls;
+} update_look_t;
+
+static bool look_at_target(void *arg) {
+    update_look_t *look = arg;
+    look->calls++;
+    look->handle = host_backend_handle_at(look->s->hb, look->va, NULL);
+    return true;
+}
+
+/* An exec updated to a graph whose allocation's page holds a scratch mapping a cover left idle (the
+ * capture of a memset on it, its node's creation): the driver checks memset and memcpy targets as
+ * it updates and refuses graph memory no exec maps (tests/SEMANTICS.md §A3.16), so the idle
+ * mapping goes before the call. It was still there before (the H200: a captured memset on the new
+ * graph's allocation, and the update taken where the driver refused it). */
+static void test_update_finds_no_idle_scratch(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    sim_graph_t a, b;
+    sim_one_alloc_graph(&s, &a, 128 * KiB, false);
+    sim_one_alloc_graph(&s, &b, 128 * KiB, false);
+    REQUIRE(sim_instantiate(&s, &a, 0xA, 0) == GM_OK);
+    REQUIRE(sim_launch(&s, 0xA, STREAM(0)) == GM_OK);
+    host_backend_complete_all(s.hb);
+    uint64_t va = 0, size = 0;
+    alloc_of(&b, &va, &size);
+    gm_cover_t c;
+    gm_engine_cover_begin(s.engine, &c, 0);
+    gm_engine_cover_range(&c, va, 4096);
+    REQUIRE(c.count == 1);
+    gm_engine_cover_end(&c); /* the scratch mapping stays, idle */
+    REQUIRE(host_backend_handle_at(s.hb, va, NULL) != 0);
+    update_look_t look = {&s, va, 0, 0};
+    gm_topology_t t = sim_topology(&b);
+    uint64_t error_node = 0;
+    CHECK_EQ_INT(gm_engine_exec_update(s.engine, 0xA, b.key, &t,
+                                       (gm_driver_call_t){look_at_target, &look}, &error_node),
+                 GM_OK);
+    CHECK_EQ_INT(look.calls, 1);
+    CHECK_EQ_U64(look.handle, 0);
+    CHECK_EQ_INT(sim_launch(&s, 0xA, STREAM(0)), GM_OK); /* b's allocation now */
+    CHECK(sim_run_data(&s, &b, NULL));
+    CHECK_EQ_U64(host_backend_counts(s.hb).misuses, 0);
+    host_backend_complete_all(s.hb);
+    CHECK(sim_teardown(&s, (uint64_t[]){0xA}, 1, (uint64_t[]){a.key, b.key}, 2));
+}
+
 /* The driver refuses a new memset or memcpy node on the address of an allocation that a free node
  * frees (SEMANTICS §A1.15): a cover asked to look says so for an address in such an allocation
  * (its start or inside), not for one in an allocation that escapes its graph. */
@@ -533,5 +585,6 @@ int main(void) {
     RUN_TEST(test_waiting_launch_goes_before_new_covers);
     RUN_TEST(test_leaving_launch_waits_for_cover);
     RUN_TEST(test_cancelled_wait_for_cover);
+    RUN_TEST(test_update_finds_no_idle_scratch);
     return gm_check_summary();
 }
