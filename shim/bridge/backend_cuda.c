@@ -329,6 +329,12 @@ CUresult gm_backend_cuda_record_failure(void) {
     return r;
 }
 
+CUresult gm_backend_cuda_sticky_or(CUresult refusal) {
+    CUresult sticky = CUDA_SUCCESS;
+    GM_RELAXED(sticky = gm_real.cuMemFree_v2(0));
+    return sticky != CUDA_SUCCESS ? sticky : refusal;
+}
+
 static gm_status_t fence_record(void *ctx, uint64_t stream_key, uint64_t *fence_out) {
     (void)ctx;
     fence_t *f = NULL;

@@ -25,5 +25,11 @@ void gm_backend_cuda_context_ended(CUcontext context, bool gone);
  * in a capture that was invalidated), CUDA_ERROR_UNKNOWN when none failed since the last ask: an
  * engine call refused for it answers the application with the driver's own error. */
 CUresult gm_backend_cuda_record_failure(void);
+/* `refusal`, graphmem's own answer to a call it serves without the driver (a free of an allocation
+ * that is not live, a relaunch while one is unfreed), unless the current context holds a sticky
+ * error (a kernel's fault): the driver answers every call with that error before it looks at the
+ * arguments (tests/gpu/scn_free_after_fault.cu), and so does graphmem then. Asked with
+ * cuMemFree(0), which does nothing else, in RELAXED mode. */
+CUresult gm_backend_cuda_sticky_or(CUresult refusal);
 
 #endif

@@ -335,7 +335,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     CUresult result = free_served(engine, dptr, stream, ptsz);
     if (result != CUDA_SUCCESS && !gm_engine_owns(engine, dptr))
         return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
-    return result;
+    /* Not live (never launched, freed already): the driver would first answer a sticky error. */
+    return result == CUDA_ERROR_INVALID_VALUE ? gm_backend_cuda_sticky_or(result) : result;
 }
 
 CUresult gm_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
@@ -353,12 +354,12 @@ CUresult gm_hook_cuMemFree_v2(CUdeviceptr dptr) {
     /* cuMemFree is a call a capture's mode may forbid (§A4.7): the driver then refuses it with
      * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidates the capture that forbade it and frees
      * nothing. The driver says so itself: cuMemFree(0), in the caller's own mode, is refused by the
-     * same rule and otherwise does nothing (tests/probe/free_mode_mirror.cu). */
-    if (!gm_no_capture_anywhere()) {
-        CUresult mode = gm_real.cuMemFree_v2(0);
-        if (mode != CUDA_SUCCESS)
-            return mode;
-    }
+     * same rule and otherwise does nothing (tests/probe/free_mode_mirror.cu). It also answers the
+     * context's sticky error (a kernel's fault), which the driver's free answers first
+     * (tests/gpu/scn_free_after_fault.cu): nothing is freed then either. */
+    CUresult mode = gm_real.cuMemFree_v2(0);
+    if (mode != CUDA_SUCCESS)
+        return mode;
     /* cuMemFree ends the lifetime at once and does not synchronize (the caller must have). */
     CUresult result;
     GM_RELAXED(result = free_outside(engine, dptr, NULL));

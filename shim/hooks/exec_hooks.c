@@ -5,6 +5,7 @@
 
 #include "interpose/driver.h"
 
+#include "bridge/backend_cuda.h"
 #include "bridge/captures.h"
 #include "bridge/device_copies.h"
 #include "bridge/engine_glue.h"
@@ -496,7 +497,9 @@ static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload
     if (status != GM_OK) {
         gm_log(GM_LOG_DEBUG, "%s of exec %p refused: %s", upload ? "upload" : "launch",
                (void *)exec, gm_status_name(status));
-        return gm_cuda_result(status);
+        /* A relaunch while an allocation is unfreed, memory that cannot be mapped: the driver
+         * would first answer a sticky error. */
+        return gm_backend_cuda_sticky_or(gm_cuda_result(status));
     }
     gm_stat_add(upload ? GM_STAT_uploads : GM_STAT_launches, 1);
     if (!upload)

@@ -169,6 +169,20 @@ static CUresult CUDAAPI no_node(CUgraphNode *node, CUgraph graph, const CUgraphN
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* The driver's cuMemFree: what it answers for cuMemFree(0) in the caller's mode (the rule a capture
+ * in flight may forbid it by), and the addresses it was asked for. */
+static CUresult mode_answer;
+static unsigned mirror_asks, other_frees;
+
+static CUresult CUDAAPI driver_mem_free(CUdeviceptr dptr) {
+    if (dptr != 0) {
+        other_frees++;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    mirror_asks++;
+    return mode_answer;
+}
+
 static void driver_install(void) {
     fake_capture_install();
     gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
@@ -183,6 +197,7 @@ static void driver_install(void) {
     gm_drv.cuStreamSynchronize = stream_ok;
     gm_drv.cuStreamSynchronize_ptsz = stream_ok;
     gm_drv.cuGraphAddEmptyNode = no_node;
+    gm_real.cuMemFree_v2 = driver_mem_free;
 }
 
 /* The engine over the host backend's memory and the CUDA backend's fences, as the hooks'. */
@@ -443,28 +458,14 @@ static void test_legacy_free_while_blocking_captures(void) {
     live_allocation_end(&s, &g, true);
 }
 
-/* The driver's cuMemFree: what it answers for cuMemFree(0) in the caller's mode (the rule a capture
- * in flight may forbid it by), and the addresses it was asked for. */
-static CUresult mode_answer;
-static unsigned mirror_asks, other_frees;
-
-static CUresult CUDAAPI driver_mem_free(CUdeviceptr dptr) {
-    if (dptr != 0) {
-        other_frees++;
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    mirror_asks++;
-    return mode_answer;
-}
-
-/* cuMemFree of a graph allocation: while a capture is in flight, the driver's rule for cuMemFree
- * is asked first (cuMemFree(0)); where it refuses, its code is the answer and nothing is freed
- * (before, graphmem freed and answered success where the driver invalidates the capture). Without
- * a capture in flight the driver is not asked; the address itself never goes to it. */
+/* cuMemFree of a graph allocation: the driver's rule for cuMemFree is asked first (cuMemFree(0)):
+ * while a capture is in flight it may forbid the call, and any time the context may hold a sticky
+ * error; where it refuses, its code is the answer and nothing is freed (before, graphmem freed and
+ * answered success where the driver invalidates the capture). The address itself never goes to
+ * it. */
 static void test_mem_free_asks_the_capture_rule(void) {
     sim_t s;
     REQUIRE(world_init(&s));
-    gm_real.cuMemFree_v2 = driver_mem_free;
     stream_t launch = {0};
     sim_graph_t g;
     uint64_t va = live_allocation(&s, &g, &launch, true);
@@ -480,7 +481,35 @@ static void test_mem_free_asks_the_capture_rule(void) {
     CHECK_EQ_INT(mirror_asks, 2);
     atomic_store(&gm_shim_hot.captures_in_flight, 0);
     CHECK_EQ_INT(gm_hook_cuMemFree_v2((CUdeviceptr)va), CUDA_ERROR_INVALID_VALUE); /* not live */
-    CHECK_EQ_INT(mirror_asks, 2);
+    CHECK_EQ_INT(mirror_asks, 3);
+    CHECK_EQ_INT(other_frees, 0);
+    live_allocation_end(&s, &g, true);
+}
+
+/* A kernel's fault left the context with a sticky error, which the driver answers every call with
+ * before it looks at the pointer (the H200, tests/gpu/scn_free_after_fault.cu: cudaFree of an
+ * allocation whose graph never launched read cudaErrorIllegalAddress natively,
+ * cudaErrorInvalidValue under graphmem): a free of a live allocation frees nothing and answers it,
+ * and so does a free graphmem refuses (not live), synchronous or on a stream. */
+static void test_sticky_error_answers_first(void) {
+    sim_t s;
+    REQUIRE(world_init(&s));
+    stream_t launch = {0}, other = {0};
+    sim_graph_t g;
+    uint64_t va = live_allocation(&s, &g, &launch, true);
+    REQUIRE(va != 0);
+    mirror_asks = other_frees = 0;
+    mode_answer = CUDA_ERROR_ILLEGAL_ADDRESS;
+    CHECK_EQ_INT(gm_hook_cuMemFree_v2((CUdeviceptr)va), CUDA_ERROR_ILLEGAL_ADDRESS);
+    mode_answer = CUDA_SUCCESS;
+    CHECK_EQ_INT(gm_hook_cuMemFree_v2((CUdeviceptr)va), CUDA_SUCCESS); /* it was still live */
+    mode_answer = CUDA_ERROR_ILLEGAL_ADDRESS;
+    CHECK_EQ_INT(gm_hook_cuMemFree_v2((CUdeviceptr)va), CUDA_ERROR_ILLEGAL_ADDRESS);
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, (CUstream)&other),
+                 CUDA_ERROR_ILLEGAL_ADDRESS);
+    mode_answer = CUDA_SUCCESS;
+    CHECK_EQ_INT(gm_hook_cuMemFreeAsync((CUdeviceptr)va, (CUstream)&other),
+                 CUDA_ERROR_INVALID_VALUE);
     CHECK_EQ_INT(other_frees, 0);
     live_allocation_end(&s, &g, true);
 }
@@ -498,5 +527,6 @@ int main(void) {
     RUN_TEST(test_unowned_address_goes_to_the_driver);
     RUN_TEST(test_legacy_free_while_blocking_captures);
     RUN_TEST(test_mem_free_asks_the_capture_rule);
+    RUN_TEST(test_sticky_error_answers_first);
     return gm_check_summary();
 }
