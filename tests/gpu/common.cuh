@@ -20,18 +20,14 @@ static inline void obs(const char *key, const char *value) {
     fflush(stdout);
 }
 
-static inline void info_v(const char *key, const char *fmt, va_list ap) {
-    printf("INFO %s ", key);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-}
-
 static inline void info(const char *key, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    info_v(key, fmt, ap);
+    printf("INFO %s ", key);
+    vprintf(fmt, ap);
+    printf("\n");
     va_end(ap);
+    fflush(stdout);
 }
 
 // The error name, then clear the runtime's last error so that a non-sticky error observed here

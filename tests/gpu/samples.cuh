@@ -28,17 +28,6 @@ static inline const char *K(const char *fmt, ...) {
     return buf;
 }
 
-static inline void OBS(const char *key, const char *value) {
-    obs(key, value);
-}
-
-static inline void INFO(const char *key, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    info_v(key, fmt, ap);
-    va_end(ap);
-}
-
 // A call the sample checks (checkCudaErrors): its code is observed; a failure is unexpected.
 static inline cudaError_t CK(cudaError_t rc, const char *key) {
     obs_rc(key, rc);
@@ -46,18 +35,11 @@ static inline cudaError_t CK(cudaError_t rc, const char *key) {
     return rc;
 }
 
-// A probe: the code is the observation, failures may be what the driver is expected to answer.
+// A probe: the code is the observation (obs_rc), failures may be what the driver is expected to
+// answer; returned, as CK returns it.
 static inline cudaError_t PROBE(cudaError_t rc, const char *key) {
     obs_rc(key, rc);
     return rc;
-}
-
-static inline void OBS_YES(const char *key, bool v) {
-    obs_yes(key, v);
-}
-
-static inline void OBS_INT(const char *key, long long v) {
-    obs_int(key, v);
 }
 
 // A result check of the sample (or of the scenario): PASSED/FAILED, a failure is unexpected.
@@ -105,17 +87,17 @@ static inline SampleGraphMem sample_graph_mem(int device, const char *tag) {
        K("%s_get_reserved", tag));
     CK(cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrReservedMemHigh, &a.reserved_high),
        K("%s_get_reserved_high", tag));
-    INFO(K("%s_graph_mem", tag), "used=%llu used_high=%llu reserved=%llu reserved_high=%llu",
+    info(K("%s_graph_mem", tag), "used=%llu used_high=%llu reserved=%llu reserved_high=%llu",
          a.used, a.used_high, a.reserved, a.reserved_high);
     // Relations the driver's definitions demand whatever the allocator's granularity.
-    OBS_YES(K("%s_highs_ge_currents", tag), a.used_high >= a.used && a.reserved_high >= a.reserved);
-    OBS_YES(K("%s_reserved_ge_used", tag), a.reserved >= a.used);
+    obs_yes(K("%s_highs_ge_currents", tag), a.used_high >= a.used && a.reserved_high >= a.reserved);
+    obs_yes(K("%s_reserved_ge_used", tag), a.reserved >= a.used);
     return a;
 }
 
 // The final verdict: OBS lines, the sample-style line, and the exit code.
 static inline int sample_finish(const char *name) {
-    OBS_INT("unexpected_count", sample_unexpected);
+    obs_int("unexpected_count", sample_unexpected);
     obs("final_verdict", sample_unexpected ? "FAILED" : "PASSED");
     printf("%s %s\n", name, sample_unexpected ? "FAILED" : "PASSED");
     fflush(stdout);

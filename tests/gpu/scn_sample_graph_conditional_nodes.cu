@@ -84,7 +84,7 @@ static int g_driverVersion = 0;
 static void obsByte(const char *key, char *dPtr) {
     char v = 0x7f;
     CK(cudaMemcpy(&v, dPtr, 1, cudaMemcpyDeviceToHost), K("%s_read", key));
-    OBS_INT(key, v);
+    obs_int(key, v);
 }
 
 // ------------------------------------------------------------------ the sample's graphs
@@ -551,7 +551,7 @@ static void obsWrong(const char *key, const Dev &d, cudaStream_t s) {
     CK(cudaMemcpyAsync(&bad, d.bad, sizeof bad, cudaMemcpyDeviceToHost, s),
        K("%s_read_counter", key));
     CK(cudaStreamSynchronize(s), K("%s_read_sync", key));
-    OBS_INT(K("%s_wrong_words", key), bad == ~0u ? -1LL : (long long)bad);
+    obs_int(K("%s_wrong_words", key), bad == ~0u ? -1LL : (long long)bad);
     OBS_PASS(K("%s_data", key), bad == 0);
 }
 
@@ -589,7 +589,7 @@ static cudaGraphExec_t buildM1(const Dev &d, cudaGraph_t *out) {
     CK(cudaGraphAddMemFreeNode(&nFree, g, &nCheck, 1, a), "m1_free");
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(g, NULL, &numNodes), "m1_get_nodes");
-    OBS_INT("m1_num_nodes", (long long)numNodes);
+    obs_int("m1_num_nodes", (long long)numNodes);
     cudaGraphExec_t e = nullptr;
     CK(cudaGraphInstantiate(&e, g, 0), "m1_instantiate");
     *out = g;
@@ -656,7 +656,7 @@ static void runM2(const Dev &d) {
         CK(cudaDeviceSynchronize(), K("m2_run%d_sync", i));
         unsigned bad = ~0u;
         CK(cudaMemcpy(&bad, d.bad, sizeof bad, cudaMemcpyDeviceToHost), K("m2_run%d_read", i));
-        OBS_INT(K("m2_run%d_wrong_words", i), bad == ~0u ? -1LL : (long long)bad);
+        obs_int(K("m2_run%d_wrong_words", i), bad == ~0u ? -1LL : (long long)bad);
         OBS_PASS(K("m2_run%d_data", i), bad == 0);
         obsByte(K("m2_run%d_counter_after", i), d.dPtr);
     }
@@ -679,7 +679,7 @@ static void runM3(const Dev &d, cudaStream_t s) {
     CK(cudaMemsetAsync(cbuf, 0, bytes, s), "m3_memset_async");
     CK(cudaStreamGetCaptureInfo(s, &status, NULL, &graph, &dependencies, NULL, &numDependencies),
        "m3_capture_info1");
-    OBS_INT("m3_capture_info1_num_deps", (long long)numDependencies);
+    obs_int("m3_capture_info1_num_deps", (long long)numDependencies);
     cudaGraphConditionalHandle h;
     CK(cudaGraphConditionalHandleCreate(&h, graph), "m3_handle_create");
     quietCapturedWhileKernel<<<1, 1, 0, s>>>(d.dPtr, h);
@@ -709,7 +709,7 @@ static void runM3(const Dev &d, cudaStream_t s) {
 
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(graph, NULL, &numNodes), "m3_get_nodes");
-    OBS_INT("m3_num_nodes", (long long)numNodes);
+    obs_int("m3_num_nodes", (long long)numNodes);
     cudaGraphExec_t e = nullptr;
     CK(cudaGraphInstantiate(&e, graph, 0), "m3_instantiate");
     // Counter c: node A makes it c-1 (0 stays 0); the body then runs c-1 times.
@@ -805,7 +805,7 @@ static void runM4(const Dev &d, cudaStream_t s, cudaGraph_t m1Graph) {
         PROBE(cudaGetLastError(), K("%s_loop_kernel", key));
         cudaGraph_t ended = nullptr;
         PROBE(cudaStreamEndCapture(bs, &ended), K("%s_end", key));
-        OBS_YES(K("%s_end_returns_body", key), ended == c.conditional.phGraph_out[0]);
+        obs_yes(K("%s_end_returns_body", key), ended == c.conditional.phGraph_out[0]);
         CK(cudaStreamDestroy(bs), K("%s_stream_destroy", key));
         CK(cudaMemset(d.dPtr, 2, 1), K("%s_set_byte", key)); // the loop ends after 2 runs
         CK(cudaDeviceSynchronize(), K("%s_set_byte_sync", key));
@@ -917,8 +917,8 @@ static void memoryPart(void) {
     CK(cudaDeviceSynchronize(), "mem_final_sync");
     CK(cudaDeviceGraphMemTrim(0), "mem_final_trim");
     SampleGraphMem a = sample_graph_mem(0, "mem_final");
-    OBS_YES("mem_final_used_zero", a.used == 0);
-    OBS_YES("mem_final_reserved_zero", a.reserved == 0);
+    obs_yes("mem_final_used_zero", a.used == 0);
+    obs_yes("mem_final_reserved_zero", a.reserved == 0);
 
     CK(cudaStreamDestroy(s), "mem_stream_destroy");
     CK(cudaFree(d.dPtr), "mem_dptr_free");
@@ -931,7 +931,7 @@ int main() {
 
     cudaDriverGetVersion(&g_driverVersion);
     printf("Driver version is: %d.%d\n", g_driverVersion / 1000, (g_driverVersion % 100) / 10);
-    INFO("driver_version", "%d", g_driverVersion);
+    info("driver_version", "%d", g_driverVersion);
 
     if (g_driverVersion < 12030) {
         printf("Skipping execution as driver does not support Graph Conditional Nodes\n");

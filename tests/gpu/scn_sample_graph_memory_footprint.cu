@@ -64,7 +64,7 @@ void printMemoryFootprint(int device, const char *tag) {
     CK(cudaDeviceGetGraphMemAttribute(device, (cudaGraphMemAttributeType)0, &footprint),
        K("%s_get_footprint", tag));
     printf("    FOOTPRINT: %lu bytes\n", (unsigned long)footprint);
-    INFO(K("%s_footprint", tag), "%zu", footprint);
+    info(K("%s_footprint", tag), "%zu", footprint);
     g_lastFootprint = footprint;
 }
 
@@ -102,7 +102,7 @@ void createVirtAddrReuseGraph(cudaGraphExec_t *graphExec, size_t bytes, int devi
     } else {
         printf("Check shows that d_a and d_b DO NOT share a virtual address.\n");
     }
-    INFO("va_shared", "%s", d_a == d_b ? "yes" : "no");
+    info("va_shared", "%s", d_a == d_b ? "yes" : "no");
 
     CK(cudaGraphAddMemFreeNode(&freeNodeB, graph, &allocNodeB, 1, (void *)d_b), "va_free_b");
 
@@ -197,7 +197,7 @@ void virtualAddressReuseSingleGraph(size_t bytes, int device) {
     CK(cudaStreamSynchronize(stream), "va_sync");
     printMemoryFootprint(device, "va_after_launch");
     // The exec keeps its memory after the launch (§A10.6).
-    OBS_YES("va_after_launch_footprint_ge_bytes", g_lastFootprint >= bytes);
+    obs_yes("va_after_launch_footprint_ge_bytes", g_lastFootprint >= bytes);
 
     CK(cudaGraphExecDestroy(graphExec), "va_exec_destroy");
     CK(cudaStreamDestroy(stream), "va_stream_destroy");
@@ -222,13 +222,13 @@ void physicalMemoryReuseSingleStream(size_t bytes, int device) {
 
     printf("Creating the graph execs does not reserve any physical memory.\n");
     printMemoryFootprint(device, "single_instantiated");
-    OBS_YES("single_instantiated_footprint_zero", g_lastFootprint == 0);
+    obs_yes("single_instantiated_footprint_zero", g_lastFootprint == 0);
 
     CK(cudaGraphLaunch(graphs[0], stream), "single_launch0");
     printf("\nThe first graph launched reserves the memory it needs.\n");
     printMemoryFootprint(device, "single_first_launch");
     // Mapped by the time the launch returns (§A6.5).
-    OBS_YES("single_first_launch_footprint_ge_bytes", g_lastFootprint >= bytes);
+    obs_yes("single_first_launch_footprint_ge_bytes", g_lastFootprint >= bytes);
     unsigned long long first = g_lastFootprint;
 
     CK(cudaGraphLaunch(graphs[0], stream), "single_relaunch0");
@@ -236,7 +236,7 @@ void physicalMemoryReuseSingleStream(size_t bytes, int device) {
            "memory. ");
     printf("Thus the memory footprint does not grow here.\n");
     printMemoryFootprint(device, "single_relaunch");
-    OBS_YES("single_relaunch_no_growth", g_lastFootprint == first);
+    obs_yes("single_relaunch_no_growth", g_lastFootprint == first);
 
     printf("\nSubsequent launches of other graphs in the same stream also reuse the physical "
            "memory. ");
@@ -249,7 +249,7 @@ void physicalMemoryReuseSingleStream(size_t bytes, int device) {
         grew |= g_lastFootprint != first;
     }
     // Graphs of one stream never overlap and share memory (§A6.6).
-    OBS_YES("single_other_graphs_no_growth", !grew);
+    obs_yes("single_other_graphs_no_growth", !grew);
 
     CK(cudaStreamSynchronize(stream), "single_sync");
 
@@ -285,7 +285,7 @@ void simultaneousStreams(size_t bytes, int device) {
 
     printf("Initial footprint:\n");
     printMemoryFootprint(device, "multi_initial");
-    OBS_YES("multi_initial_footprint_zero", g_lastFootprint == 0);
+    obs_yes("multi_initial_footprint_zero", g_lastFootprint == 0);
 
     printf("\nEach graph launch in a seperate stream grows the memory footprint:\n");
     bool enough = true;
@@ -299,9 +299,9 @@ void simultaneousStreams(size_t bytes, int device) {
         monotonic &= g_lastFootprint >= previous;
         previous = g_lastFootprint;
     }
-    OBS_YES("multi_footprint_ge_bytes", enough);
-    OBS_YES("multi_footprint_monotonic", monotonic);
-    INFO("multi_grew_past_one_graph", "%s", previous > bytes ? "yes" : "no");
+    obs_yes("multi_footprint_ge_bytes", enough);
+    obs_yes("multi_footprint_monotonic", monotonic);
+    info("multi_grew_past_one_graph", "%s", previous > bytes ? "yes" : "no");
 
     for (int i = 0; i < NUM_GRAPHS; i++) {
         CK(cudaStreamSynchronize(streams[i]), K("multi_sync%d", i));
@@ -329,7 +329,7 @@ void unfreedAllocations(size_t bytes, int device) {
         for (int j = 0; j < i; j++)
             distinct &= dPtrs[i] != dPtrs[j];
     // Live allocations of different graphs never share an address (§A1.10).
-    OBS_YES("unfreed_distinct_addresses", distinct);
+    obs_yes("unfreed_distinct_addresses", distinct);
 
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "unfreed_stream_create");
 
@@ -344,7 +344,7 @@ void unfreedAllocations(size_t bytes, int device) {
         enough &= g_lastFootprint >= (unsigned long long)(i + 1) * bytes;
     }
     // Memory holding an unfreed allocation is not reused (§A6.9).
-    OBS_YES("unfreed_footprint_ge_live_bytes", enough);
+    obs_yes("unfreed_footprint_ge_live_bytes", enough);
 
     CK(cudaStreamSynchronize(stream), "unfreed_sync");
     unsigned long long beforeTrim = g_lastFootprint;
@@ -353,8 +353,8 @@ void unfreedAllocations(size_t bytes, int device) {
     printf("\nTrimming does not impact the memory footprint since the un-freed allocations are "
            "still holding onto the memory.\n");
     printMemoryFootprint(device, "unfreed_trimmed");
-    OBS_YES("unfreed_trim_footprint_unchanged", g_lastFootprint == beforeTrim);
-    OBS_YES("unfreed_trim_footprint_ge_live_bytes", g_lastFootprint >= NUM_GRAPHS * bytes);
+    obs_yes("unfreed_trim_footprint_unchanged", g_lastFootprint == beforeTrim);
+    obs_yes("unfreed_trim_footprint_ge_live_bytes", g_lastFootprint >= NUM_GRAPHS * bytes);
 
     for (int i = 0; i < NUM_GRAPHS; i++) {
         CK(cudaFree(dPtrs[i]), K("unfreed_cuda_free%d", i));
@@ -362,14 +362,14 @@ void unfreedAllocations(size_t bytes, int device) {
     printf("\nFreeing the allocations does not shrink the footprint.\n");
     printMemoryFootprint(device, "unfreed_freed");
     // A free does not lower Used; only a trim does (§A9.3, §A10.9).
-    OBS_YES("unfreed_freed_footprint_unchanged", g_lastFootprint == beforeTrim);
+    obs_yes("unfreed_freed_footprint_unchanged", g_lastFootprint == beforeTrim);
 
     CK(cudaDeviceGraphMemTrim(device), "unfreed_freed_trim");
     printf(
         "\nSince the allocations are now freed, trimming does reduce the footprint even when the "
         "graph execs are not yet destroyed.\n");
     printMemoryFootprint(device, "unfreed_freed_trimmed");
-    OBS_YES("unfreed_freed_trimmed_footprint_zero", g_lastFootprint == 0);
+    obs_yes("unfreed_freed_trimmed_footprint_zero", g_lastFootprint == 0);
 
     cleanupGraphs("unfreed", graphs, NUM_GRAPHS);
     CK(cudaStreamDestroy(stream), "unfreed_stream_destroy");
@@ -380,7 +380,7 @@ void cleanupMemory(int device, const char *tag) {
     printf("\nCleaning up example by trimming device memory.\n");
     printMemoryFootprint(device, K("%s_cleanup", tag));
     // Nothing live, every exec destroyed: a trim gives everything back (§A11.1).
-    OBS_YES(K("%s_cleanup_footprint_zero", tag), g_lastFootprint == 0);
+    obs_yes(K("%s_cleanup_footprint_zero", tag), g_lastFootprint == 0);
     printf("\n");
 }
 
@@ -397,10 +397,10 @@ static void extensions(int device) {
 
     // After the sample's cleanups nothing is live or reserved; the highs still remember.
     SampleGraphMem a = sample_graph_mem(device, "x_start");
-    OBS_YES("x_start_used_zero", a.used == 0);
-    OBS_YES("x_start_reserved_zero", a.reserved == 0);
-    OBS_YES("x_start_highs_nonzero", a.used_high > 0 && a.reserved_high > 0);
-    INFO("x_start_used_high_ge_8_graphs", "%s", a.used_high >= NUM_GRAPHS * kBytes ? "yes" : "no");
+    obs_yes("x_start_used_zero", a.used == 0);
+    obs_yes("x_start_reserved_zero", a.reserved == 0);
+    obs_yes("x_start_highs_nonzero", a.used_high > 0 && a.reserved_high > 0);
+    info("x_start_used_high_ge_8_graphs", "%s", a.used_high >= NUM_GRAPHS * kBytes ? "yes" : "no");
 
     // Resetting the highs with nothing in use brings them to 0 (§A10.3, §A10.4).
     unsigned long long zero = 0;
@@ -409,7 +409,7 @@ static void extensions(int device) {
     CK(cudaDeviceSetGraphMemAttribute(device, cudaGraphMemAttrReservedMemHigh, &zero),
        "x_reset_reserved_high");
     a = sample_graph_mem(device, "x_reset_idle");
-    OBS_YES("x_reset_idle_highs_zero", a.used_high == 0 && a.reserved_high == 0);
+    obs_yes("x_reset_idle_highs_zero", a.used_high == 0 && a.reserved_high == 0);
     // Only the highs can be set, and only to zero (§A10.3).
     unsigned long long one = 1;
     PROBE(cudaDeviceSetGraphMemAttribute(device, cudaGraphMemAttrUsedMemCurrent, &zero),
@@ -428,15 +428,15 @@ static void extensions(int device) {
     }
     CK(cudaStreamSynchronize(stream), "x_keep_sync");
     a = sample_graph_mem(device, "x_keep");
-    OBS_YES("x_keep_used_ge_live", a.used >= 2 * kBytes);
+    obs_yes("x_keep_used_ge_live", a.used >= 2 * kBytes);
     CK(cudaDeviceSetGraphMemAttribute(device, cudaGraphMemAttrUsedMemHigh, &zero),
        "x_keep_reset_used_high");
     CK(cudaDeviceSetGraphMemAttribute(device, cudaGraphMemAttrReservedMemHigh, &zero),
        "x_keep_reset_reserved_high");
     SampleGraphMem b = sample_graph_mem(device, "x_keep_reset");
-    OBS_YES("x_keep_reset_highs_eq_currents",
+    obs_yes("x_keep_reset_highs_eq_currents",
             b.used_high == b.used && b.reserved_high == b.reserved);
-    OBS_YES("x_keep_reset_currents_unchanged", b.used == a.used && b.reserved == a.reserved);
+    obs_yes("x_keep_reset_currents_unchanged", b.used == a.used && b.reserved == a.reserved);
     // Relaunching an exec whose allocation is unfreed is refused (§A6.1).
     PROBE(cudaGraphLaunch(keep[0], stream), "x_keep0_relaunch_unfreed");
     PROBE(cudaStreamSynchronize(stream), "x_keep0_relaunch_unfreed_sync");
@@ -458,9 +458,9 @@ static void extensions(int device) {
     CK(cudaStreamSynchronize(stream), "x_keep_free_sync");
     CK(cudaDeviceGraphMemTrim(device), "x_keep_trim");
     a = sample_graph_mem(device, "x_keep_trimmed");
-    OBS_YES("x_keep_trimmed_used_zero", a.used == 0);
-    OBS_YES("x_keep_trimmed_reserved_zero", a.reserved == 0);
-    OBS_YES("x_keep_trimmed_highs_kept",
+    obs_yes("x_keep_trimmed_used_zero", a.used == 0);
+    obs_yes("x_keep_trimmed_reserved_zero", a.reserved == 0);
+    obs_yes("x_keep_trimmed_highs_kept",
             a.used_high >= 2 * kBytes && a.reserved_high >= 2 * kBytes);
 
     // AutoFreeOnLaunch: the exec's unfreed allocation is freed by its next launch, so eight
@@ -471,7 +471,7 @@ static void extensions(int device) {
                                  cudaGraphInstantiateFlagAutoFreeOnLaunch, 7.0f);
     unsigned long long flags = 0;
     CK(cudaGraphExecGetFlags(af, &flags), "x_autofree_get_flags");
-    OBS_INT("x_autofree_flags", (long long)flags);
+    obs_int("x_autofree_flags", (long long)flags);
     unsigned long long firstUsed = 0;
     bool launched = true, steady = true;
     for (int i = 0; i < NUM_GRAPHS; i++) {
@@ -484,9 +484,9 @@ static void extensions(int device) {
             steady &= g_lastFootprint == firstUsed;
     }
     OBS_PASS("x_autofree_launches", launched);
-    OBS_YES("x_autofree_first_ge_bytes", firstUsed >= kBytes);
+    obs_yes("x_autofree_first_ge_bytes", firstUsed >= kBytes);
     // The driver's semantics do not demand it (a relaunch may map anew): INFO only.
-    INFO("x_autofree_no_growth", "%s", steady ? "yes" : "no");
+    info("x_autofree_no_growth", "%s", steady ? "yes" : "no");
     CK(cudaMemsetAsync(d_bad, 0, sizeof(unsigned), stream), "x_autofree_counter_reset");
     countWrong<<<264, THREADS_PER_BLOCK, 0, stream>>>(afPtr, kBytes / sizeof(float), 7.0f, d_bad);
     CK(cudaGetLastError(), "x_autofree_check_kernel");
@@ -496,17 +496,17 @@ static void extensions(int device) {
     CK(cudaStreamSynchronize(stream), "x_autofree_sync");
     OBS_PASS("x_autofree_data", bad == 0);
     SampleGraphMem c = sample_graph_mem(device, "x_autofree_done");
-    OBS_YES("x_autofree_done_used_ge_bytes", c.used >= kBytes);
+    obs_yes("x_autofree_done_used_ge_bytes", c.used >= kBytes);
     // The last launch's allocation is still live: the trim keeps it.
     CK(cudaDeviceGraphMemTrim(device), "x_autofree_trim_live");
     c = sample_graph_mem(device, "x_autofree_trimmed_live");
-    OBS_YES("x_autofree_trimmed_live_used_ge_bytes", c.used >= kBytes);
+    obs_yes("x_autofree_trimmed_live_used_ge_bytes", c.used >= kBytes);
     CK(cudaFree(afPtr), "x_autofree_cuda_free");
     CK(cudaGraphExecDestroy(af), "x_autofree_exec_destroy");
     CK(cudaDeviceGraphMemTrim(device), "x_autofree_trim");
     c = sample_graph_mem(device, "x_autofree_trimmed");
-    OBS_YES("x_autofree_trimmed_used_zero", c.used == 0);
-    OBS_YES("x_autofree_trimmed_reserved_zero", c.reserved == 0);
+    obs_yes("x_autofree_trimmed_used_zero", c.used == 0);
+    obs_yes("x_autofree_trimmed_reserved_zero", c.reserved == 0);
 
     // Invalid devices for the attribute calls and trim (§A10.1, §A11.3).
     int count = 0;
@@ -529,7 +529,7 @@ int main() {
 
     // A fresh process: all four attributes are 0 (§A10.5).
     SampleGraphMem a = sample_graph_mem(device, "fresh");
-    OBS_YES("fresh_all_zero",
+    obs_yes("fresh_all_zero",
             a.used == 0 && a.used_high == 0 && a.reserved == 0 && a.reserved_high == 0);
 
     virtualAddressReuseSingleGraph(kBytes, device);

@@ -146,14 +146,14 @@ void createNegateSquaresGraphExplicitly(const char *tag, cudaGraphExec_t *graphE
     CK(cudaGraphAddMemAllocNode(&allocNodeInput, graph, NULL, 0, &allocParams),
        K("%s_alloc_input", tag));
     d_input = (float *)allocParams.dptr;
-    OBS_YES(K("%s_alloc_input_nonnull", tag), d_input != NULL);
+    obs_yes(K("%s_alloc_input_nonnull", tag), d_input != NULL);
 
     // To keep the graph structure simple (fewer branching dependencies),
     // allocNodeSquare should depend on allocNodeInput
     CK(cudaGraphAddMemAllocNode(&allocNodeSquare, graph, &allocNodeInput, 1, &allocParams),
        K("%s_alloc_square", tag));
     d_square = (float *)allocParams.dptr;
-    OBS_YES(K("%s_square_input_distinct", tag), d_square != d_input);
+    obs_yes(K("%s_square_input_distinct", tag), d_square != d_input);
 
     // copyNodeInput needs to depend on allocNodeInput because copyNodeInput
     // writes to d_input. It does so here indirectly through allocNodeSquare.
@@ -193,8 +193,8 @@ void createNegateSquaresGraphExplicitly(const char *tag, cudaGraphExec_t *graphE
     if (d_negSquare == d_input) {
         printf("Check verified that d_negSquare and d_input share a virtual address.\n");
     }
-    INFO(K("%s_negsquare_reuses_input_va", tag), "%s", d_negSquare == d_input ? "yes" : "no");
-    OBS_YES(K("%s_negsquare_square_distinct", tag), d_negSquare != d_square);
+    info(K("%s_negsquare_reuses_input_va", tag), "%s", d_negSquare == d_input ? "yes" : "no");
+    obs_yes(K("%s_negsquare_square_distinct", tag), d_negSquare != d_square);
 
     void *negateKernelArgs[3] = {(void *)&d_square, (void *)&d_negSquare,
                                  (void *)&(hostArrays->numElements)};
@@ -226,7 +226,7 @@ void createNegateSquaresGraphExplicitly(const char *tag, cudaGraphExec_t *graphE
 
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(graph, NULL, &numNodes), K("%s_get_nodes", tag));
-    OBS_INT(K("%s_num_nodes", tag), (long long)numNodes);
+    obs_int(K("%s_num_nodes", tag), (long long)numNodes);
 
     CK(cudaGraphInstantiate(graphExec, graph, 0), K("%s_instantiate", tag));
     CK(cudaGraphDestroy(graph), K("%s_graph_destroy", tag));
@@ -323,7 +323,7 @@ void createNegateSquaresGraphWithStreamCapture(const char *tag, cudaGraphExec_t 
 
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(graph, NULL, &numNodes), K("%s_get_nodes", tag));
-    OBS_INT(K("%s_num_nodes", tag), (long long)numNodes);
+    obs_int(K("%s_num_nodes", tag), (long long)numNodes);
 
     CK(cudaGraphInstantiate(graphExec, graph, 0), K("%s_instantiate", tag));
     CK(cudaStreamDestroy(stream), K("%s_stream_destroy", tag));
@@ -404,8 +404,8 @@ static void exactHostCheck(const char *tag, negSquareArrays *h, bool checkSquare
         badNeg += memcmp(&neg, &h->negSquare[i], sizeof(float)) != 0;
     }
     if (checkSquare)
-        OBS_INT(K("%s_host_square_wrong", tag), badSq);
-    OBS_INT(K("%s_host_negsquare_wrong", tag), badNeg);
+        obs_int(K("%s_host_square_wrong", tag), badSq);
+    obs_int(K("%s_host_negsquare_wrong", tag), badNeg);
     OBS_HASH(K("%s_host_negsquare_hash", tag), h->negSquare, h->bytes);
     if (badNeg || (checkSquare && badSq))
         sample_unexpected++;
@@ -665,8 +665,8 @@ static int runExtensions(int device) {
     CK(cudaDeviceSynchronize(), "x_final_sync");
     CK(cudaDeviceGraphMemTrim(device), "x_final_trim");
     SampleGraphMem a = sample_graph_mem(device, "x_final");
-    OBS_YES("x_final_used_zero", a.used == 0);
-    OBS_YES("x_final_reserved_zero", a.reserved == 0);
+    obs_yes("x_final_used_zero", a.used == 0);
+    obs_yes("x_final_reserved_zero", a.reserved == 0);
 
     CK(cudaFree(deviceRefArrays.negSquare), "x_ref_free");
     CK(cudaFree(foundValidationFailure), "x_managed_free");

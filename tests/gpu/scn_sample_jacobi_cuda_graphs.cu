@@ -161,7 +161,7 @@ static double finish(const char *tag, Tally &t, int k, double *d_sum, double *xL
     printf("GPU iterations : %d\n", k + 1);
     printf("GPU error : %.3e\n", sum);
     t.iterations = k + 1;
-    INFO(K("%s_gpu_error", tag), "%.3e", sum);
+    info(K("%s_gpu_error", tag), "%.3e", sum);
     return sum;
 }
 
@@ -328,7 +328,7 @@ static double JacobiMethodGpuCudaGraphExecUpdate(const char *tag, Tally &t, cons
                 if (firstFallback < 0) {
                     firstFallback = k;
                     firstResult = updateResultInfo_out.result;
-                    OBS(K("%s_first_update_code", tag), cudaGetErrorName(rc));
+                    obs(K("%s_first_update_code", tag), cudaGetErrorName(rc));
                 }
                 t.updateFallbacks++;
                 if (graphExec != NULL) {
@@ -355,8 +355,8 @@ static double JacobiMethodGpuCudaGraphExecUpdate(const char *tag, Tally &t, cons
             break;
         }
     }
-    OBS_INT(K("%s_first_fallback_iteration", tag), firstFallback);
-    OBS_INT(K("%s_first_fallback_result", tag), (long long)firstResult);
+    obs_int(K("%s_first_fallback_iteration", tag), firstFallback);
+    obs_int(K("%s_first_fallback_result", tag), (long long)firstResult);
 
     if (graphExec)
         CK(cudaGraphExecDestroy(graphExec), K("%s_exec_destroy", tag));
@@ -480,8 +480,8 @@ int main(int argc, char **argv) {
     }
     printf("CPU iterations : %d\n", cnt);
     printf("CPU error : %.3e\n", sum);
-    OBS_INT("cpu_iterations", cnt);
-    INFO("cpu_error", "%.3e", sum);
+    obs_int("cpu_iterations", cnt);
+    info("cpu_error", "%.3e", sum);
 
     float *d_A;
     double *d_b, *d_x, *d_x_new;
@@ -535,13 +535,13 @@ int main(int argc, char **argv) {
         cudaEventDestroy(start);
         cudaEventDestroy(stop);
         printf("GPU Processing time: %f (ms)\n", ms);
-        INFO(K("%s_gpu_ms", tags[m]), "%f", ms);
+        info(K("%s_gpu_ms", tags[m]), "%f", ms);
 
-        OBS_INT(K("%s_failed_calls", tags[m]), t.failedCalls);
-        OBS(K("%s_first_error", tags[m]), cudaGetErrorName(t.firstError));
-        OBS_INT(K("%s_gpu_iterations", tags[m]), t.iterations);
-        OBS_INT(K("%s_update_fallbacks", tags[m]), t.updateFallbacks);
-        OBS_YES(K("%s_iterations_match_cpu", tags[m]), t.iterations == cnt);
+        obs_int(K("%s_failed_calls", tags[m]), t.failedCalls);
+        obs(K("%s_first_error", tags[m]), cudaGetErrorName(t.firstError));
+        obs_int(K("%s_gpu_iterations", tags[m]), t.iterations);
+        obs_int(K("%s_update_fallbacks", tags[m]), t.updateFallbacks);
+        obs_yes(K("%s_iterations_match_cpu", tags[m]), t.iterations == cnt);
         sample_unexpected += t.failedCalls;
         bool passed = t.iterations > 0 && fabs(sum - sumGPU) < conv_threshold;
         printf("&&&& jacobiCudaGraphs %s\n", passed ? "PASSED" : "FAILED");
@@ -550,7 +550,7 @@ int main(int argc, char **argv) {
 
     CK(cudaDeviceGraphMemTrim(0), "final_trim");
     SampleGraphMem gm = sample_graph_mem(0, "final");
-    OBS_YES("final_graph_used_zero", gm.used == 0);
+    obs_yes("final_graph_used_zero", gm.used == 0);
 
     CK(cudaFree(d_b), "cleanup_free_b");
     CK(cudaFree(d_A), "cleanup_free_a");

@@ -136,7 +136,7 @@ void CUDART_CB myHostNodeCallback(void *data) {
 // Observes the sums the callbacks reported since the last call: their count, that all are equal
 // to the first one ever seen for `ref` (if given), and the value (hex) under `tag`.
 static void obsSums(const char *tag, int expectedCount, double *ref) {
-    OBS_INT(K("%s_callbacks", tag), (long long)g_sums.size());
+    obs_int(K("%s_callbacks", tag), (long long)g_sums.size());
     if ((int)g_sums.size() != expectedCount)
         sample_unexpected++;
     bool same = true;
@@ -269,7 +269,7 @@ void cudaGraphsManual(float *inputVec_h, float *inputVec_d, double *outputVec_d,
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(graph, nodes, &numNodes), "manual_get_nodes");
     printf("\nNum of nodes in the graph created manually = %zu\n", numNodes);
-    OBS_INT("manual_num_nodes", (long long)numNodes);
+    obs_int("manual_num_nodes", (long long)numNodes);
 
     cudaGraphExec_t graphExec = nullptr;
     CK(cudaGraphInstantiate(&graphExec, graph, 0), "manual_instantiate");
@@ -358,7 +358,7 @@ void cudaGraphsUsingStreamCapture(float *inputVec_h, float *inputVec_d, double *
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(graph, nodes, &numNodes), "capture_get_nodes");
     printf("\nNum of nodes in the graph created using stream capture API = %zu\n", numNodes);
-    OBS_INT("capture_num_nodes", (long long)numNodes);
+    obs_int("capture_num_nodes", (long long)numNodes);
 
     cudaGraphExec_t graphExec = nullptr;
     CK(cudaGraphInstantiate(&graphExec, graph, 0), "capture_instantiate");
@@ -491,7 +491,7 @@ static void manualWithGraphMemory(float *inputVec_h, float *inputVec_d, double *
 
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(graph, NULL, &numNodes), "t1_get_nodes");
-    OBS_INT("t1_num_nodes", (long long)numNodes);
+    obs_int("t1_num_nodes", (long long)numNodes);
 
     cudaGraphExec_t graphExec = nullptr;
     CK(cudaGraphInstantiate(&graphExec, graph, 0), "t1_instantiate");
@@ -517,7 +517,7 @@ static void manualWithGraphMemory(float *inputVec_h, float *inputVec_d, double *
     CK(cudaStreamSynchronize(streamForGraph), "t1_half_sync");
     double halfRef = 0.0;
     obsSums("t1_half", 1, &halfRef);
-    OBS_YES("t1_half_differs", halfRef != g_reference);
+    obs_yes("t1_half_differs", halfRef != g_reference);
     CK(cudaGraphExecKernelNodeSetParams(graphExec, reduceNode, &reduceParams),
        "t1_set_params_back");
     for (int i = 0; i < 2; i++)
@@ -578,7 +578,7 @@ static cudaGraph_t captureWithGraphMemory(const char *tag, float *inputVec_h, fl
 
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(graph, NULL, &numNodes), K("%s_get_nodes", tag));
-    OBS_INT(K("%s_num_nodes", tag), (long long)numNodes);
+    obs_int(K("%s_num_nodes", tag), (long long)numNodes);
 
     CK(cudaEventDestroy(forkStreamEvent), K("%s_event_fork_destroy", tag));
     CK(cudaEventDestroy(memsetEvent1), K("%s_event_memset1_destroy", tag));
@@ -617,8 +617,8 @@ static void captureWithGraphMemoryAndUpdate(float *inputVec_h, float *inputVec_d
     cudaGraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
     cudaError_t rc = PROBE(cudaGraphExecUpdate(graphExec, again, &info), "t3_same_update");
-    OBS_INT("t3_same_update_result", (long long)info.result);
-    OBS_YES("t3_same_update_error_node_null", info.errorNode == nullptr);
+    obs_int("t3_same_update_result", (long long)info.result);
+    obs_yes("t3_same_update_error_node_null", info.errorNode == nullptr);
     if (rc != cudaSuccess) {
         // What the jacobi sample does when an update fails: destroy and instantiate again.
         CK(cudaGraphExecDestroy(graphExec), "t3_same_reinstantiate_destroy");
@@ -637,7 +637,7 @@ static void captureWithGraphMemoryAndUpdate(float *inputVec_h, float *inputVec_d
                                &result_h, &hostFnData);
     memset(&info, 0, sizeof info);
     rc = PROBE(cudaGraphExecUpdate(graphExec, smaller, &info), "t3_smaller_update");
-    OBS_INT("t3_smaller_update_result", (long long)info.result);
+    obs_int("t3_smaller_update_result", (long long)info.result);
     if (rc != cudaSuccess) {
         CK(cudaGraphExecDestroy(graphExec), "t3_smaller_reinstantiate_destroy");
         graphExec = nullptr;
@@ -654,7 +654,7 @@ static void captureWithGraphMemoryAndUpdate(float *inputVec_h, float *inputVec_d
                                               numOfBlocks, &result_h, &hostFnData);
     memset(&info, 0, sizeof info);
     rc = PROBE(cudaGraphExecUpdate(graphExec, full, &info), "t3_full_update");
-    OBS_INT("t3_full_update_result", (long long)info.result);
+    obs_int("t3_full_update_result", (long long)info.result);
     if (rc != cudaSuccess) {
         CK(cudaGraphExecDestroy(graphExec), "t3_full_reinstantiate_destroy");
         graphExec = nullptr;
@@ -672,7 +672,7 @@ static void captureWithGraphMemoryAndUpdate(float *inputVec_h, float *inputVec_d
     CK(cudaGraphAddEmptyNode(&empty, plain, NULL, 0), "t3_plain_empty_node");
     memset(&info, 0, sizeof info);
     PROBE(cudaGraphExecUpdate(graphExec, plain, &info), "t3_plain_update");
-    OBS_INT("t3_plain_update_result", (long long)info.result);
+    obs_int("t3_plain_update_result", (long long)info.result);
     // The exec still runs the last graph taken.
     CK(cudaGraphLaunch(graphExec, streamForGraph), "t3_after_refused_launch");
     CK(cudaStreamSynchronize(streamForGraph), "t3_after_refused_sync");
@@ -710,7 +710,7 @@ int main() {
     init_input(inputVec_h, size);
     for (size_t i = 0; i < size; i++)
         g_hostSum += inputVec_h[i];
-    INFO("host_sum", "%a", g_hostSum);
+    info("host_sum", "%a", g_hostSum);
 
     cudaGraphsManual(inputVec_h, inputVec_d, outputVec_d, result_d, size, maxBlocks);
     cudaGraphsUsingStreamCapture(inputVec_h, inputVec_d, outputVec_d, result_d, size, maxBlocks);
@@ -724,7 +724,7 @@ int main() {
 
     CK(cudaDeviceGraphMemTrim(0), "final_trim");
     SampleGraphMem a = sample_graph_mem(0, "final");
-    OBS_YES("final_graph_used_zero", a.used == 0);
+    obs_yes("final_graph_used_zero", a.used == 0);
 
     CK(cudaFree(inputVec_d), "cleanup_free_input");
     CK(cudaFree(outputVec_d), "cleanup_free_output");

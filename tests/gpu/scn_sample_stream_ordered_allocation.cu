@@ -48,7 +48,7 @@ static int checkResults(const char *tag, const char *name, int nelem, const floa
     if (ok)
         printf("%s PASSED\n", name);
     OBS_PASS(K("%s_verdict", tag), ok);
-    OBS_INT(K("%s_wrong_words", tag), wrong);
+    obs_int(K("%s_wrong_words", tag), wrong);
     OBS_HASH(K("%s_c_hash", tag), c, (size_t)nelem * sizeof(float));
     if (wrong)
         sample_unexpected++;
@@ -137,7 +137,7 @@ int streamOrderedAllocationPostSync(const int dev, const int nelem, const float 
         failures += cudaStreamSynchronize(stream) != cudaSuccess;
     }
     // The loop's 220 calls, each checked by the sample: one observation.
-    OBS_INT("postsync_loop_failed_calls", failures);
+    obs_int("postsync_loop_failed_calls", failures);
     sample_unexpected += failures;
     CK(cudaEventRecord(end, stream), "postsync_record_end");
     // Wait for the end event to complete
@@ -146,7 +146,7 @@ int streamOrderedAllocationPostSync(const int dev, const int nelem, const float 
     float msecTotal = 0.0f;
     CK(cudaEventElapsedTime(&msecTotal, start, end), "postsync_elapsed");
     printf("Total elapsed time = %f ms over %d iterations\n", msecTotal, MAX_ITER);
-    INFO("postsync_elapsed_ms", "%f", msecTotal);
+    info("postsync_elapsed_ms", "%f", msecTotal);
 
     /* Compare the results */
     int ret = checkResults("postsync", "streamOrderedAllocationPostSync", nelem, a, b, c);
@@ -172,7 +172,7 @@ static PoolAttrs poolAttrs(cudaMemPool_t pool, const char *tag) {
        K("%s_pool_used", tag));
     CK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &p.usedHigh),
        K("%s_pool_used_high", tag));
-    INFO(K("%s_pool_attrs", tag), "reserved=%llu reserved_high=%llu used=%llu used_high=%llu",
+    info(K("%s_pool_attrs", tag), "reserved=%llu reserved_high=%llu used=%llu used_high=%llu",
          p.reservedCurrent, p.reservedHigh, p.usedCurrent, p.usedHigh);
     return p;
 }
@@ -225,13 +225,13 @@ static cudaGraph_t captureIterations(const char *tag, cudaStream_t stream, cudaM
     cudaError_t first = cudaSuccess;
     for (int i = 0; i < iterations; i++)
         failures += enqueueIteration(stream, pool, nelem, a, b, c, &first);
-    OBS_INT(K("%s_captured_failed_calls", tag), failures);
-    OBS(K("%s_captured_first_error", tag), cudaGetErrorName(first));
+    obs_int(K("%s_captured_failed_calls", tag), failures);
+    obs(K("%s_captured_first_error", tag), cudaGetErrorName(first));
     sample_unexpected += failures;
     CK(cudaStreamEndCapture(stream, &graph), K("%s_end", tag));
     size_t numNodes = 0;
     CK(cudaGraphGetNodes(graph, NULL, &numNodes), K("%s_get_nodes", tag));
-    OBS_INT(K("%s_num_nodes", tag), (long long)numNodes);
+    obs_int(K("%s_num_nodes", tag), (long long)numNodes);
     return graph;
 }
 
@@ -244,16 +244,16 @@ static void extensions(int dev, int nelem, const float *a, const float *b, float
     CK(cudaDeviceGetDefaultMemPool(&defaultPool, dev), "x_get_default_pool");
     cudaMemPool_t current = nullptr;
     CK(cudaDeviceGetMemPool(&current, dev), "x_get_current_pool");
-    OBS_YES("x_current_pool_is_default", current == defaultPool);
+    obs_yes("x_current_pool_is_default", current == defaultPool);
 
     // The default pool after the sample: nothing used; its memory kept by the threshold.
     PoolAttrs d0 = poolAttrs(defaultPool, "x_default_after_sample");
-    OBS_YES("x_default_after_sample_used_zero", d0.usedCurrent == 0);
-    OBS_YES("x_default_after_sample_reserved_ge_3_buffers", d0.reservedCurrent >= 3 * bytes);
+    obs_yes("x_default_after_sample_used_zero", d0.usedCurrent == 0);
+    obs_yes("x_default_after_sample_reserved_ge_3_buffers", d0.reservedCurrent >= 3 * bytes);
     uint64_t threshold = 0;
     CK(cudaMemPoolGetAttribute(defaultPool, cudaMemPoolAttrReleaseThreshold, &threshold),
        "x_default_get_threshold");
-    OBS_YES("x_default_threshold_max", threshold == (uint64_t)ULONG_MAX);
+    obs_yes("x_default_threshold_max", threshold == (uint64_t)ULONG_MAX);
 
     // X1: a created pool with a release threshold; the PostSync loop from it.
     cudaMemPoolProps props;
@@ -273,13 +273,13 @@ static void extensions(int dev, int nelem, const float *a, const float *b, float
         failures += enqueueIteration(stream, pool, nelem, a, b, c, nullptr);
         failures += cudaStreamSynchronize(stream) != cudaSuccess;
     }
-    OBS_INT("x1_loop_failed_calls", failures);
+    obs_int("x1_loop_failed_calls", failures);
     sample_unexpected += failures;
     checkResults("x1", "createdPoolPostSync", nelem, a, b, c);
     PoolAttrs p1 = poolAttrs(pool, "x1_after_loop");
-    OBS_YES("x1_after_loop_used_zero", p1.usedCurrent == 0);
-    OBS_YES("x1_after_loop_reserved_ge_3_buffers", p1.reservedCurrent >= 3 * bytes);
-    OBS_YES("x1_after_loop_used_high_ge_3_buffers", p1.usedHigh >= 3 * bytes);
+    obs_yes("x1_after_loop_used_zero", p1.usedCurrent == 0);
+    obs_yes("x1_after_loop_reserved_ge_3_buffers", p1.reservedCurrent >= 3 * bytes);
+    obs_yes("x1_after_loop_used_high_ge_3_buffers", p1.usedHigh >= 3 * bytes);
 
     // X2: one iteration captured (default pool), launched MAX_ITER times with a sync each.
     memset(c, 0, bytes);
@@ -292,15 +292,15 @@ static void extensions(int dev, int nelem, const float *a, const float *b, float
         launchFailures += cudaGraphLaunch(e2, stream) != cudaSuccess;
         launchFailures += cudaStreamSynchronize(stream) != cudaSuccess;
     }
-    OBS_INT("x2_launch_failed_calls", launchFailures);
+    obs_int("x2_launch_failed_calls", launchFailures);
     sample_unexpected += launchFailures;
     checkResults("x2", "capturedIterationDefaultPool", nelem, a, b, c);
     // Graph memory is not taken from the pool (§A13.5): the default pool did not move.
     PoolAttrs after = poolAttrs(defaultPool, "x2_default_after_launch");
-    OBS_YES("x2_default_pool_used_zero", after.usedCurrent == 0);
-    OBS_YES("x2_default_pool_reserved_unchanged", after.reservedCurrent == before.reservedCurrent);
+    obs_yes("x2_default_pool_used_zero", after.usedCurrent == 0);
+    obs_yes("x2_default_pool_reserved_unchanged", after.reservedCurrent == before.reservedCurrent);
     SampleGraphMem gm = sample_graph_mem(dev, "x2_after_launches");
-    OBS_YES("x2_graph_used_ge_3_buffers", gm.used >= 3 * bytes);
+    obs_yes("x2_graph_used_ge_3_buffers", gm.used >= 3 * bytes);
 
     // X3: the same captured from the created pool (cudaMallocFromPoolAsync during capture).
     memset(c, 0, bytes);
@@ -313,12 +313,12 @@ static void extensions(int dev, int nelem, const float *a, const float *b, float
         launchFailures += cudaGraphLaunch(e3, stream) != cudaSuccess;
         launchFailures += cudaStreamSynchronize(stream) != cudaSuccess;
     }
-    OBS_INT("x3_launch_failed_calls", launchFailures);
+    obs_int("x3_launch_failed_calls", launchFailures);
     sample_unexpected += launchFailures;
     checkResults("x3", "capturedIterationCreatedPool", nelem, a, b, c);
     PoolAttrs p3after = poolAttrs(pool, "x3_pool_after_launch");
-    OBS_YES("x3_pool_used_zero", p3after.usedCurrent == 0);
-    OBS_YES("x3_pool_reserved_unchanged", p3after.reservedCurrent == p3before.reservedCurrent);
+    obs_yes("x3_pool_used_zero", p3after.usedCurrent == 0);
+    obs_yes("x3_pool_reserved_unchanged", p3after.reservedCurrent == p3before.reservedCurrent);
 
     // X4: the whole loop (MAX_ITER iterations, 60 allocations) captured as one graph; the two
     // graphs above alternate with it on the same stream, without synchronizing in between.
@@ -333,7 +333,7 @@ static void extensions(int dev, int nelem, const float *a, const float *b, float
         launchFailures += cudaGraphLaunch(e3, stream) != cudaSuccess;
     }
     launchFailures += cudaStreamSynchronize(stream) != cudaSuccess;
-    OBS_INT("x4_launch_failed_calls", launchFailures);
+    obs_int("x4_launch_failed_calls", launchFailures);
     sample_unexpected += launchFailures;
     checkResults("x4", "capturedLoopInterleaved", nelem, a, b, c);
 
@@ -341,7 +341,7 @@ static void extensions(int dev, int nelem, const float *a, const float *b, float
     memset(c, 0, bytes);
     failures = enqueueIteration(stream, nullptr, nelem, a, b, c, nullptr);
     failures += cudaStreamSynchronize(stream) != cudaSuccess;
-    OBS_INT("x5_plain_after_graphs_failed_calls", failures);
+    obs_int("x5_plain_after_graphs_failed_calls", failures);
     sample_unexpected += failures;
     checkResults("x5", "plainAfterGraphs", nelem, a, b, c);
 
@@ -353,14 +353,14 @@ static void extensions(int dev, int nelem, const float *a, const float *b, float
     CK(cudaGraphDestroy(g4), "x4_graph_destroy");
     CK(cudaDeviceGraphMemTrim(dev), "x_graph_trim");
     gm = sample_graph_mem(dev, "x_trimmed");
-    OBS_YES("x_trimmed_graph_used_zero", gm.used == 0);
-    OBS_YES("x_trimmed_graph_reserved_zero", gm.reserved == 0);
+    obs_yes("x_trimmed_graph_used_zero", gm.used == 0);
+    obs_yes("x_trimmed_graph_reserved_zero", gm.reserved == 0);
     // A graph trim does not touch the pools (§A11.5).
     PoolAttrs p5 = poolAttrs(pool, "x_after_graph_trim");
-    OBS_YES("x_graph_trim_pool_reserved_unchanged", p5.reservedCurrent == p3after.reservedCurrent);
+    obs_yes("x_graph_trim_pool_reserved_unchanged", p5.reservedCurrent == p3after.reservedCurrent);
     CK(cudaMemPoolTrimTo(pool, 0), "x_pool_trim");
     PoolAttrs p6 = poolAttrs(pool, "x_pool_trimmed");
-    OBS_YES("x_pool_trimmed_reserved_zero", p6.reservedCurrent == 0);
+    obs_yes("x_pool_trimmed_reserved_zero", p6.reservedCurrent == 0);
     CK(cudaMemPoolDestroy(pool), "x_pool_destroy");
     CK(cudaStreamDestroy(stream), "x_stream_destroy");
 }
@@ -398,7 +398,7 @@ int main(int argc, char **argv) {
 
     int ret1 = basicStreamOrderedAllocation(dev, nelem, a, b, c);
     int ret2 = streamOrderedAllocationPostSync(dev, nelem, a, b, c);
-    OBS("sample_exit_code",
+    obs("sample_exit_code",
         (ret1 == EXIT_SUCCESS && ret2 == EXIT_SUCCESS) ? "EXIT_SUCCESS" : "EXIT_FAILURE");
 
     extensions(dev, nelem, a, b, c);
