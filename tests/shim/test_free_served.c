@@ -232,9 +232,12 @@ static void world_fini(sim_t *s) {
 
 #define EXEC 0xE1
 
-/* An allocation its graph leaves live, launched once on `launch`; the exec destroyed unless
- * `exec_alive`. */
+/* The world, and in it an allocation its graph leaves live, launched once on `launch`; the exec
+ * destroyed unless `exec_alive`. 0 when the world could not be made (live_allocation_end ends
+ * both). */
 static uint64_t live_allocation(sim_t *s, sim_graph_t *g, stream_t *launch, bool exec_alive) {
+    if (!world_init(s))
+        return 0;
     sim_one_alloc_graph(s, g, 256u << 10, true);
     if (sim_instantiate(s, g, EXEC, 0) != GM_OK ||
         sim_launch(s, EXEC, (uint64_t)(uintptr_t)handle(launch)) != GM_OK)
@@ -258,7 +261,6 @@ static void live_allocation_end(sim_t *s, sim_graph_t *g, bool exec_alive) {
 static void refused(bool exec_alive, bool destroyed, bool lenient, long captures,
                     CUresult expected) {
     sim_t s;
-    REQUIRE(world_init(&s));
     stream_t launch = {0}, bad = {0}, good = {0};
     sim_graph_t g;
     uint64_t va = live_allocation(&s, &g, &launch, exec_alive);
@@ -320,7 +322,6 @@ static void test_destroyed_exec_destroyed(void) {
  * was recorded into the capture and the free taken as one outside graphs). */
 static void test_capture_begins_after_query(void) {
     sim_t s;
-    REQUIRE(world_init(&s));
     stream_t launch = {0}, racing = {0};
     sim_graph_t g;
     uint64_t va = live_allocation(&s, &g, &launch, true);
@@ -342,7 +343,6 @@ static void test_capture_begins_after_query(void) {
  * ABI, under GRAPHMEM_UAF_CHECK=1: whether graphmem waited for the stream on the host first. */
 static void free_under_uaf_check(CUstream stream, bool ptsz, bool waited) {
     sim_t s;
-    REQUIRE(world_init(&s));
     stream_t launch = {0};
     sim_graph_t g;
     uint64_t va = live_allocation(&s, &g, &launch, true);
@@ -422,7 +422,6 @@ static void test_unowned_address_goes_to_the_driver(void) {
  * query's IMPLICIT and left the capture going: no record was tried). */
 static void test_legacy_free_while_blocking_captures(void) {
     sim_t s;
-    REQUIRE(world_init(&s));
     stream_t launch = {0};
     sim_graph_t g;
     uint64_t va = live_allocation(&s, &g, &launch, true);
@@ -465,7 +464,6 @@ static void test_legacy_free_while_blocking_captures(void) {
  * it. */
 static void test_mem_free_asks_the_capture_rule(void) {
     sim_t s;
-    REQUIRE(world_init(&s));
     stream_t launch = {0};
     sim_graph_t g;
     uint64_t va = live_allocation(&s, &g, &launch, true);
@@ -493,7 +491,6 @@ static void test_mem_free_asks_the_capture_rule(void) {
  * and so does a free graphmem refuses (not live), synchronous or on a stream. */
 static void test_sticky_error_answers_first(void) {
     sim_t s;
-    REQUIRE(world_init(&s));
     stream_t launch = {0}, other = {0};
     sim_graph_t g;
     uint64_t va = live_allocation(&s, &g, &launch, true);
