@@ -89,13 +89,18 @@ typedef struct gm_alloc_params {
 /* The search for a new marker's ancestors in `graph`: breadth-first back from `deps` (the new
  * node's dependencies), stopping at markers, at most GM_SEARCH_BUDGET nodes visited, the first
  * GM_SEARCH_PARENTS parents of each asked through `parents` (which writes up to `cap` of them and
- * returns how many it wrote; 0 when the driver could not say: that branch stops). None is made
- * while the graph holds no packed allocation, or under GRAPHMEM_LIFT_RESTRICTIONS: proofs name
- * packed allocations only, so there would be nothing to find. Finding less is always safe: less
- * reuse is proven. */
+ * returns how many it wrote; GM_PARENTS_UNKNOWN when the driver could not say: that branch stops).
+ * None is made while the graph holds no packed allocation, or under GRAPHMEM_LIFT_RESTRICTIONS:
+ * proofs name packed allocations only, so there would be nothing to find. Finding less is always
+ * safe: less reuse is proven. Where the new node has one dependency that is no marker (the kernel
+ * a capture's frontier usually is), its parents are asked whether or not a search is made, and
+ * kept with the marker's node facts for the read-back (gm_engine_node_facts): the driver's node is
+ * warm now, cold at instantiation. */
 #define GM_ANCESTOR_MAX 32
 #define GM_SEARCH_BUDGET 64
 #define GM_SEARCH_PARENTS 8
+/* What `parents` returns when the driver could not say (the branch stops, nothing is kept). */
+#define GM_PARENTS_UNKNOWN SIZE_MAX
 typedef size_t (*gm_parents_fn)(void *arg, uint64_t node, uint64_t *parents, size_t cap);
 typedef struct gm_search {
     const uint64_t *deps;
@@ -185,8 +190,10 @@ gm_marker_kind_t gm_engine_marker(gm_engine_t *engine, uint64_t node, gm_marker_
  * (gm_engine_graph_edges_edited), and no node or edge can have gone (the driver refuses that in a
  * graph with memory nodes; under GRAPHMEM_LIFT_RESTRICTIONS nothing is known). The graph's
  * markers are matched in the order they were made, forwards or backwards, so a node is found in
- * constant time; a node not found that way reads as GM_MARKER_NONE with nothing known, and the
- * caller asks the driver about it. */
+ * constant time; so is the node a marker was made after when that was its one dependency and no
+ * marker (its lead: a capture's kernel), listed just before the marker (just after, backwards),
+ * whose dependencies the search asked when the marker was made (gm_search_t). Any other node reads
+ * as GM_MARKER_NONE with nothing known, and the caller asks the driver about it. */
 typedef struct gm_node_facts {
     gm_marker_kind_t kind;
     bool deps_known;

@@ -104,19 +104,37 @@ static gm_marker_t *node_marker_recent(gm_engine_t *e, uint64_t node) {
     return gm_node_marker(e, node);
 }
 
+/* Keeps `node`'s parents `up` (`n` of them, as `parents` answered) as the lead of the marker being
+ * made: when the driver told them all, they fit and are distinct (the read-back's edges). */
+static void lead_keep(gm_lead_t *lead, uint64_t node, const uint64_t *up, size_t n) {
+    if (!lead || n == GM_PARENTS_UNKNOWN || n > GM_KNOWN_DEPS)
+        return;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (up[i] == up[j])
+                return;
+    *lead = (gm_lead_t){.node = node, .count = (uint8_t)n, .known = true};
+    for (size_t i = 0; i < n; i++)
+        lead->deps[i] = up[i];
+}
+
+/* Whether the new marker's dependencies are one node that is no marker: its lead. */
+static bool has_lead(gm_engine_t *e, const gm_search_t *search) {
+    return search->count == 1 && !node_marker_recent(e, search->deps[0]);
+}
+
 /* The markers among the ancestors of a new marker of `g` (gm_search_t), under the engine lock:
  * a node is a marker when the engine knows its node. Between two markers on one stream there are
  * usually a few kernels, so the budget finds the previous marker while keeping the capture path
- * cheap. */
-static size_t search_markers(gm_engine_t *e, const gm_graph_t *g, const gm_search_t *search,
-                             const gm_marker_t *markers_out[GM_ANCESTOR_MAX]) {
-    if (e->config.lift_restrictions || !g || !g->packers || !search->parents)
-        return 0;
+ * cheap. The parents of its lead, the first node asked about, go to `lead` (may be NULL). */
+static size_t search_markers(gm_engine_t *e, const gm_search_t *search,
+                             const gm_marker_t *markers_out[GM_ANCESTOR_MAX], gm_lead_t *lead) {
     uint64_t queue[GM_SEARCH_BUDGET];
     size_t head = 0, tail = 0, found = 0;
     for (size_t i = 0; i < search->count && tail < GM_SEARCH_BUDGET; i++)
         queue[tail++] = search->deps[i];
     while (head < tail && found < GM_ANCESTOR_MAX) {
+        bool first = head == 0 && search->count == 1;
         uint64_t node = queue[head++];
         const gm_marker_t *m = node_marker_recent(e, node);
         if (m) {
@@ -125,6 +143,10 @@ static size_t search_markers(gm_engine_t *e, const gm_graph_t *g, const gm_searc
         }
         uint64_t up[GM_SEARCH_PARENTS];
         size_t n = search->parents(search->arg, node, up, GM_SEARCH_PARENTS);
+        if (first)
+            lead_keep(lead, node, up, n);
+        if (n == GM_PARENTS_UNKNOWN)
+            n = 0;
         for (size_t i = 0; i < n && i < GM_SEARCH_PARENTS && tail < GM_SEARCH_BUDGET; i++) {
             bool seen = false;
             for (size_t j = 0; j < tail && !seen; j++)
@@ -136,24 +158,39 @@ static size_t search_markers(gm_engine_t *e, const gm_graph_t *g, const gm_searc
     return found;
 }
 
+/* Whether a search for a new marker of `g` is made (engine.h, gm_search_t). */
+static bool searched(const gm_engine_t *e, const gm_graph_t *g, const gm_search_t *search) {
+    return !e->config.lift_restrictions && g && g->packers && search->parents;
+}
+
 size_t gm_engine_find_ancestors(gm_engine_t *e, uint64_t graph, const uint64_t *deps, size_t count,
                                 gm_parents_fn parents, void *arg,
                                 uint64_t markers_out[GM_ANCESTOR_MAX]) {
     gm_search_t search = {deps, count, parents, arg};
     const gm_marker_t *found[GM_ANCESTOR_MAX];
     gm_engine_lock(e);
-    size_t n = search_markers(e, gm_graph_get(e, graph, false), &search, found);
+    const gm_graph_t *g = gm_graph_get(e, graph, false);
+    size_t n = searched(e, g, &search) ? search_markers(e, &search, found, NULL) : 0;
     for (size_t i = 0; i < n; i++)
         markers_out[i] = found[i]->node;
     gm_engine_unlock_unchanged(e);
     return n;
 }
 
-/* The markers a new marker of `g` follows: those given, or those its search finds. */
+/* The markers a new marker of `g` follows: those given, or those its search finds; its lead's
+ * parents to `lead` where the search (or, without one, a question of its own) asked them. */
 static size_t markers_before(gm_engine_t *e, const gm_graph_t *g, const gm_ancestors_t *anc,
-                             const gm_marker_t *out[GM_ANCESTOR_MAX]) {
+                             const gm_marker_t *out[GM_ANCESTOR_MAX], gm_lead_t *lead) {
+    if (anc && anc->search.parents && searched(e, g, &anc->search))
+        return search_markers(e, &anc->search, out, lead);
+    if (anc && anc->search.parents && !e->config.lift_restrictions && has_lead(e, &anc->search)) {
+        uint64_t up[GM_SEARCH_PARENTS];
+        uint64_t node = anc->search.deps[0];
+        lead_keep(lead, node, up,
+                  anc->search.parents(anc->search.arg, node, up, GM_SEARCH_PARENTS));
+    }
     if (anc && anc->search.parents)
-        return search_markers(e, g, &anc->search, out);
+        return 0;
     size_t n = 0;
     for (size_t i = 0; anc && i < anc->count && n < GM_ANCESTOR_MAX; i++)
         if ((out[n] = node_marker_recent(e, anc->markers[i])))
@@ -171,11 +208,18 @@ static bool fact_room(const gm_engine_t *e, gm_graph_t *g) {
 }
 
 static void fact_append(gm_graph_t *g, bool room, uint64_t node, gm_marker_kind_t kind,
-                        gm_node_call_t add) {
+                        gm_node_call_t add, const gm_lead_t *lead) {
     if (!room)
         return;
     gm_node_fact_t *f = &g->facts[g->fact_count++];
     *f = (gm_node_fact_t){.node = node, .facts = {.kind = kind}};
+    uint32_t at = g->fact_count - 1;
+    if (lead->known &&
+        gm_grow((void **)&g->leads, &g->lead_cap, at + 1, sizeof *g->leads) == GM_OK) {
+        memset(&g->leads[g->lead_count], 0, (at - g->lead_count) * sizeof *g->leads);
+        g->leads[at] = *lead;
+        g->lead_count = at + 1;
+    }
     if (!add.deps || add.dep_count > GM_KNOWN_DEPS)
         return;
     for (size_t i = 0; i < add.dep_count; i++)
@@ -209,6 +253,16 @@ static const gm_node_fact_t *fact_match(const gm_graph_t *g, fact_walk_t *w, uin
     return &g->facts[w->next - w->step];
 }
 
+/* The fact whose lead `node` is, when it is the fact next to the walk's place: made just after its
+ * lead, a marker is listed just after it (just before it, backwards: the fact matched last). */
+static const gm_lead_t *lead_match(const gm_graph_t *g, const fact_walk_t *w, uint64_t node) {
+    int64_t at = w->step >= 0 ? w->next : w->next + 1;
+    if (at < 0 || at >= (int64_t)g->lead_count)
+        return NULL;
+    const gm_lead_t *lead = &g->leads[at];
+    return lead->known && lead->node == node ? lead : NULL;
+}
+
 /* Nodes matched a slice at a time, so the engine lock is never held long. */
 #define FACTS_SLICE 4096
 
@@ -221,8 +275,15 @@ void gm_engine_node_facts(gm_engine_t *e, uint64_t graph, const uint64_t *nodes,
         const gm_graph_t *g = gm_graph_get(e, graph, false);
         for (size_t i = at; i < end; i++) {
             const gm_node_fact_t *f = g ? fact_match(g, &walk, nodes[i]) : NULL;
+            const gm_lead_t *led = g && !f ? lead_match(g, &walk, nodes[i]) : NULL;
             facts_out[i] = f ? f->facts : (gm_node_facts_t){.kind = GM_MARKER_NONE};
-            if (f && g->edges_edited)
+            if (led) {
+                facts_out[i].deps_known = true;
+                facts_out[i].dep_count = led->count;
+                for (uint8_t k = 0; k < led->count; k++)
+                    facts_out[i].deps[k] = led->deps[k];
+            }
+            if ((f || led) && g->edges_edited)
                 facts_out[i].deps_known = false, facts_out[i].dep_count = 0;
         }
         gm_engine_unlock_unchanged(e);
@@ -272,11 +333,13 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     gm_record_t *r;
     uint64_t node = 0;
     const gm_marker_t *after[GM_ANCESTOR_MAX];
+    gm_lead_t lead;
+    lead.known = false; /* lead_keep fills the rest */
     if (!g ||
         gm_grow((void **)&g->records, &g->record_cap, g->record_count + 1, sizeof *g->records) ||
         gm_map_reserve(&e->addresses, 1) || !node_room(e) ||
-        (st = gm_proven_before(e, g, after, markers_before(e, g, ancestors, after), &before)) !=
-            GM_OK ||
+        (st = gm_proven_before(e, g, after, markers_before(e, g, ancestors, after, &lead),
+                               &before)) != GM_OK ||
         (st = gm_record_create(e, g, params, before, &r)) != GM_OK)
         goto out;
     bool fact_kept = fact_room(e, g);
@@ -288,7 +351,7 @@ gm_status_t gm_engine_alloc_marker(gm_engine_t *e, uint64_t graph, const gm_allo
     g->records[g->record_count++] = r;
     r->alloc.node = node;
     r->alloc.captured = add.captured;
-    fact_append(g, fact_kept, node, GM_MARKER_ALLOC, add);
+    fact_append(g, fact_kept, node, GM_MARKER_ALLOC, add, &lead);
     gm_marker_place(e, g, &r->alloc);
     node_note(e, node, &r->alloc); /* room made above */
     *va_out = r->va;
@@ -347,9 +410,11 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
         goto out;
     *m = (gm_marker_t){.kind = GM_MARKER_FREE, .record = r, .graph = g};
     const gm_marker_t *after[GM_ANCESTOR_MAX];
+    gm_lead_t lead;
+    lead.known = false; /* lead_keep fills the rest */
     if (gm_grow((void **)&g->frees, &g->free_cap, g->free_count + 1, sizeof *g->frees) ||
         !node_room(e) ||
-        gm_proven_before(e, g, after, markers_before(e, g, ancestors, after), &m->before)) {
+        gm_proven_before(e, g, after, markers_before(e, g, ancestors, after, &lead), &m->before)) {
         gm_spare_give(&e->spare_markers, m);
         st = GM_ERR_OUT_OF_MEMORY;
         goto out;
@@ -363,7 +428,7 @@ gm_status_t gm_engine_free_marker(gm_engine_t *e, uint64_t graph, uint64_t va,
     }
     m->node = node;
     m->captured = add.captured;
-    fact_append(g, fact_kept, node, GM_MARKER_FREE, add);
+    fact_append(g, fact_kept, node, GM_MARKER_FREE, add, &lead);
     gm_marker_place(e, g, m);
     if (r->owner == g) {
         gm_run_forget(g, r);
@@ -514,6 +579,7 @@ static void graph_free(gm_engine_t *e, gm_graph_t *g) {
     free(g->frees);
     free(g->chains);
     free(g->facts);
+    free(g->leads);
     free(g);
 }
 

@@ -143,6 +143,16 @@ struct gm_record {
     gm_record_t *va_next, *va_prev;
 };
 
+/* A marker's one dependency when it is no marker (its lead), with that node's own dependencies as
+ * the driver told them when the marker was made (engine.h, gm_search_t); `known` when they were
+ * all told and fit. */
+typedef struct gm_lead {
+    uint64_t node;
+    uint64_t deps[GM_KNOWN_DEPS];
+    uint8_t count;
+    bool known;
+} gm_lead_t;
+
 typedef struct gm_node_fact {
     uint64_t node;
     gm_node_facts_t facts;
@@ -168,6 +178,10 @@ struct gm_graph {
      * a child graph or copied into a clone (their nodes are asked about instead). */
     gm_node_fact_t *facts;
     uint32_t fact_count, fact_cap;
+    /* The leads of the facts of the same index, below lead_count (unknown past it, and where
+     * `known` is false): an array only graphs whose markers follow kernels need. */
+    gm_lead_t *leads;
+    uint32_t lead_count, lead_cap;
     /* The application added edges to the graph: the dependencies above may no longer be all of
      * a marker's. */
     bool edges_edited;

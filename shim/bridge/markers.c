@@ -84,7 +84,7 @@ static size_t node_parents(void *arg, uint64_t node, uint64_t *parents, size_t c
     size_t count = cap < GM_SEARCH_PARENTS ? cap : GM_SEARCH_PARENTS;
     if (gm_drv.cuGraphNodeGetDependencies_v2((CUgraphNode)(uintptr_t)node, nodes, edges, &count) !=
         CUDA_SUCCESS)
-        return 0;                      /* the driver could not say: stop this branch, stay safe */
+        return GM_PARENTS_UNKNOWN;     /* the driver could not say: stop this branch, stay safe */
     count = count < cap ? count : cap; /* more parents than asked for: the first ones */
     for (size_t i = 0; i < count; i++)
         parents[i] = (uint64_t)(uintptr_t)nodes[i];

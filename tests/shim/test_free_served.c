@@ -183,6 +183,13 @@ static CUresult CUDAAPI driver_mem_free(CUdeviceptr dptr) {
     return mode_answer;
 }
 
+/* A node's dependencies: none known to this driver (asked for a marker's lead, engine.h). */
+static CUresult CUDAAPI no_dependencies(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
+                                        size_t *count) {
+    (void)node, (void)deps, (void)edges, (void)count;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
 static void driver_install(void) {
     fake_capture_install();
     gm_real.cuStreamGetCaptureInfo_v3 = capture_info;
@@ -197,6 +204,7 @@ static void driver_install(void) {
     gm_drv.cuStreamSynchronize = stream_ok;
     gm_drv.cuStreamSynchronize_ptsz = stream_ok;
     gm_drv.cuGraphAddEmptyNode = no_node;
+    gm_drv.cuGraphNodeGetDependencies_v2 = no_dependencies;
     gm_real.cuMemFree_v2 = driver_mem_free;
 }
 

@@ -371,14 +371,42 @@ static gm_node_call_t marker_call(marker_add_t *a, fake_graph_t *g, unsigned ind
     return (gm_node_call_t){add_fake_node, a, a->deps, n->dep_count, true};
 }
 
+/* The search's parents (engine.h, gm_search_t) as the shim's asks the driver at capture, read from
+ * the fake graph without counting as the read-back's asks; GM_PARENTS_UNKNOWN where `unknown`. */
+static bool parents_unknown;
+
+static size_t capture_parents(void *arg, uint64_t node, uint64_t *parents, size_t cap) {
+    (void)arg;
+    if (parents_unknown)
+        return GM_PARENTS_UNKNOWN;
+    const fake_node_t *n = (const fake_node_t *)(uintptr_t)node;
+    size_t count = n->dep_count < cap ? n->dep_count : cap;
+    for (size_t i = 0; i < count; i++)
+        parents[i] = key_of(n->deps[i]);
+    return count;
+}
+
+/* Searched (as a capture searches) or not: the marker's ancestors, from its dependencies. */
+static bool searched_markers;
+
+static gm_ancestors_t *ancestors_of(gm_ancestors_t *a, const marker_add_t *add, fake_graph_t *g,
+                                    unsigned index) {
+    if (!searched_markers)
+        return NULL;
+    *a = (gm_ancestors_t){NULL, 0, {add->deps, g->nodes[index].dep_count, capture_parents, NULL}};
+    return a;
+}
+
 /* Makes node `index` of g an alloc marker (an empty node to the driver) of `bytes`. */
 static uint64_t make_alloc(sim_t *s, fake_graph_t *g, unsigned index, uint64_t bytes) {
     g->nodes[index].type = CU_GRAPH_NODE_TYPE_EMPTY;
     gm_alloc_params_t params = {.device = 0, .size = bytes};
     uint64_t va = 0, node = 0;
     marker_add_t add;
-    CHECK(gm_engine_alloc_marker(s->engine, key_of((const fake_node_t *)g), &params, NULL,
-                                 marker_call(&add, g, index), &va, &node) == GM_OK);
+    gm_node_call_t call = marker_call(&add, g, index);
+    gm_ancestors_t a;
+    CHECK(gm_engine_alloc_marker(s->engine, key_of((const fake_node_t *)g), &params,
+                                 ancestors_of(&a, &add, g, index), call, &va, &node) == GM_OK);
     CHECK(node == key_of(&g->nodes[index]));
     return va;
 }
@@ -387,8 +415,10 @@ static void make_free(sim_t *s, fake_graph_t *g, unsigned index, uint64_t va) {
     g->nodes[index].type = CU_GRAPH_NODE_TYPE_EMPTY;
     uint64_t node = 0;
     marker_add_t add;
-    CHECK(gm_engine_free_marker(s->engine, key_of((const fake_node_t *)g), va, NULL,
-                                marker_call(&add, g, index), &node) == GM_OK);
+    gm_node_call_t call = marker_call(&add, g, index);
+    gm_ancestors_t a;
+    CHECK(gm_engine_free_marker(s->engine, key_of((const fake_node_t *)g), va,
+                                ancestors_of(&a, &add, g, index), call, &node) == GM_OK);
 }
 
 /* A captured chain of kernels between allocations and frees (of sizes packed and not), listed as
@@ -435,6 +465,56 @@ static void test_marker_dependencies_from_the_engine(void) {
         graph_free(g);
         CHECK(sim_fini(&s));
     }
+}
+
+/* Markers made as a capture makes them, searching from their dependencies: a kernel that is a
+ * marker's one dependency (its lead) has its own dependencies kept with the marker (engine.h,
+ * gm_search_t), read at capture while the driver's node is warm, so the read-back asks the driver
+ * only about the kernels that lead no marker (the chain's last node). The edges are exact in every
+ * listing. Not kept: parents the driver could not tell (GM_PARENTS_UNKNOWN), and any after an edge
+ * was added. */
+static void test_lead_dependencies_from_the_engine(void) {
+    const listing_t listings[] = {MADE, REVERSED, SHUFFLED};
+    searched_markers = true;
+    for (int unknown = 0; unknown < 2; unknown++) {
+        for (unsigned l = 0; l < 3; l++) {
+            sim_t s;
+            REQUIRE(sim_init(&s, NULL));
+            parents_unknown = unknown;
+            unsigned markers;
+            fake_graph_t *g = marked_chain(&s, 600, listings[l], &markers);
+            parents_unknown = false;
+            dependency_asks = 0;
+            check_flat_with(s.engine, g);
+            unsigned kernels = g->count - markers, leading = kernels - 1; /* 599 leads none */
+            if (listings[l] != SHUFFLED)
+                CHECK_EQ_U64(dependency_asks, unknown ? kernels : kernels - leading);
+            gm_engine_graph_edges_edited(s.engine, key_of((const fake_node_t *)g));
+            dependency_asks = 0;
+            check_flat_with(s.engine, g);
+            CHECK_EQ_U64(dependency_asks, g->count);
+            sim_graph_destroy(s.engine, key_of((const fake_node_t *)g));
+            graph_free(g);
+            CHECK(sim_fini(&s));
+        }
+    }
+    /* A lead of more dependencies than the engine keeps: asked. 0-2 kernels without any, 3 after
+     * all three, 4 alloc after 3, 5 kernel after 4, 6 free after 5. */
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    fake_graph_t *g = graph_new(7, MADE);
+    for (unsigned d = 0; d < 3; d++)
+        depend(g, 3, d);
+    for (unsigned i = 4; i < 7; i++)
+        depend(g, i, i - 1);
+    make_free(&s, g, 6, make_alloc(&s, g, 4, 4096));
+    dependency_asks = 0;
+    check_flat_with(s.engine, g);
+    CHECK_EQ_U64(dependency_asks, 4); /* 0, 1, 2 and 3; not 5 */
+    sim_graph_destroy(s.engine, key_of((const fake_node_t *)g));
+    graph_free(g);
+    CHECK(sim_fini(&s));
+    searched_markers = false;
 }
 
 /* Markers after more dependencies than the engine keeps, made under GRAPHMEM_LIFT_RESTRICTIONS
@@ -502,6 +582,7 @@ int main(void) {
     RUN_TEST(test_types_asked_only_where_needed);
     RUN_TEST(test_listing_remembers_counts);
     RUN_TEST(test_marker_dependencies_from_the_engine);
+    RUN_TEST(test_lead_dependencies_from_the_engine);
     RUN_TEST(test_marker_dependencies_asked);
     RUN_TEST(test_concurrent_reads);
     return gm_check_summary();
