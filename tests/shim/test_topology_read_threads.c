@@ -517,6 +517,49 @@ static void test_lead_dependencies_from_the_engine(void) {
     searched_markers = false;
 }
 
+/* Random DAGs whose nodes are markers or kernels at random, made as a capture makes them (searched,
+ * so kernels that lead a marker keep their dependencies), in every listing: the edges read back are
+ * exactly the graph's, and still after edges were added to random nodes (the graph marked). A wrong
+ * edge there is a wrong order for the planner. */
+static void test_random_dags_with_leads(void) {
+    const listing_t listings[] = {MADE, REVERSED, SHUFFLED};
+    searched_markers = true;
+    for (unsigned round = 0; round < 90; round++) {
+        sim_t s;
+        REQUIRE(sim_init(&s, NULL));
+        unsigned count = 2 + (unsigned)rand() % 300, most = (unsigned)rand() % 4;
+        fake_graph_t *g = random_dag(count, most, listings[round % 3]);
+        uint64_t live[MAX_NODES];
+        unsigned live_count = 0;
+        parents_unknown = round % 10 == 9;
+        for (unsigned i = 0; i < count; i++) {
+            if (rand() % 3 == 0)
+                continue; /* a kernel */
+            if (live_count > 0 && rand() % 2)
+                make_free(&s, g, i, live[--live_count]);
+            else
+                live[live_count++] = make_alloc(&s, g, i, rand() % 2 ? 4096 : sim_page());
+        }
+        parents_unknown = false;
+        check_flat_with(s.engine, g);
+        for (unsigned k = 0; k < 3 && count > 2; k++) {
+            unsigned to = 1 + (unsigned)rand() % (count - 1);
+            unsigned on = (unsigned)rand() % to;
+            bool seen = false;
+            for (unsigned d = 0; d < g->nodes[to].dep_count; d++)
+                seen |= g->nodes[to].deps[d] == &g->nodes[on];
+            if (!seen && g->nodes[to].dep_count < MAX_DEPS)
+                depend(g, to, on);
+        }
+        gm_engine_graph_edges_edited(s.engine, key_of((const fake_node_t *)g));
+        check_flat_with(s.engine, g);
+        sim_graph_destroy(s.engine, key_of((const fake_node_t *)g));
+        graph_free(g);
+        CHECK(sim_fini(&s));
+    }
+    searched_markers = false;
+}
+
 /* Markers after more dependencies than the engine keeps, made under GRAPHMEM_LIFT_RESTRICTIONS
  * (where nodes and edges may go without their graph being marked), or moved into a parent graph
  * (whose child graph can be edited through a handle of its own): their dependencies are asked of
@@ -583,6 +626,7 @@ int main(void) {
     RUN_TEST(test_listing_remembers_counts);
     RUN_TEST(test_marker_dependencies_from_the_engine);
     RUN_TEST(test_lead_dependencies_from_the_engine);
+    RUN_TEST(test_random_dags_with_leads);
     RUN_TEST(test_marker_dependencies_asked);
     RUN_TEST(test_concurrent_reads);
     return gm_check_summary();
