@@ -255,6 +255,18 @@ set_child_graph(cudaGraphNode_t child, cudaGraph_t graph,
     return cudaGraphNodeSetParams(child, &np);
 }
 
+// Instantiates `g` into *x, launches it on `s` and waits for it: the first error (*x stays
+// nullptr when the instantiation failed).
+static inline cudaError_t instantiate_and_run(cudaGraph_t g, cudaStream_t s, cudaGraphExec_t *x) {
+    *x = nullptr;
+    cudaError_t rc = cudaGraphInstantiate(x, g, 0);
+    if (rc == cudaSuccess)
+        rc = cudaGraphLaunch(*x, s);
+    if (rc == cudaSuccess)
+        rc = cudaStreamSynchronize(s);
+    return rc;
+}
+
 // Ends the capture on `s` into *g and observes "capture" (`rc`, the first error of the captured
 // calls) and "end_capture"; true when both succeeded and the graph can be used.
 static inline bool end_capture_observed(cudaStream_t s, cudaError_t rc, cudaGraph_t *g) {

@@ -21,15 +21,6 @@ static cudaError_t add_nothing(cudaGraphNode_t *node, cudaGraph_t g, const cudaG
     return cudaGraphAddKernelNode(node, g, deps, ndeps, &k);
 }
 
-static cudaError_t launch_sync(cudaGraphExec_t *e, cudaGraph_t g, cudaStream_t s) {
-    cudaError_t rc = cudaGraphInstantiate(e, g, 0);
-    if (rc == cudaSuccess)
-        rc = cudaGraphLaunch(*e, s);
-    if (rc == cudaSuccess)
-        rc = cudaStreamSynchronize(s);
-    return rc;
-}
-
 int main() {
     require_graph_memory();
     cudaStream_t s;
@@ -54,7 +45,7 @@ int main() {
     if (rc == cudaSuccess) // the free must still follow the check
         built &= cudaGraphAddDependencies(g1, &c1, &fr1, nullptr, 1) == cudaSuccess;
     cudaGraphExec_t e1 = nullptr;
-    obs_rc("graph1_launch", launch_sync(&e1, g1, s));
+    obs_rc("graph1_launch", instantiate_and_run(g1, s, &e1));
 
     // Graph 2: its free node destroyed; the allocation escapes.
     cudaGraph_t g2 = nullptr;
@@ -67,7 +58,7 @@ int main() {
     cudaError_t escaped = cudaGraphDestroyNode(fr2);
     obs_rc("destroy_free_node", escaped);
     cudaGraphExec_t e2 = nullptr;
-    obs_rc("graph2_launch", launch_sync(&e2, g2, s));
+    obs_rc("graph2_launch", instantiate_and_run(g2, s, &e2));
     obs_rc("graph2_relaunch", cudaGraphLaunch(e2, s)); // refused while Y is unfreed
     obs_rc("graph2_relaunch_sync", cudaStreamSynchronize(s));
     if (escaped == cudaSuccess) // else Y was freed in the graph: reading it is not defined
@@ -90,7 +81,7 @@ int main() {
     obs_rc("trim_before_graph3", cudaDeviceGraphMemTrim(0));
     reset_highs();
     cudaGraphExec_t e3 = nullptr;
-    obs_rc("graph3_launch", launch_sync(&e3, g3, s));
+    obs_rc("graph3_launch", instantiate_and_run(g3, s, &e3));
     GraphMemAttrs a = read_attrs();
     info_attrs("graph3", a);
     obs_yes("graph3_reserved_4MiB", a.reserved_high == kBytes);

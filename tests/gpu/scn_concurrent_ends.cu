@@ -40,12 +40,8 @@ static cudaError_t capture_round(cudaStreamCaptureMode mode, int round) {
 
 // Instantiates, launches and checks `g`'s copy of `round`, then destroys it.
 static bool runs_right(cudaGraph_t g, int round) {
-    cudaGraphExec_t x = nullptr;
-    cudaError_t run = cudaGraphInstantiate(&x, g, 0);
-    if (run == cudaSuccess)
-        run = cudaGraphLaunch(x, s);
-    if (run == cudaSuccess)
-        run = cudaStreamSynchronize(s);
+    cudaGraphExec_t x;
+    cudaError_t run = instantiate_and_run(g, s, &x);
     bool data = run == cudaSuccess && check_words(s, result, kWords, (uint32_t)round);
     if (x)
         cudaGraphExecDestroy(x);

@@ -98,12 +98,8 @@ static void phase(const char *name, bool other_thread, uint32_t v) {
     obs_yes(key, g == nullptr);
     if (!g)
         return;
-    cudaGraphExec_t x = nullptr;
-    cudaError_t run = cudaGraphInstantiate(&x, g, 0);
-    if (run == cudaSuccess)
-        run = cudaGraphLaunch(x, s);
-    if (run == cudaSuccess)
-        run = cudaStreamSynchronize(s);
+    cudaGraphExec_t x;
+    cudaError_t run = instantiate_and_run(g, s, &x);
     snprintf(key, sizeof key, "%s_run", name);
     obs_rc(key, run);
     snprintf(key, sizeof key, "%s_data", name);
