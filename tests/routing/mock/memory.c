@@ -171,3 +171,14 @@ GM_MOCK_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool p
                  : CU_MEM_ACCESS_FLAGS_PROT_NONE;
     return CUDA_SUCCESS;
 }
+
+/* A host function: on a capturing stream a HOST node after the frontier (which it replaces), as
+ * a kernel launch is captured; elsewhere it runs at once. */
+static CUresult cuLaunchHostFunc_impl(CUstream s, CUhostFn fn, void *data) {
+    CUresult rc;
+    gm_mock_node_t *node = gm_mock_stream_capture_node(s, CU_GRAPH_NODE_TYPE_HOST, &rc);
+    if (rc == CUDA_SUCCESS && node == NULL && fn != NULL)
+        fn(data);
+    return rc;
+}
+GM_MOCK_PAIR(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *data), (s, fn, data))

@@ -27,6 +27,13 @@ void gm_mock_logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gm_mock_lock(void);
 void gm_mock_unlock(void);
 
+/* Test controls (exported, not driver entries): the calling thread's next
+ * cuStreamUpdateCaptureDependencies* waits, before it changes anything, until another thread
+ * releases it; gm_mock_wait_held returns once a thread waits there. */
+void gm_mock_hold_next_update(void);
+void gm_mock_wait_held(void);
+void gm_mock_release_update(void);
+
 /* CUDA_ERROR_NOT_INITIALIZED until cuInit succeeded, like the driver. */
 CUresult gm_mock_check_init(void);
 /* The primary context's handle (every stream's context here). */

@@ -1,6 +1,9 @@
 /* Streams and stream capture. A capturing stream owns a graph and a frontier (the nodes the
  * next captured operation depends on), which cuStreamGetCaptureInfo reports and
  * cuStreamUpdateCaptureDependencies replaces, as graphmem's marker nodes require. */
+#include <pthread.h>
+#include <stdbool.h>
+
 #include "mock.h"
 
 #include <stdlib.h>
@@ -283,8 +286,48 @@ static CUresult update_deps(CUstream s, CUgraphNode *deps, size_t n, unsigned fl
     return rc;
 }
 
+/* A test's hold on one thread's next dependency update (gm_mock_hold_next_update): the update
+ * waits, before it changes anything, until another thread releases it, so a test can place other
+ * threads' calls between a caller's capture query and its update. */
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_changed = PTHREAD_COND_INITIALIZER;
+static bool holding, released;
+static _Thread_local bool hold_next;
+
+GM_MOCK_API void gm_mock_hold_next_update(void) {
+    hold_next = true;
+}
+
+GM_MOCK_API void gm_mock_wait_held(void) {
+    pthread_mutex_lock(&hold_lock);
+    while (!holding)
+        pthread_cond_wait(&hold_changed, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+}
+
+GM_MOCK_API void gm_mock_release_update(void) {
+    pthread_mutex_lock(&hold_lock);
+    released = true;
+    pthread_cond_broadcast(&hold_changed);
+    pthread_mutex_unlock(&hold_lock);
+}
+
+static void held_here(void) {
+    if (!hold_next)
+        return;
+    hold_next = false;
+    pthread_mutex_lock(&hold_lock);
+    holding = true;
+    pthread_cond_broadcast(&hold_changed);
+    while (!released)
+        pthread_cond_wait(&hold_changed, &hold_lock);
+    holding = released = false;
+    pthread_mutex_unlock(&hold_lock);
+}
+
 static CUresult cuStreamUpdateCaptureDependencies_impl(CUstream s, CUgraphNode *deps, size_t n,
                                                        unsigned flags) {
+    held_here();
     return update_deps(s, deps, n, flags);
 }
 GM_MOCK_PAIR(cuStreamUpdateCaptureDependencies,
@@ -294,6 +337,7 @@ static CUresult cuStreamUpdateCaptureDependencies_v2_impl(CUstream s, CUgraphNod
                                                           const CUgraphEdgeData *edges, size_t n,
                                                           unsigned flags) {
     (void)edges;
+    held_here();
     return update_deps(s, deps, n, flags);
 }
 GM_MOCK_PAIR(cuStreamUpdateCaptureDependencies_v2,
