@@ -16,7 +16,7 @@
 
 /* Counters in a block: room for the statistics and the hook list's calls (the shim checks its
  * hook count against GM_TALLY_SLOTS at compile time). */
-#define GM_TALLY_SLOTS 192
+#define GM_TALLY_SLOTS 288
 
 typedef struct gm_tally gm_tally_t;
 struct gm_tally {

@@ -4,14 +4,17 @@
  * hook, and nothing in graphmem calls back into it (the doors hand out its addresses from the
  * table in hooks.c). A call forwarded while its hook is idle reads gm_shim_hot and gm_real only. */
 #include "doors.h"
+#include "frontier_lock.h"
 #include "stats.h"
 
 _Static_assert(GM_STAT_COUNT + GM_HOOK_COUNT <= GM_TALLY_SLOTS,
                "the per-thread counters (core/common/tally.h) need a slot for every hook");
 
 /* A driver without the entry (older than the name) gets what a missing symbol would give the
- * caller of that driver: the call cannot be made. */
-#define GM_ENTRY(name, params, args, idle, call)                                                   \
+ * caller of that driver: the call cannot be made. A call on `stream` holds the stream's frontier
+ * lock over the hook or the driver's call while a capture is in flight (frontier_lock.h); a name
+ * that takes no stream passes NULL, for which the test folds away. */
+#define GM_ENTRY(name, params, args, idle, stream, hold, call)                                     \
     GM_EXPORT CUresult CUDAAPI name params {                                                       \
         gm_shim_init();                                                                            \
         if (atomic_load_explicit(&gm_shim_hot.count_calls, memory_order_relaxed))                  \
@@ -20,7 +23,13 @@ _Static_assert(GM_STAT_COUNT + GM_HOOK_COUNT <= GM_TALLY_SLOTS,
             return CUDA_ERROR_NOT_FOUND;                                                           \
         if (idle)                                                                                  \
             return gm_real.name args;                                                              \
-        return call;                                                                               \
+        if (!gm_frontier_lock_needed(stream, GM_FRONTIER_##hold))                                  \
+            return call;                                                                           \
+        gm_frontier_hold_t frontier_hold;                                                          \
+        gm_frontier_lock(&frontier_hold, stream, GM_FRONTIER_##hold);                              \
+        CUresult result = call;                                                                    \
+        gm_frontier_unlock(&frontier_hold);                                                        \
+        return result;                                                                             \
     }
 /* The routing tests' copy of the library calls every hook, idle or not (shim/CMakeLists.txt):
  * the same driver calls must come out, or a hook does more than forward while hooks.def says it is
@@ -30,11 +39,23 @@ _Static_assert(GM_STAT_COUNT + GM_HOOK_COUNT <= GM_TALLY_SLOTS,
 #else
 #define GM_IDLE_SHORTCUT(idle) (idle)
 #endif
-#define GM_FORWARD(name, params, args) GM_ENTRY(name, params, args, true, gm_real.name args)
+#define GM_FORWARD(name, params, args)                                                             \
+    GM_ENTRY(name, params, args, true, NULL, SHARED, gm_real.name args)
 #define GM_HOOK(name, params, args, idle)                                                          \
-    GM_ENTRY(name, params, args, GM_IDLE_SHORTCUT(GM_IDLE_##idle), gm_hook_##name args)
+    GM_ENTRY(name, params, args, GM_IDLE_SHORTCUT(GM_IDLE_##idle), NULL, SHARED,                   \
+             gm_hook_##name args)
+#define GM_HOOK_ON(name, params, args, idle, stream, hold)                                         \
+    GM_ENTRY(name, params, args, GM_IDLE_SHORTCUT(GM_IDLE_##idle), stream, hold,                   \
+             gm_hook_##name args)
+/* Forwarded without a hook, the entry alone: idle while no capture is in flight or no engine
+ * runs, the lock's own test. */
+#define GM_ENQUEUE(name, params, args, stream)                                                     \
+    GM_ENTRY(name, params, args, GM_IDLE_SHORTCUT(GM_IDLE_NO_CAPTURE_OR_ENGINE), stream, SHARED,   \
+             gm_real.name args)
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
+#undef GM_HOOK_ON
+#undef GM_ENQUEUE
 #undef GM_ENTRY
 #undef GM_IDLE_SHORTCUT

@@ -13,9 +13,13 @@ gm_real_table_t gm_real;
 const char *const gm_hook_names[GM_HOOK_COUNT] = {
 #define GM_FORWARD(name, params, args) [GM_HOOK_ID_##name] = #name,
 #define GM_HOOK(name, params, args, idle) [GM_HOOK_ID_##name] = #name,
+#define GM_HOOK_ON(name, params, args, idle, stream, hold) [GM_HOOK_ID_##name] = #name,
+#define GM_ENQUEUE(name, params, args, stream) [GM_HOOK_ID_##name] = #name,
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
+#undef GM_HOOK_ON
+#undef GM_ENQUEUE
 };
 
 /* The exported functions (exports.c), by id. Taken from their cuda.h prototypes: graphmem only
@@ -23,9 +27,13 @@ const char *const gm_hook_names[GM_HOOK_COUNT] = {
 static void *const hook_functions[GM_HOOK_COUNT] = {
 #define GM_FORWARD(name, params, args) [GM_HOOK_ID_##name] = (void *)name,
 #define GM_HOOK(name, params, args, idle) [GM_HOOK_ID_##name] = (void *)name,
+#define GM_HOOK_ON(name, params, args, idle, stream, hold) [GM_HOOK_ID_##name] = (void *)name,
+#define GM_ENQUEUE(name, params, args, stream) [GM_HOOK_ID_##name] = (void *)name,
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
+#undef GM_HOOK_ON
+#undef GM_ENQUEUE
 };
 
 void *gm_hook_function(int id) {

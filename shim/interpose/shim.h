@@ -20,9 +20,13 @@
 typedef enum gm_hook_id {
 #define GM_FORWARD(name, params, args) GM_HOOK_ID_##name,
 #define GM_HOOK(name, params, args, idle) GM_HOOK_ID_##name,
+#define GM_HOOK_ON(name, params, args, idle, stream, hold) GM_HOOK_ID_##name,
+#define GM_ENQUEUE(name, params, args, stream) GM_HOOK_ID_##name,
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
+#undef GM_HOOK_ON
+#undef GM_ENQUEUE
     GM_HOOK_COUNT
 } gm_hook_id_t;
 
@@ -30,9 +34,13 @@ typedef enum gm_hook_id {
 typedef struct gm_real_table {
 #define GM_FORWARD(name, params, args) CUresult(CUDAAPI *name) params;
 #define GM_HOOK(name, params, args, idle) CUresult(CUDAAPI *name) params;
+#define GM_HOOK_ON(name, params, args, idle, stream, hold) CUresult(CUDAAPI *name) params;
+#define GM_ENQUEUE(name, params, args, stream) CUresult(CUDAAPI *name) params;
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
+#undef GM_HOOK_ON
+#undef GM_ENQUEUE
 } gm_real_table_t;
 
 extern gm_real_table_t gm_real;
@@ -47,9 +55,13 @@ extern gm_real_table_t gm_real;
 /* Hand-written hooks (GM_HOOK entries). */
 #define GM_FORWARD(name, params, args)
 #define GM_HOOK(name, params, args, idle) CUresult gm_hook_##name params;
+#define GM_HOOK_ON(name, params, args, idle, stream, hold) CUresult gm_hook_##name params;
+#define GM_ENQUEUE(name, params, args, stream)
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
+#undef GM_HOOK_ON
+#undef GM_ENQUEUE
 
 /* ---- init.c: lazy start-up ------------------------------------------------------------------ */
 

@@ -18,7 +18,7 @@ ENTRY = re.compile(r"^entry (\S+) flags=(\d+) -> (\S+) status=(\S+) object=(\S+)
 
 
 def hooked_names():
-    return set(re.findall(r"^GM_(?:FORWARD|HOOK)\((\w+),", HOOKS_DEF.read_text(), re.M))
+    return set(re.findall(r"^GM_(?:FORWARD|HOOK|HOOK_ON|ENQUEUE)\((\w+),", HOOKS_DEF.read_text(), re.M))
 
 
 def split(stdout):

@@ -29,7 +29,7 @@ import tempfile
 
 def hooked_names(hooks_def):
     with open(hooks_def) as f:
-        return re.findall(r"^GM_(?:FORWARD|HOOK)\((\w+),", f.read(), re.M)
+        return re.findall(r"^GM_(?:FORWARD|HOOK|HOOK_ON|ENQUEUE)\((\w+),", f.read(), re.M)
 
 
 def run(app, env_extra, log):

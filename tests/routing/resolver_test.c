@@ -20,9 +20,13 @@ typedef void *(*gm_mock_lookup_t)(const char *);
 static const char *const hooked[] = {
 #define GM_FORWARD(name, params, args) #name,
 #define GM_HOOK(name, params, args, idle) #name,
+#define GM_HOOK_ON(name, params, args, idle, stream, hold) #name,
+#define GM_ENQUEUE(name, params, args, stream) #name,
 #include "hooks.def"
 #undef GM_FORWARD
 #undef GM_HOOK
+#undef GM_HOOK_ON
+#undef GM_ENQUEUE
 };
 #define GM_NHOOKED (sizeof(hooked) / sizeof(hooked[0]))
 
@@ -194,7 +198,7 @@ static void check_dlsym(void *libcuda) {
         }
     /* Unhooked driver names and other names pass through. */
     static const char *const unhooked[] = {"cuInit", "cuDriverGetVersion", "cuMemcpyHtoD_v2",
-                                           "cuLaunchKernel_ptsz", "cuGetExportTable"};
+                                           "cuStreamQuery_ptsz", "cuGetExportTable"};
     for (size_t i = 0; i < sizeof(unhooked) / sizeof(unhooked[0]); i++) {
         CHECK(!is_hooked(unhooked[i]), "%s is hooked now: pick another name", unhooked[i]);
         void *fn = dlsym(libcuda, unhooked[i]);

@@ -1,17 +1,18 @@
-/* Reproducer over the mock driver of a known defect (README, Known limitations: two threads
- * enqueueing into one capturing stream), not registered with CTest while it fails. The mock holds
- * one thread's next dependency update (gm_mock_hold_next_update). Thread B's cuMemAllocAsync is
- * held after its capture query and node, before graphmem's frontier SET; thread A meanwhile
- * allocates w, runs a host function on it (k_w), frees it and allocates z (z takes w's bytes), then
- * B's SET goes through; A's next host function (k_z, on z) must still come after k_w. Exit 1 when z
- * shares w's bytes and k_w is not an ancestor of k_z (bytes shared between live allocations).
- * Build: gcc -O1 -I/usr/local/cuda/include -o /tmp/ttm tests/routing/two_thread_capture.c \
- *          -Lbuild/tests/routing/mock -l:libcuda.so.1 -lpthread
- * Run:   LD_LIBRARY_PATH=build/tests/routing/mock LD_PRELOAD=build/shim/libgraphmem.so /tmp/ttm */
+/* Two threads enqueueing into one capturing stream (shim/README.md, "One capturing stream, several
+ * threads"), over the mock driver, which holds one thread's next dependency update
+ * (gm_mock_hold_next_update). Thread B's cuMemAllocAsync is held after its capture query and
+ * marker node, before graphmem's frontier SET. Thread A meanwhile runs a host function (k0),
+ * allocates w, runs one on it (k_w), frees it and allocates z (z may take w's bytes); B is let go
+ * once A is done, or after a second if A waits for it. A's next host function (k_z, on z) must
+ * come after k_w, and k_w after k0: neither may drop out of the stream's order behind B's marker.
+ * Exit 1 when one does (with z in w's bytes, that is two live allocations sharing bytes). */
 #include <cuda.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 void gm_mock_hold_next_update(void);
 void gm_mock_wait_held(void);
@@ -28,7 +29,7 @@ void gm_mock_release_update(void);
 
 static CUstream s;
 static CUcontext ctx;
-static CUdeviceptr b;
+static CUdeviceptr b_ptr;
 
 static void kernel(void *arg) {
     (void)arg;
@@ -38,7 +39,7 @@ static void *thread_b(void *arg) {
     (void)arg;
     CK(cuCtxSetCurrent(ctx));
     gm_mock_hold_next_update();
-    CK(cuMemAllocAsync(&b, 4096, s));
+    CK(cuMemAllocAsync(&b_ptr, 4096, s));
     return NULL;
 }
 
@@ -65,6 +66,24 @@ static int reaches(CUgraphNode from, CUgraphNode to, int depth) {
     return 0;
 }
 
+static CUdeviceptr w, z;
+static CUgraphNode k0, k_w;
+static atomic_bool a_done;
+
+static void *thread_a(void *arg) {
+    (void)arg;
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuLaunchHostFunc(s, kernel, NULL));
+    k0 = last_node();
+    CK(cuMemAllocAsync(&w, 4096, s));
+    CK(cuLaunchHostFunc(s, kernel, NULL));
+    k_w = last_node();
+    CK(cuMemFreeAsync(w, s));
+    CK(cuMemAllocAsync(&z, 4096, s));
+    atomic_store(&a_done, true);
+    return NULL;
+}
+
 int main(void) {
     CK(cuInit(0));
     CUdevice d;
@@ -73,26 +92,27 @@ int main(void) {
     CK(cuCtxSetCurrent(ctx));
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
-    pthread_t t;
-    pthread_create(&t, NULL, thread_b, NULL);
+    pthread_t a, b;
+    pthread_create(&b, NULL, thread_b, NULL);
     gm_mock_wait_held();
-    CUdeviceptr w = 0, z = 0;
-    CK(cuMemAllocAsync(&w, 4096, s));
-    CK(cuLaunchHostFunc(s, kernel, NULL));
-    CUgraphNode k_w = last_node();
-    CK(cuMemFreeAsync(w, s));
-    CK(cuMemAllocAsync(&z, 4096, s));
+    pthread_create(&a, NULL, thread_a, NULL);
+    for (int ms = 0; ms < 1000 && !atomic_load(&a_done); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    bool a_waited = !atomic_load(&a_done);
     gm_mock_release_update();
-    pthread_join(t, NULL);
+    pthread_join(b, NULL);
+    pthread_join(a, NULL);
     CK(cuLaunchHostFunc(s, kernel, NULL));
     CUgraphNode k_z = last_node();
     CK(cuMemFreeAsync(z, s));
-    CK(cuMemFreeAsync(b, s));
+    CK(cuMemFreeAsync(b_ptr, s));
     CUgraph g;
     CK(cuStreamEndCapture(s, &g));
-    int shared = z == w, ordered = reaches(k_w, k_z, 0);
-    printf("z %s w's bytes; the kernel on w %s the kernel on z\n",
-           shared ? "takes" : "does not take", ordered ? "precedes" : "does NOT precede");
+    int shared = z == w, ordered = reaches(k_w, k_z, 0), first = reaches(k0, k_w, 0);
+    printf("A %s for B's marker; z %s w's bytes; the host function on w %s the one on z; A's "
+           "first host function %s the one on w\n",
+           a_waited ? "waited" : "did not wait", shared ? "takes" : "does not take",
+           ordered ? "precedes" : "does NOT precede", first ? "precedes" : "does NOT precede");
     CK(cuGraphDestroy(g));
-    return shared && !ordered ? 1 : 0;
+    return ordered && first ? 0 : 1;
 }

@@ -1,0 +1,54 @@
+/* A capturing stream's frontier lock: graphmem's captured marker against every other thread's call
+ * on the same stream (shim/README.md, "One capturing stream, several threads").
+ *
+ * The driver appends a captured node after the stream's whole frontier and makes it the frontier
+ * in one step. graphmem's marker takes three calls (the capture query, the empty node, the SET of
+ * the frontier to it), so what another thread enqueued into the stream between the query and the
+ * SET would drop out of the stream's order. The marker's calls hold the stream's lock EXCLUSIVE;
+ * every other call that enqueues into the stream, changes its capture dependencies or reads them
+ * holds it SHARED. The exported entries take it (interpose/exports.c, from hooks.def), only while
+ * a capture is in flight and the engine runs: without either no marker can be made.
+ *
+ * Per stream exactly: a call waits only for calls on its own stream, so one that blocks in the
+ * driver holds up no other stream. A waiting EXCLUSIVE keeps new SHARED calls on its stream back.
+ * A thread holds at most one lock, taken at an entry before any other lock of graphmem's, and
+ * nothing waits for one while holding another: every other lock is inner to it. */
+#ifndef GRAPHMEM_FRONTIER_LOCK_H
+#define GRAPHMEM_FRONTIER_LOCK_H
+
+#include "shim.h"
+
+typedef enum gm_frontier_hold_kind {
+    GM_FRONTIER_SHARED,
+    GM_FRONTIER_EXCLUSIVE,
+} gm_frontier_hold_kind_t;
+
+/* One call's hold, on its own stack, listed on the stream's stripe while it waits or holds. */
+typedef struct gm_frontier_hold {
+    CUstream stream;
+    gm_frontier_hold_kind_t kind;
+    bool holding; /* an EXCLUSIVE waits (false) until no other call holds the stream */
+    int cancel_state;
+    struct gm_frontier_hold *prev, *next;
+} gm_frontier_hold_t;
+
+/* Whether a call on `stream` takes the lock now. A default stream never does: the per-thread one
+ * is the calling thread's own, and the legacy one cannot capture. Relaxed loads: a call that reads
+ * no capture races with a capture's begin in another thread, and could not know whether it is in
+ * the graph at all; whatever orders a call after the begin also orders it after the counter's
+ * rise, which comes before the driver's begin (hooks/capture_hooks.c). An EXCLUSIVE one does not
+ * wait for the engine: a captured allocation starts it. */
+static inline bool gm_frontier_lock_needed(CUstream stream, gm_frontier_hold_kind_t kind) {
+    if (stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+        return false;
+    return atomic_load_explicit(&gm_shim_hot.captures_in_flight, memory_order_relaxed) != 0 &&
+           (kind == GM_FRONTIER_EXCLUSIVE ||
+            atomic_load_explicit(&gm_shim_hot.engine, memory_order_relaxed) != NULL);
+}
+
+/* Waits for and takes `stream`'s lock; cancellation stays off until gm_frontier_unlock, so a
+ * thread cancelled in the driver's call cannot leave its hold listed. */
+void gm_frontier_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind);
+void gm_frontier_unlock(gm_frontier_hold_t *hold);
+
+#endif
