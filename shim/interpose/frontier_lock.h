@@ -28,7 +28,7 @@ typedef struct gm_frontier_hold {
     CUstream stream;
     gm_frontier_hold_kind_t kind;
     bool holding; /* an EXCLUSIVE waits (false) until no other call holds the stream */
-    int cancel_state;
+    bool fast;    /* held through the stripe's word, not its list (frontier_lock.c) */
     struct gm_frontier_hold *prev, *next;
 } gm_frontier_hold_t;
 
@@ -46,8 +46,9 @@ static inline bool gm_frontier_lock_needed(CUstream stream, gm_frontier_hold_kin
             atomic_load_explicit(&gm_shim_hot.engine, memory_order_relaxed) != NULL);
 }
 
-/* Waits for and takes `stream`'s lock; cancellation stays off until gm_frontier_unlock, so a
- * thread cancelled in the driver's call cannot leave its hold listed. */
+/* Waits for and takes `stream`'s lock. The waits are no cancellation point; the driver's call
+ * made under the lock is left as the driver makes it, as under the engine lock (core/README.md,
+ * "Cancellation"). */
 void gm_frontier_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind);
 void gm_frontier_unlock(gm_frontier_hold_t *hold);
 
