@@ -2,6 +2,7 @@
  * relaxed load; on a capturing stream a graph allocation becomes a marker at the stream's frontier
  * and the address comes from graphmem's reservation. */
 #include "interpose/driver.h"
+#include "interpose/frontier_lock.h"
 #include "bridge/backend_cuda.h"
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
@@ -35,6 +36,52 @@ static CUresult capture_status(CUstream stream, bool ptsz, capture_point_t *poin
     site->captured = true;
     return info(stream, status, &point->id, &site->graph, &site->deps, &site->edge_data,
                 &site->count);
+}
+
+/* A marker's three driver calls (the capture query, the node, the SET) hold its stream's frontier
+ * lock EXCLUSIVE, from the query on (shim/README.md, "Capture safety"), and only on a stream that
+ * captures: taken at once when no other call holds the stream (the query then made under it);
+ * otherwise the query is made first and, when the stream captures, made again once the lock is
+ * held. So a stream that does not capture is never waited for: a call blocked there in the driver
+ * (a copy from pageable memory) holds up no allocation. */
+typedef struct marker_lock {
+    gm_frontier_hold_t hold;
+    bool held;
+} marker_lock_t;
+
+static CUresult locked_capture_status(CUstream stream, bool ptsz, capture_point_t *point,
+                                      CUstreamCaptureStatus *status, marker_lock_t *lock) {
+    lock->held = false;
+    if (!gm_frontier_lock_needed(stream, GM_FRONTIER_EXCLUSIVE))
+        return capture_status(stream, ptsz, point, status);
+    lock->held = gm_frontier_try_lock(&lock->hold, stream, GM_FRONTIER_EXCLUSIVE);
+    CUresult result = capture_status(stream, ptsz, point, status);
+    if (lock->held || result != CUDA_SUCCESS || *status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return result;
+    gm_frontier_lock(&lock->hold, stream, GM_FRONTIER_EXCLUSIVE);
+    lock->held = true;
+    return capture_status(stream, ptsz, point, status);
+}
+
+/* Lets the lock go if held: when the marker is done, and as the scope of a marker_lock_t declared
+ * MARKER_LOCK ends, a thread cancelled in a driver call included (shim/CMakeLists.txt,
+ * -fexceptions). */
+static void marker_unlock(marker_lock_t *lock) {
+    if (lock->held)
+        gm_frontier_unlock(&lock->hold);
+    lock->held = false;
+}
+#define MARKER_LOCK __attribute__((cleanup(marker_unlock)))
+
+/* The driver's own free, on a stream another thread may be marking: SHARED, as at every exported
+ * entry that enqueues. */
+static CUresult forward_free(CUdeviceptr dptr, CUstream stream, bool ptsz) {
+    marker_lock_t lock MARKER_LOCK = {.held = false};
+    if (gm_frontier_lock_needed(stream, GM_FRONTIER_SHARED)) {
+        gm_frontier_lock(&lock.hold, stream, GM_FRONTIER_SHARED);
+        lock.held = true;
+    }
+    return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
 }
 
 /* Whether `stream` is capturing now, and where the next captured node goes. */
@@ -149,15 +196,11 @@ static CUresult alloc_in_capture(gm_engine_t *engine, capture_point_t *point,
     return captured_alloc(engine, point, call->stream, call->ptsz, &params, call->dptr);
 }
 
-static CUresult alloc_async(const alloc_call_t *call) {
-    capture_point_t point;
-    /* Zero bytes: the driver returns NULL and adds no node; leave it to the driver. */
-    if (call->dptr == NULL || call->size == 0 || gm_shim_mode() != GM_MODE_ACTIVE ||
-        !capturing(call->stream, call->ptsz, &point))
-        return call->forward(call);
+/* On a capturing stream, under its frontier lock (EXCLUSIVE). */
+static CUresult alloc_captured(capture_point_t *point, const alloc_call_t *call) {
     /* A capture into the graph of a child-graph node (cuStreamBeginCaptureToGraph): memory nodes
      * are refused there (§A3.6), and the driver answers the captured call exactly. */
-    if (gm_nested_is_child(point.site.graph))
+    if (gm_nested_is_child(point->site.graph))
         return call->forward(call);
     gm_engine_t *engine = gm_glue_engine();
     if (engine == NULL)
@@ -165,7 +208,24 @@ static CUresult alloc_async(const alloc_call_t *call) {
     /* In the application's capture mode: every driver call on this path is one a capture allows
      * (graph and capture-dependency calls), except the device lookup, made RELAXED above, and an
      * address reservation, which the backend makes RELAXED (shim/README.md, "Capture modes"). */
-    return alloc_in_capture(engine, &point, call);
+    return alloc_in_capture(engine, point, call);
+}
+
+static CUresult alloc_async(const alloc_call_t *call) {
+    /* Zero bytes: the driver returns NULL and adds no node; leave it to the driver. */
+    if (call->dptr == NULL || call->size == 0 || gm_shim_mode() != GM_MODE_ACTIVE)
+        return call->forward(call);
+    capture_point_t point;
+    CUstreamCaptureStatus status;
+    marker_lock_t lock MARKER_LOCK;
+    CUresult result = locked_capture_status(call->stream, call->ptsz, &point, &status, &lock);
+    if (result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        marker_unlock(&lock); /* not capturing now: the driver answers the call */
+        return call->forward(call);
+    }
+    result = alloc_captured(&point, call);
+    marker_unlock(&lock);
+    return result;
 }
 
 static CUresult forward_alloc(const alloc_call_t *c) {
@@ -299,7 +359,18 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
     for (;;) {
         capture_point_t point;
         CUstreamCaptureStatus status;
-        CUresult result = capture_status(stream, ptsz, &point, &status);
+        marker_lock_t lock MARKER_LOCK;
+        CUresult result = locked_capture_status(stream, ptsz, &point, &status, &lock);
+        if (result == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit
+             * one. */
+            result = gm_nested_is_child(point.site.graph)
+                         ? CUDA_ERROR_NOT_SUPPORTED
+                         : captured_free(engine, &point, stream, ptsz, dptr);
+            marker_unlock(&lock);
+            return result;
+        }
+        marker_unlock(&lock);
         if (result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
             if ((result = legacy_stream_refusal(stream, ptsz)) != CUDA_SUCCESS)
                 return result;
@@ -309,13 +380,6 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
             return result;
         if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
             return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-        if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-            /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit
-             * one. */
-            if (gm_nested_is_child(point.site.graph))
-                return CUDA_ERROR_NOT_SUPPORTED;
-            return captured_free(engine, &point, stream, ptsz, dptr);
-        }
         outside_check_t check = {stream, ptsz, CU_STREAM_CAPTURE_STATUS_NONE, CUDA_SUCCESS};
         GM_RELAXED(result = free_outside(engine, dptr, &check));
         if (goes_outside(&check))
@@ -331,10 +395,10 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
 static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || !gm_engine_may_own(engine, dptr))
-        return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
+        return forward_free(dptr, stream, ptsz);
     CUresult result = free_served(engine, dptr, stream, ptsz);
     if (result != CUDA_SUCCESS && !gm_engine_owns(engine, dptr))
-        return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
+        return forward_free(dptr, stream, ptsz);
     /* Not live (never launched, freed already): the driver would first answer a sticky error. */
     return result == CUDA_ERROR_INVALID_VALUE ? gm_backend_cuda_sticky_or(result) : result;
 }

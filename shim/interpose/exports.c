@@ -10,6 +10,13 @@
 _Static_assert(GM_STAT_COUNT + GM_HOOK_COUNT <= GM_TALLY_SLOTS,
                "the per-thread counters (core/common/tally.h) need a slot for every hook");
 
+/* The lock is let go when the entry returns, and also when the thread is cancelled inside the
+ * driver's call (the cancellation's unwinding runs this: the shim is compiled with -fexceptions,
+ * shim/CMakeLists.txt), or later calls on the stream would wait for good. */
+static void let_go(gm_frontier_hold_t **held) {
+    gm_frontier_unlock(*held);
+}
+
 /* A driver without the entry (older than the name) gets what a missing symbol would give the
  * caller of that driver: the call cannot be made. A call on `stream` holds the stream's frontier
  * lock over the hook or the driver's call while a capture is in flight (frontier_lock.h); a name
@@ -27,9 +34,8 @@ _Static_assert(GM_STAT_COUNT + GM_HOOK_COUNT <= GM_TALLY_SLOTS,
             return call;                                                                           \
         gm_frontier_hold_t frontier_hold;                                                          \
         gm_frontier_lock(&frontier_hold, stream, GM_FRONTIER_##hold);                              \
-        CUresult result = call;                                                                    \
-        gm_frontier_unlock(&frontier_hold);                                                        \
-        return result;                                                                             \
+        gm_frontier_hold_t *held __attribute__((cleanup(let_go))) = &frontier_hold;                \
+        return call;                                                                               \
     }
 /* The routing tests' copy of the library calls every hook, idle or not (shim/CMakeLists.txt):
  * the same driver calls must come out, or a hook does more than forward while hooks.def says it is

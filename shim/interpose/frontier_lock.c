@@ -167,6 +167,11 @@ void gm_frontier_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hol
     slow_lock(s, hold);
 }
 
+bool gm_frontier_try_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind) {
+    *hold = (gm_frontier_hold_t){stream, kind, false, false, NULL, NULL};
+    return hold->fast = fast_lock(stripe_of(stream), hold);
+}
+
 void gm_frontier_unlock(gm_frontier_hold_t *hold) {
     stripe_t *s = stripe_of(hold->stream);
     if (hold->fast)

@@ -50,6 +50,9 @@ static inline bool gm_frontier_lock_needed(CUstream stream, gm_frontier_hold_kin
  * made under the lock is left as the driver makes it, as under the engine lock (core/README.md,
  * "Cancellation"). */
 void gm_frontier_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind);
+/* Takes `stream`'s lock only if that needs no wait (the stripe's word is free, or holds the stream
+ * SHARED for a SHARED call); false, and nothing held, otherwise. */
+bool gm_frontier_try_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind);
 void gm_frontier_unlock(gm_frontier_hold_t *hold);
 
 #endif

@@ -312,6 +312,13 @@ GM_MOCK_API void gm_mock_release_update(void) {
     pthread_mutex_unlock(&hold_lock);
 }
 
+/* The hold ends (released, or the held thread cancelled in its wait, as a test may do). */
+static void hold_over(void *arg) {
+    (void)arg;
+    holding = released = false;
+    pthread_mutex_unlock(&hold_lock);
+}
+
 static void held_here(void) {
     if (!hold_next)
         return;
@@ -319,10 +326,10 @@ static void held_here(void) {
     pthread_mutex_lock(&hold_lock);
     holding = true;
     pthread_cond_broadcast(&hold_changed);
+    pthread_cleanup_push(hold_over, NULL);
     while (!released)
         pthread_cond_wait(&hold_changed, &hold_lock);
-    holding = released = false;
-    pthread_mutex_unlock(&hold_lock);
+    pthread_cleanup_pop(1);
 }
 
 static CUresult cuStreamUpdateCaptureDependencies_impl(CUstream s, CUgraphNode *deps, size_t n,
