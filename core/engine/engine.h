@@ -213,8 +213,12 @@ bool gm_engine_graph_known(gm_engine_t *engine, uint64_t graph);
  * conditional body holding markers must be (GRAPHMEM_LIFT_RESTRICTIONS), since it runs zero or
  * more times. */
 bool gm_engine_graph_self_contained(gm_engine_t *engine, uint64_t graph);
-/* The graphs holding markers now (up to `cap` of them); returns how many there are. */
-size_t gm_engine_marked_graphs(gm_engine_t *engine, uint64_t *graphs_out, size_t cap);
+/* Whether `match` holds for one of the graphs holding markers now. It is asked of each under the
+ * engine lock, which a graph's destruction holds over the driver's call
+ * (gm_engine_graphs_destroy): so it may read the graph through the driver, which no other thread
+ * can destroy meanwhile. */
+bool gm_engine_marked_graphs_any(gm_engine_t *engine, bool (*match)(void *arg, uint64_t graph),
+                                 void *arg);
 
 /* cuGraphDestroy of graphs[0] through `call` (as gm_engine_exec_destroy), or a capture that failed
  * (NULL call.fn); graphs[1..] (the graphs it owned) end with it. Node lifetimes end. Allocations

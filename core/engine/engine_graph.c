@@ -513,25 +513,21 @@ bool gm_engine_graph_self_contained(gm_engine_t *e, uint64_t graph) {
     return contained;
 }
 
-size_t gm_engine_marked_graphs(gm_engine_t *e, uint64_t *graphs_out, size_t cap) {
+bool gm_engine_marked_graphs_any(gm_engine_t *e, bool (*match)(void *arg, uint64_t graph),
+                                 void *arg) {
     gm_engine_lock(e);
-    size_t count = 0;
+    bool found = false;
     uint32_t pos = 0;
     uint64_t key;
     void *value;
-    while (gm_map_next(&e->graphs, &pos, &key, &value)) {
+    while (!found && gm_map_next(&e->graphs, &pos, &key, &value)) {
         const gm_graph_t *g = value;
-        if (!g->record_count && !g->free_count)
-            continue;
-        if (count < cap)
-            graphs_out[count] = key;
-        count++;
+        found = (g->record_count || g->free_count) && match(arg, key);
     }
-    for (pos = 0; gm_map_next(&e->moved, &pos, &key, &value); count++)
-        if (count < cap)
-            graphs_out[count] = key;
+    for (pos = 0; !found && gm_map_next(&e->moved, &pos, &key, &value);)
+        found = match(arg, key);
     gm_engine_unlock_unchanged(e);
-    return count;
+    return found;
 }
 
 /* Marker `m`'s node leaves the map, if it is there: a handle the driver gave out again (after a

@@ -393,39 +393,31 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     return gm_cuda_result(status);
 }
 
+/* Whether marked graph `graph` holds `node` (gm_engine_marked_graphs_any, under the engine lock:
+ * the graph cannot be destroyed while its nodes are read). */
+static bool graph_holds(void *node, uint64_t graph) {
+    CUgraphNode *nodes;
+    size_t n;
+    if (gm_graph_nodes((CUgraph)(uintptr_t)graph, &nodes, &n) != CUDA_SUCCESS)
+        return false;
+    bool found = false;
+    for (size_t i = 0; i < n && !found; i++)
+        found = nodes[i] == (CUgraphNode)node;
+    free(nodes);
+    return found;
+}
+
 /* Whether `node` belongs to a graph holding markers. The driver offers no node-to-graph query,
- * so the graphs holding markers are searched (node destruction is rare). */
+ * so the graphs holding markers are searched (node destruction is rare), each under the engine
+ * lock: another thread may destroy one of them meanwhile, and reading a destroyed graph is a use
+ * after free in the driver. */
 static bool in_graph_with_markers(CUgraphNode node) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || node == NULL)
         return false;
     if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE)
         return true;
-    /* As many graphs as there are: ask again with room for all when the first guess was short. */
-    uint64_t *graphs = NULL;
-    size_t cap = 0, count = 0;
-    do {
-        uint64_t *grown = realloc(graphs, (count ? count : 64) * sizeof *graphs);
-        if (grown == NULL) {
-            free(graphs);
-            return true; /* cannot tell: refusing is what the driver does for such a graph */
-        }
-        graphs = grown;
-        cap = count ? count : 64;
-        count = gm_engine_marked_graphs(engine, graphs, cap);
-    } while (count > cap);
-    bool found = false;
-    for (size_t g = 0; g < count && !found; g++) {
-        CUgraphNode *nodes;
-        size_t n;
-        if (gm_graph_nodes((CUgraph)(uintptr_t)graphs[g], &nodes, &n) != CUDA_SUCCESS)
-            continue;
-        for (size_t i = 0; i < n && !found; i++)
-            found = nodes[i] == node;
-        free(nodes);
-    }
-    free(graphs);
-    return found;
+    return gm_engine_marked_graphs_any(engine, graph_holds, node);
 }
 
 /* GRAPHMEM_LIFT_RESTRICTIONS lets graphs with memory nodes lose edges and nodes, which the driver
