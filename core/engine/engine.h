@@ -246,8 +246,12 @@ typedef struct gm_node_map {
  * a marker `find` cannot place. A graph without markers: nothing to do (GM_OK). */
 gm_status_t gm_engine_graph_clone(gm_engine_t *engine, uint64_t original, uint64_t clone,
                                   gm_node_map_t find);
-/* A child graph moved into `parent` (move ownership): its markers now belong to the parent. */
-void gm_engine_graph_moved(gm_engine_t *engine, uint64_t child, uint64_t parent);
+/* A child graph moves into `parent` (move ownership) by `call` (the driver's add of the child-graph
+ * node; GM_NO_CALL when it is done): its markers become the parent's in the same step. Room is made
+ * before the call: GM_ERR_OUT_OF_MEMORY without making it (nothing changed), GM_ERR_DRIVER when the
+ * driver refused (nothing changed). */
+gm_status_t gm_engine_graph_moved(gm_engine_t *engine, uint64_t child, uint64_t parent,
+                                  gm_driver_call_t call);
 
 /* ---- Instantiation and launch ---------------------------------------------------------------- */
 

@@ -811,15 +811,31 @@ out:
     return st;
 }
 
-void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
+gm_status_t gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent,
+                                  gm_driver_call_t call) {
     gm_engine_lock(e);
+    gm_status_t st = GM_OK;
+    bool created = false;
     gm_graph_t *c = gm_graph_get(e, child, false);
-    gm_graph_t *p = c ? gm_graph_get(e, parent, true) : NULL;
-    if (!p || p == c || gm_map_reserve(&e->moved, 1) ||
+    gm_graph_t *p = c && child != parent ? gm_graph_take(e, parent, &created) : NULL;
+    if (!c || child == parent) { /* nothing of graphmem's moves: the driver's call alone */
+        st = call.fn && !call.fn(call.arg) ? GM_ERR_DRIVER : GM_OK;
+        goto out;
+    }
+    /* Room first: once the driver moved the child, its markers must become the parent's, or the
+     * parent's plan would leave the child's allocations out (unmapped at launch). */
+    if (!p || gm_map_reserve(&e->moved, 1) ||
         gm_grow((void **)&p->records, &p->record_cap, p->record_count + c->record_count,
                 sizeof *p->records) ||
-        gm_grow((void **)&p->frees, &p->free_cap, p->free_count + c->free_count, sizeof *p->frees))
-        goto out; /* host OOM: the child keeps its markers, which stay valid */
+        gm_grow((void **)&p->frees, &p->free_cap, p->free_count + c->free_count,
+                sizeof *p->frees)) {
+        st = GM_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    if (call.fn && !call.fn(call.arg)) {
+        st = GM_ERR_DRIVER;
+        goto out;
+    }
     graph_unlist(e, child);
     /* Its nodes are still memory nodes to the driver: edges and nodes of the child stay as fixed
      * as those of any graph holding markers (reached through cuGraphChildGraphNodeGetGraph). */
@@ -854,5 +870,8 @@ void gm_engine_graph_moved(gm_engine_t *e, uint64_t child, uint64_t parent) {
     gm_family_merge(e, c->serial, p->serial);
     graph_free(e, c);
 out:
+    if (st != GM_OK)
+        gm_graph_unlist_new(e, p, created);
     gm_engine_unlock(e);
+    return st;
 }

@@ -154,6 +154,36 @@ CUresult gm_hook_cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
                            const CUgraphNodeParams *p);
 
+/* The driver's add of a child-graph node that moves its graph in (gm_engine_graph_moved). */
+typedef struct child_move {
+    CUgraphNode *node_out;
+    CUgraph graph;
+    const CUgraphNode *deps;
+    const CUgraphEdgeData *edge_data;
+    size_t count;
+    CUgraphNodeParams *params;
+    bool v2;
+    CUresult result;
+} child_move_t;
+
+static bool call_add_moving(void *arg) {
+    child_move_t *m = arg;
+    m->result = m->v2 ? gm_real.cuGraphAddNode_v2(m->node_out, m->graph, m->deps, m->edge_data,
+                                                  m->count, m->params)
+                      : gm_real.cuGraphAddNode(m->node_out, m->graph, m->deps, m->count, m->params);
+    return m->result == CUDA_SUCCESS;
+}
+
+/* A child graph moved in (ownership MOVE): its markers become the parent's in one step with the
+ * driver's add, with room made first, so that no host OOM after the driver's move leaves the
+ * parent's plan without the child's allocations. */
+static CUresult add_moving(gm_engine_t *engine, child_move_t *m) {
+    gm_status_t status = gm_engine_graph_moved(engine, (uint64_t)(uintptr_t)m->params->graph.graph,
+                                               (uint64_t)(uintptr_t)m->graph,
+                                               (gm_driver_call_t){call_add_moving, m});
+    return status == GM_ERR_DRIVER ? m->result : gm_cuda_result(status);
+}
+
 /* GRAPHMEM_LIFT_RESTRICTIONS: a child node holding a copy of a graph with markers, which the
  * driver refuses: the graph is cloned (cuGraphClone, served as for the application) and the clone
  * moved into the node, which is what a child by copy is. */
@@ -168,7 +198,11 @@ static CUresult add_child_by_clone(CUgraphNode *node_out, CUgraph graph, const C
     moved.type = CU_GRAPH_NODE_TYPE_GRAPH;
     moved.graph.graph = clone;
     moved.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
-    result = gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, &moved);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    child_move_t move = {node_out, graph, deps, edge_data, count, &moved, true, CUDA_SUCCESS};
+    result = engine != NULL
+                 ? add_moving(engine, &move)
+                 : gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, &moved);
     if (result != CUDA_SUCCESS) {
         gm_hook_cuGraphDestroy(clone);
         return result;
@@ -283,7 +317,6 @@ static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
                            const CUgraphNodeParams *p) {
     if (result != CUDA_SUCCESS || p == NULL)
         return;
-    gm_engine_t *engine = gm_glue_engine_if_started();
     if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && p->conditional.phGraph_out != NULL) {
         for (unsigned i = 0; i < p->conditional.size; i++)
             gm_graph_forget_stale(p->conditional.phGraph_out[i]); /* new graphs: new handles */
@@ -292,12 +325,6 @@ static void after_add_node(CUresult result, CUgraph graph, CUgraphNode node,
     }
     if (p->type == CU_GRAPH_NODE_TYPE_GRAPH)
         record_child(graph, node, p->graph.graph);
-    if (engine == NULL)
-        return;
-    if (p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
-        p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
-        gm_engine_graph_moved(engine, (uint64_t)(uintptr_t)p->graph.graph,
-                              (uint64_t)(uintptr_t)graph);
 }
 
 /* Both ABIs: the 12.2 one (`v2` false) takes no edge data, and `edge_data` is NULL for it. */
@@ -307,8 +334,15 @@ static CUresult add_node_hook(CUgraphNode *node_out, CUgraph graph, const CUgrap
     CUresult result;
     if (add_node(node_out, graph, deps, edge_data, count, p, &result))
         return result;
-    result = v2 ? gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p)
-                : gm_real.cuGraphAddNode(node_out, graph, deps, count, p);
+    gm_engine_t *engine = gm_glue_engine_if_started();
+    if (engine != NULL && p != NULL && p->type == CU_GRAPH_NODE_TYPE_GRAPH &&
+        p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) {
+        child_move_t move = {node_out, graph, deps, edge_data, count, p, v2, CUDA_SUCCESS};
+        result = add_moving(engine, &move);
+    } else {
+        result = v2 ? gm_real.cuGraphAddNode_v2(node_out, graph, deps, edge_data, count, p)
+                    : gm_real.cuGraphAddNode(node_out, graph, deps, count, p);
+    }
     after_add_node(result, graph, node_out ? *node_out : NULL, p);
     return result;
 }

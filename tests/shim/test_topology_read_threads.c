@@ -578,7 +578,7 @@ static void test_marker_dependencies_asked(void) {
         make_free(&s, g, 7, va);
         uint64_t parent = 0x1000;
         if (c == MOVED)
-            gm_engine_graph_moved(s.engine, key_of((const fake_node_t *)g), parent);
+            gm_engine_graph_moved(s.engine, key_of((const fake_node_t *)g), parent, GM_NO_CALL);
         dependency_asks = 0;
         check_flat_with(s.engine, g);
         CHECK(dependency_asks == g->count);

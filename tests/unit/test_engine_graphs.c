@@ -453,7 +453,7 @@ static void test_abort_and_move(void) {
                  GM_ERR_DRIVER);
     CHECK_EQ_INT(calls, 2);
     CHECK(gm_engine_graph_known(s.engine, child.key)); /* a graph known before stays known */
-    gm_engine_graph_moved(s.engine, child.key, parent.key);
+    gm_engine_graph_moved(s.engine, child.key, parent.key, GM_NO_CALL);
     /* The markers are the parent's now, but the child still holds memory nodes to the driver:
      * its edges and nodes stay fixed (§A3.5), and node searches must look into it. */
     CHECK(gm_engine_graph_has_markers(s.engine, child.key));

@@ -126,7 +126,7 @@ static void family_merge_between(bool two_step, bool pinned_p) {
     gm_status_t commit = GM_OK;
     if (two_step)
         REQUIRE(gm_engine_instantiate_plan(s.engine, g.key, &t, 0, &x) == GM_OK);
-    gm_engine_graph_moved(s.engine, c.key, p.key); /* another thread, meanwhile */
+    gm_engine_graph_moved(s.engine, c.key, p.key, GM_NO_CALL); /* another thread, meanwhile */
     if (pinned_p)
         REQUIRE(sim_instantiate(&s, &p, 0xD2, GM_EXEC_PINNED) == GM_OK);
     if (two_step)

@@ -275,7 +275,7 @@ static void test_child_by_clone(void) {
     cloned_pair(&s, &g, &c, 3 * MiB, false);
     sim_graph_init(&s, &parent);
     uint64_t parent_key = parent.key;
-    gm_engine_graph_moved(s.engine, c.key, parent_key);
+    gm_engine_graph_moved(s.engine, c.key, parent_key, GM_NO_CALL);
     parent = c; /* the parent's topology: the child's nodes, expanded */
     parent.key = parent_key;
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
@@ -302,7 +302,7 @@ static void test_clone_moved_child(void) {
     sim_graph_init(&s, &p);
     uint32_t a = sim_alloc(&s, &c, 3 * MiB, NULL, 0);
     REQUIRE(sim_plain(&s, &c, &a, 1) != UINT32_MAX);
-    gm_engine_graph_moved(s.engine, c.key, p.key);
+    gm_engine_graph_moved(s.engine, c.key, p.key, GM_NO_CALL);
     CHECK(gm_engine_graph_has_markers(s.engine, c.key)); /* the shim asks the engine */
     sim_clone_view(&s, &c, &cc);
     CHECK_EQ_INT(gm_engine_graph_clone(s.engine, c.key, cc.key, sim_clone_map(true)),
@@ -364,7 +364,7 @@ static void test_moved_clone_family(void) {
     cloned_pair(&s, &g, &c, 3 * MiB, false);
     REQUIRE(sim_instantiate(&s, &g, 0xE1, 0) == GM_OK);
     sim_graph_init(&s, &p);
-    gm_engine_graph_moved(s.engine, c.key, p.key);
+    gm_engine_graph_moved(s.engine, c.key, p.key, GM_NO_CALL);
     REQUIRE(sim_instantiate(&s, &g, 0xE2, 0) == GM_OK);
     uint64_t before = misuses(&s);
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);
@@ -427,7 +427,7 @@ static void body_shared(int variant) {
         if (variant == 1) {
             sim_graph_t q;
             sim_graph_init(&s, &q);
-            gm_engine_graph_moved(s.engine, c.key, q.key);
+            gm_engine_graph_moved(s.engine, c.key, q.key, GM_NO_CALL);
             c.key = q.key;
         }
         other = c.key;

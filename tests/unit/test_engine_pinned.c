@@ -164,7 +164,7 @@ static void test_pinned_merge_after(void) {
     CHECK_EQ_INT(sim_upload(&s, 0xD1, S2), GM_OK);
     sim_clone_view(&s, &g, &c);
     REQUIRE(gm_engine_graph_clone(s.engine, g.key, c.key, sim_clone_map(true)) == GM_OK);
-    gm_engine_graph_moved(s.engine, c.key, h.key);
+    gm_engine_graph_moved(s.engine, c.key, h.key, GM_NO_CALL);
     host_backend_complete_all(s.hb);
     CHECK_EQ_INT(gm_engine_trim(s.engine, 0), GM_OK);
     CHECK_EQ_INT(sim_launch(&s, 0xE1, S1), GM_OK);

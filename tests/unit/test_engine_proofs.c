@@ -76,7 +76,7 @@ static void test_moved_child_clock_spaces(void) {
     uint32_t fa = sim_free(&s, &child, child.va[a], &ua, 1, NULL);
     REQUIRE(a != UINT32_MAX && fa != UINT32_MAX);
     /* cuGraphAddNode(parent, child, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) into an empty parent. */
-    gm_engine_graph_moved(s.engine, child.key, parent.key);
+    gm_engine_graph_moved(s.engine, child.key, parent.key, GM_NO_CALL);
     /* The parent's topology holds the child's nodes (expanded in place), unordered with what
      * follows: the child node has no dependents. */
     uint32_t pa = 0, pua = 1, pfa = 2;
@@ -212,7 +212,7 @@ static void one_world(uint64_t seed, bool with_move, uint32_t nodes) {
                 prev = f;
             }
         }
-        gm_engine_graph_moved(s.engine, child.key, g.key);
+        gm_engine_graph_moved(s.engine, child.key, g.key, GM_NO_CALL);
         /* Expanded in place, no edges to the rest. */
         uint32_t base = g.node_count;
         for (uint32_t i = 0; i < child.node_count; i++) {
