@@ -26,17 +26,23 @@ static void note(cudaError_t rc) {
         fprintf(stderr, "error: %s\n", cudaGetErrorName(rc));
 }
 
+// A graph of one allocation, a kernel on it and its free, captured on `s`.
+static cudaGraph_t capture_allocation(cudaStream_t s) {
+    note(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    int *p = nullptr;
+    note(cudaMallocAsync((void **)&p, 4096, s));
+    touch<<<1, 32, 0, s>>>(p);
+    note(cudaFreeAsync(p, s));
+    cudaGraph_t g = nullptr;
+    note(cudaStreamEndCapture(s, &g));
+    return g;
+}
+
 static void *capturer(void *) {
     cudaStream_t s;
     note(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (int round = 0; round < kRounds && failures.load() == 0; round++) {
-        note(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-        int *p = nullptr;
-        note(cudaMallocAsync((void **)&p, 4096, s));
-        touch<<<1, 32, 0, s>>>(p);
-        note(cudaFreeAsync(p, s));
-        cudaGraph_t g = nullptr;
-        note(cudaStreamEndCapture(s, &g));
+        cudaGraph_t g = capture_allocation(s);
         if (round % 8 == 0) {
             cudaGraphExec_t exec = nullptr;
             note(cudaGraphInstantiate(&exec, g, 0));
@@ -72,13 +78,7 @@ int main() {
         (rc == cudaSuccess ? plain_taken : plain_other)++;
         note(cudaGraphDestroy(plain));
         // A graph holding an allocation and its free: its kernel may not go.
-        note(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-        int *p = nullptr;
-        note(cudaMallocAsync((void **)&p, 4096, s));
-        touch<<<1, 32, 0, s>>>(p);
-        note(cudaFreeAsync(p, s));
-        cudaGraph_t memory = nullptr;
-        note(cudaStreamEndCapture(s, &memory));
+        cudaGraph_t memory = capture_allocation(s);
         size_t n = 0;
         note(cudaGraphGetNodes(memory, nullptr, &n));
         cudaGraphNode_t nodes[8];
