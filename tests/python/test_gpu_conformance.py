@@ -91,6 +91,25 @@ def test_reuse_across_programmatic_edges(tmp_path):
     assert execs[0]["planned_bytes"] == -(-bound // page) * page, execs
 
 
+def test_kernel_launches_reach_graphmem(tmp_path):
+    """The frontier locks (shim/README.md, "Capture safety") order a captured allocation's driver
+    calls against every other thread's call on the same stream, and so rest on those calls reaching
+    graphmem's exported entries. tests/gpu/scn_two_thread_stream.cu launches its kernels with
+    <<<>>> from two threads into one capturing stream: the static runtime must make every one of
+    them through cuLaunchKernel (or its twins) as graphmem hands it out, or a launch could still
+    fall between a marker's driver calls."""
+    gh.require_gpu()
+    stats_file = tmp_path / "stats.json"
+    under = gh.run_graphmem([gh.program("scn_two_thread_stream")],
+                            {"GRAPHMEM_STATS_FILE": str(stats_file)})
+    assert under.returncode == 0, under.describe()
+    made = int(dict(under.info)["kernel_launches"])
+    calls = json.loads(stats_file.read_text())["calls"]
+    seen = sum(calls.get(name, 0) for name in ("cuLaunchKernel", "cuLaunchKernel_ptsz",
+                                               "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"))
+    assert made > 0 and seen >= made, f"{made} launches made, {seen} seen by graphmem: {calls}"
+
+
 def test_reuse_past_large_allocations():
     """Each small free of tests/gpu/scn_reuse_past_large.cu follows its own allocation only
     through a large allocation's marker. graphmem must pass the proof through that marker: then
