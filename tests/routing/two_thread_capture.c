@@ -11,7 +11,10 @@
  *    (a host function the mock runs at once, waiting) must not hold up an allocation and a free on
  *    it, as the driver would not.
  * 3. A thread cancelled inside a call made under a stream's lock (held in the mock's update) must
- *    leave the lock free: an allocation on that capturing stream then goes through. */
+ *    leave the lock free: an allocation on that capturing stream then goes through.
+ * 4. A hooked entry (cuStreamUpdateCaptureDependencies, ADD) from thread A while B's allocation
+ *    is held before its SET: A's added node must stay in the stream's order, so that A's next host
+ *    function follows it. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -228,6 +231,60 @@ static int cancelled_holder(void) {
     return 0;
 }
 
+/* ---- 4: a hooked entry between a marker's query and its SET ---------------------------------- */
+
+static CUstream fourth;
+static CUgraphNode added;
+static atomic_bool add_done;
+
+static void *held_alloc(void *arg) {
+    (void)arg;
+    CK(cuCtxSetCurrent(ctx));
+    gm_mock_hold_next_update();
+    CUdeviceptr p = 0;
+    CK(cuMemAllocAsync(&p, 4096, fourth));
+    return NULL;
+}
+
+/* Only the update, a hooked entry (the node was made before B was held). */
+static void *add_dependency(void *arg) {
+    (void)arg;
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuStreamUpdateCaptureDependencies(fourth, &added, NULL, 1,
+                                         CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+    atomic_store(&add_done, true);
+    return NULL;
+}
+
+static int hooked_entry_between(void) {
+    CK(cuStreamCreate(&fourth, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamBeginCapture(fourth, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CUstreamCaptureStatus status;
+    CUgraph graph = NULL;
+    CK(cuStreamGetCaptureInfo(fourth, &status, NULL, &graph, NULL, NULL, NULL));
+    CK(cuGraphAddEmptyNode(&added, graph, NULL, 0));
+    pthread_t held, adder;
+    pthread_create(&held, NULL, held_alloc, NULL);
+    gm_mock_wait_held();
+    pthread_create(&adder, NULL, add_dependency, NULL);
+    bool adder_waited = !within_a_second(&add_done);
+    gm_mock_release_update();
+    pthread_join(held, NULL);
+    pthread_join(adder, NULL);
+    CK(cuLaunchHostFunc(fourth, kernel, NULL));
+    const CUgraphNode *deps = NULL;
+    size_t n = 0;
+    CK(cuStreamGetCaptureInfo(fourth, &status, NULL, NULL, &deps, NULL, &n));
+    CUgraphNode host = n == 1 ? deps[0] : NULL;
+    int ordered = host != NULL && reaches(added, host, 0);
+    CUgraph g;
+    CK(cuStreamEndCapture(fourth, &g));
+    CK(cuGraphDestroy(g));
+    printf("4. an added dependency %s for the held marker; the next host function %s it\n",
+           adder_waited ? "waited" : "did not wait", ordered ? "follows" : "does NOT follow");
+    return ordered ? 0 : 1;
+}
+
 int main(void) {
     CK(cuInit(0));
     CUdevice d;
@@ -236,6 +293,7 @@ int main(void) {
     CK(cuCtxSetCurrent(ctx));
     int failed = two_threads_one_stream();
     failed |= quiet_stream_beside_a_capture();
+    failed |= hooked_entry_between();
     failed |= cancelled_holder();
     return failed;
 }
