@@ -4,10 +4,11 @@
  * The driver appends a captured node after the stream's whole frontier and makes it the frontier
  * in one step. graphmem's marker takes three calls (the capture query, the empty node, the SET of
  * the frontier to it), so what another thread enqueued into the stream between the query and the
- * SET would drop out of the stream's order. The marker's calls hold the stream's lock EXCLUSIVE;
- * every other call that enqueues into the stream, changes its capture dependencies or reads them
- * holds it SHARED. The exported entries take it (interpose/exports.c, from hooks.def), only while
- * a capture is in flight and the engine runs: without either no marker can be made.
+ * SET would drop out of the stream's order. The marker's calls hold the stream's lock EXCLUSIVE
+ * (shim/hooks/alloc_hooks.c, only on a stream that captures); every other call that enqueues into
+ * the stream, changes its capture dependencies or reads them holds it SHARED, taken by its exported
+ * entry (interpose/exports.c, from hooks.def). Only while a capture is in flight and the engine
+ * runs: without either no marker can be made.
  *
  * Per stream exactly: a call waits only for calls on its own stream, so one that blocks in the
  * driver holds up no other stream. A waiting EXCLUSIVE keeps new SHARED calls on its stream back.
@@ -46,9 +47,9 @@ static inline bool gm_frontier_lock_needed(CUstream stream, gm_frontier_hold_kin
             atomic_load_explicit(&gm_shim_hot.engine, memory_order_relaxed) != NULL);
 }
 
-/* Waits for and takes `stream`'s lock. The waits are no cancellation point; the driver's call
- * made under the lock is left as the driver makes it, as under the engine lock (core/README.md,
- * "Cancellation"). */
+/* Waits for and takes `stream`'s lock. The waits are no cancellation point. A thread cancelled in
+ * a driver call made under the lock lets it go as the cancellation unwinds: every holder keeps its
+ * hold in a cleanup variable (the shim is compiled with -fexceptions). */
 void gm_frontier_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind);
 /* Takes `stream`'s lock only if that needs no wait (the stripe's word is free, or holds the stream
  * SHARED for a SHARED call); false, and nothing held, otherwise. */
