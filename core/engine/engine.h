@@ -225,6 +225,17 @@ bool gm_engine_marked_graphs_any(gm_engine_t *engine, bool (*match)(void *arg, u
  * that are live (made by a launch and not freed) survive; the rest release their addresses. */
 gm_status_t gm_engine_graphs_destroy(gm_engine_t *engine, const uint64_t *graphs, size_t count,
                                      gm_driver_call_t call);
+/* The same with the graphs supplied one at a time, under the engine lock after the driver's call
+ * succeeded: `next` gives true and the next graph, false when none is left. For a caller whose
+ * list would need host memory it may not get (the shim's registry of nested graphs walks its own
+ * entries): every graph ends in the one critical section with the driver's call, so no other
+ * thread sees a graph the driver destroyed still listed. */
+typedef struct gm_graph_source {
+    bool (*next)(void *arg, uint64_t *graph_out);
+    void *arg;
+} gm_graph_source_t;
+gm_status_t gm_engine_graphs_destroy_each(gm_engine_t *engine, gm_graph_source_t ending,
+                                          gm_driver_call_t call);
 /* GRAPHMEM_LIFT_RESTRICTIONS: cuGraphDestroyNode of a marker node through `call`, and the marker's
  * end, in one critical section. A free marker's allocation is no longer freed in its graph (it
  * escapes from the next instantiation on); an alloc marker's allocation leaves its graph, and a

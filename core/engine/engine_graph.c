@@ -631,22 +631,41 @@ gm_status_t gm_engine_marker_destroy(gm_engine_t *e, uint64_t node, gm_driver_ca
     return st;
 }
 
-gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, size_t count,
-                                     gm_driver_call_t call) {
+gm_status_t gm_engine_graphs_destroy_each(gm_engine_t *e, gm_graph_source_t ending,
+                                          gm_driver_call_t call) {
     gm_engine_lock(e);
     gm_status_t st = GM_OK;
-    if (call.fn && !call.fn(call.arg)) {
+    uint64_t graph;
+    if (call.fn && !call.fn(call.arg))
         st = GM_ERR_DRIVER;
-    } else {
-        for (size_t i = 0; i < count; i++) {
-            gm_graph_t *g = graph_unlist(e, graphs[i]);
-            gm_map_remove(&e->moved, graphs[i]);
+    else
+        while (ending.next(ending.arg, &graph)) {
+            gm_graph_t *g = graph_unlist(e, graph);
+            gm_map_remove(&e->moved, graph);
             if (g)
                 graph_free(e, g);
         }
-    }
     gm_engine_unlock(e);
     return st;
+}
+
+typedef struct graph_array {
+    const uint64_t *graphs;
+    size_t count, next;
+} graph_array_t;
+
+static bool next_in_array(void *arg, uint64_t *graph_out) {
+    graph_array_t *a = arg;
+    if (a->next >= a->count)
+        return false;
+    *graph_out = a->graphs[a->next++];
+    return true;
+}
+
+gm_status_t gm_engine_graphs_destroy(gm_engine_t *e, const uint64_t *graphs, size_t count,
+                                     gm_driver_call_t call) {
+    graph_array_t array = {graphs, count, 0};
+    return gm_engine_graphs_destroy_each(e, (gm_graph_source_t){next_in_array, &array}, call);
 }
 
 void gm_graphs_destroy_all(gm_engine_t *e) {

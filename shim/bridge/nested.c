@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 
 #include "log.h"
 #include "util.h"
@@ -273,45 +272,45 @@ static gm_status_t call_alone(gm_driver_call_t call) {
     return (!call.fn || call.fn(call.arg)) ? GM_OK : GM_ERR_DRIVER;
 }
 
+/* The graphs ending with a destroy, for gm_engine_graphs_destroy_each: `root` (0: none) first,
+ * then the graph of each doomed owning entry, read from the registry in place (its lock held by
+ * the caller), so the walk needs no host memory. */
+typedef struct doomed_walk {
+    uint64_t root;
+    uint32_t next;
+    bool root_given;
+} doomed_walk_t;
+
+static bool next_doomed(void *arg, uint64_t *graph_out) {
+    doomed_walk_t *walk = arg;
+    if (walk->root != 0 && !walk->root_given) {
+        walk->root_given = true;
+        *graph_out = walk->root;
+        return true;
+    }
+    for (; walk->next < nested_count; walk->next++) {
+        const nested_t *entry = &nested[walk->next];
+        uint64_t graph = (uint64_t)(uintptr_t)entry->graph;
+        if (entry->doomed && owns(entry) && graph != walk->root) {
+            walk->next++;
+            *graph_out = graph;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Makes `call` and has the engine forget `root` (0: none) and the graphs of the doomed entries in
- * the same step; then forgets those entries here. */
+ * the same critical section; then forgets those entries here. */
 static gm_status_t destroy_doomed_locked(gm_engine_t *engine, uint64_t root,
                                          gm_driver_call_t call) {
     uint32_t dying = doom_descendants() + (root != 0);
-    if (dying == 0) { /* a node that owns no graph: nothing of graphmem's ends with it */
-        gm_status_t st = call_alone(call);
-        settle_doomed(st == GM_OK);
-        return st;
-    }
-    /* The whole list, or without host memory for it batches of 16: the first with the driver's
-     * call, the rest right after, all under the registry's lock (so a recycled handle cannot be
-     * registered here meanwhile). */
-    uint64_t stack_keys[16], *keys = NULL;
-    uint32_t room = dying;
-    if (dying <= 16 || (keys = malloc(dying * sizeof *keys)) == NULL) {
-        keys = stack_keys;
-        room = 16;
-    }
-    uint32_t count = 0, next = 0;
-    if (root != 0)
-        keys[count++] = root;
-    gm_status_t st = GM_OK;
-    for (bool first = true;; first = false) {
-        for (; next < nested_count && count < room; next++)
-            if (nested[next].doomed && owns(&nested[next]) &&
-                (uint64_t)(uintptr_t)nested[next].graph != root)
-                keys[count++] = (uint64_t)(uintptr_t)nested[next].graph;
-        if (!first && count == 0)
-            break;
-        gm_driver_call_t now = first ? call : GM_NO_CALL;
-        st = engine ? gm_engine_graphs_destroy(engine, keys, count, now) : call_alone(now);
-        count = 0;
-        if (st != GM_OK || next >= nested_count) /* only the first can fail: the driver's call */
-            break;
-    }
+    doomed_walk_t walk = {root, 0, false};
+    gm_status_t st =
+        engine && dying > 0
+            ? gm_engine_graphs_destroy_each(engine, (gm_graph_source_t){next_doomed, &walk}, call)
+            : call_alone(call); /* nothing of graphmem's ends with it */
     settle_doomed(st == GM_OK);
-    if (keys != stack_keys)
-        free(keys);
     return st;
 }
 
