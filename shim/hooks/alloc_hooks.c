@@ -12,11 +12,14 @@
 #include "bridge/streams.h"
 #include "bridge/topology.h"
 #include "log.h"
+#include "options.h"
 #include "stats.h"
 
 typedef struct capture_point {
     cuuint64_t id;
     gm_marker_site_t site; /* the capture's graph and the stream's frontier */
+    uint64_t ends;         /* gm_frontier_capture_ends once the stream's lock was held */
+    CUgraphNode made;      /* the marker made here, now the stream's frontier (NULL: none) */
 } capture_point_t;
 
 /* The capture status of `stream` now, and while ACTIVE where the next captured node goes; the
@@ -38,6 +41,57 @@ static CUresult capture_status(CUstream stream, bool ptsz, capture_point_t *poin
                 &site->count);
 }
 
+/* This thread's last marker, the frontier of its stream unless a call on that stream reached
+ * graphmem since (its mark gone) or a capture ended (shim/README.md, "A frontier already known").
+ */
+static _Thread_local struct {
+    CUstream stream;
+    cuuint64_t id;
+    CUgraph graph;
+    CUgraphNode node;
+    uint64_t ends;
+} last_marker;
+
+/* GRAPHMEM_KNOWN_FRONTIER, and a driver no newer than cuda.h here: a newer one may have stream
+ * entries graphmem does not export, whose calls would take no mark away. Decided at the first
+ * marker. */
+static bool known_frontier_allowed(void) {
+    static atomic_int decided; /* 0: not yet, 1: allowed, 2: not */
+    int state = atomic_load_explicit(&decided, memory_order_relaxed);
+    if (state != 0)
+        return state == 1;
+    int version = 0;
+    bool wanted = gm_option_bool(GM_OPT_KNOWN_FRONTIER);
+    bool known_driver = gm_drv.cuDriverGetVersion != NULL &&
+                        gm_drv.cuDriverGetVersion(&version) == CUDA_SUCCESS &&
+                        version <= CUDA_VERSION;
+    if (wanted && !known_driver)
+        gm_log(GM_LOG_INFO,
+               "driver %d is newer than the CUDA headers graphmem was built with (%d): every "
+               "captured allocation and free asks for its stream's frontier",
+               version, CUDA_VERSION);
+    atomic_store_explicit(&decided, wanted && known_driver ? 1 : 2, memory_order_relaxed);
+    return wanted && known_driver;
+}
+
+/* With the stream's lock held: where the next captured node goes when this thread's last marker
+ * is still the stream's frontier, without asking the driver (false: ask). */
+static bool frontier_known(CUstream stream, const gm_frontier_hold_t *hold,
+                           capture_point_t *point) {
+    point->ends = gm_frontier_capture_ends();
+    if (!hold->marked_mine || last_marker.stream != stream || last_marker.ends != point->ends ||
+        !known_frontier_allowed())
+        return false;
+    point->id = last_marker.id;
+    point->site = (gm_marker_site_t){.graph = last_marker.graph,
+                                     .deps = &last_marker.node,
+                                     .count = 1,
+                                     .edge_data = NULL,
+                                     .captured = true};
+    gm_stat_add(GM_STAT_known_frontiers, 1);
+    return true;
+}
+
 /* A marker's three driver calls (the capture query, the node, the SET) hold its stream's frontier
  * lock EXCLUSIVE, from the query on (shim/README.md, "Capture safety"), and only on a stream that
  * captures: taken at once when no other call holds the stream (the query then made under it);
@@ -52,15 +106,35 @@ typedef struct marker_lock {
 static CUresult locked_capture_status(CUstream stream, bool ptsz, capture_point_t *point,
                                       CUstreamCaptureStatus *status, marker_lock_t *lock) {
     lock->held = false;
+    point->made = NULL;
     if (!gm_frontier_lock_needed(stream, GM_FRONTIER_EXCLUSIVE))
         return capture_status(stream, ptsz, point, status);
     lock->held = gm_frontier_try_lock(&lock->hold, stream, GM_FRONTIER_EXCLUSIVE);
+    if (lock->held && frontier_known(stream, &lock->hold, point)) {
+        *status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        return CUDA_SUCCESS;
+    }
     CUresult result = capture_status(stream, ptsz, point, status);
     if (lock->held || result != CUDA_SUCCESS || *status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
         return result;
     gm_frontier_lock(&lock->hold, stream, GM_FRONTIER_EXCLUSIVE);
     lock->held = true;
+    if (frontier_known(stream, &lock->hold, point))
+        return CUDA_SUCCESS; /* the status read before the lock: ACTIVE */
     return capture_status(stream, ptsz, point, status);
+}
+
+/* A marker made at `point` is the stream's frontier now: this thread knows it until another call
+ * on the stream takes the mark away. */
+static void remember_frontier(CUstream stream, const capture_point_t *point, marker_lock_t *lock) {
+    if (point->made == NULL || !lock->held)
+        return;
+    last_marker.stream = stream;
+    last_marker.id = point->id;
+    last_marker.graph = point->site.graph;
+    last_marker.node = point->made;
+    last_marker.ends = point->ends;
+    gm_frontier_mark(&lock->hold);
 }
 
 /* Lets the lock go if held: when the marker is done, and as the scope of a marker_lock_t declared
@@ -153,7 +227,7 @@ static bool capture_pool(CUmemoryPool pool, CUstream stream, const capture_point
     return true;
 }
 
-static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
+static CUresult captured_alloc(gm_engine_t *engine, capture_point_t *point, CUstream stream,
                                bool ptsz, const gm_alloc_params_t *params, CUdeviceptr *dptr) {
     CUdeviceptr va = 0;
     CUgraphNode node = NULL;
@@ -162,6 +236,7 @@ static CUresult captured_alloc(gm_engine_t *engine, const capture_point_t *point
         result = set_frontier(stream, ptsz, node);
     if (result == CUDA_SUCCESS) {
         gm_joins_note(point->id, stream, ptsz, point->site.graph, node);
+        point->made = node;
         *dptr = va;
         gm_stat_add(GM_STAT_graph_allocations, 1);
     }
@@ -224,6 +299,7 @@ static CUresult alloc_async(const alloc_call_t *call) {
         return call->forward(call);
     }
     result = alloc_captured(&point, call);
+    remember_frontier(call->stream, &point, &lock);
     marker_unlock(&lock);
     return result;
 }
@@ -268,7 +344,7 @@ CUresult gm_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
 
 /* ---- frees ---------------------------------------------------------------------------------- */
 
-static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point, CUstream stream,
+static CUresult captured_free(gm_engine_t *engine, capture_point_t *point, CUstream stream,
                               bool ptsz, CUdeviceptr dptr) {
     CUgraphNode node = NULL;
     CUresult result = gm_marker_free(engine, &point->site, dptr, &node);
@@ -276,7 +352,10 @@ static CUresult captured_free(gm_engine_t *engine, const capture_point_t *point,
         return result;
     gm_stat_add(GM_STAT_graph_frees, 1);
     gm_joins_note(point->id, stream, ptsz, point->site.graph, node);
-    return set_frontier(stream, ptsz, node);
+    result = set_frontier(stream, ptsz, node);
+    if (result == CUDA_SUCCESS)
+        point->made = node;
+    return result;
 }
 
 /* The stream of an async free outside graphs, asked again under the engine's defer lock just
@@ -367,6 +446,7 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
             result = gm_nested_is_child(point.site.graph)
                          ? CUDA_ERROR_NOT_SUPPORTED
                          : captured_free(engine, &point, stream, ptsz, dptr);
+            remember_frontier(stream, &point, &lock);
             marker_unlock(&lock);
             return result;
         }

@@ -3,6 +3,7 @@
  * load). */
 #include <pthread.h>
 
+#include "interpose/frontier_lock.h"
 #include "bridge/captures.h"
 #include "bridge/engine_glue.h"
 #include "bridge/joins.h"
@@ -173,6 +174,7 @@ static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph);
 static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     if (graph == NULL) /* the driver's error, the capture goes on */
         return GM_REAL_PT(cuStreamEndCapture, ptsz)(stream, graph);
+    gm_frontier_capture_ending(); /* side streams' captures may end with it: no frontier known */
     pthread_mutex_lock(&ends_lock);
     CUresult result = end_capture_alone(ptsz, stream, graph);
     pthread_mutex_unlock(&ends_lock);

@@ -10,6 +10,7 @@
  * capture still open leaves its last captured nodes to the unjoined check first
  * (bridge/joins.h). */
 #include "interpose/driver.h"
+#include "interpose/frontier_lock.h"
 
 #include "bridge/backend_cuda.h"
 #include "bridge/captures.h"
@@ -28,6 +29,8 @@ static CUresult call_stream_destroy(void *arg) {
 }
 
 static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
+    /* A capture's origin going invalidates its side streams' capture: no frontier known */
+    gm_frontier_capture_ending();
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || gm_stream_is_default(stream))
         return real(stream);
@@ -211,6 +214,7 @@ static bool end_context(void *arg) {
  * after a context went: its streams' and events' handles may come back (a mark seen on one
  * meanwhile costs sharing, never bytes: core/README.md, "Event order"). */
 static CUresult context_going(context_end_t *end) {
+    gm_frontier_capture_ending(); /* the context's streams and graphs go: no frontier known */
     gm_join_end(gm_join_begin(NULL, false, true));
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL) /* no fences of any context */

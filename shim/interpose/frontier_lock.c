@@ -27,6 +27,7 @@
 
 typedef struct stripe {
     _Alignas(64) _Atomic uint64_t word;
+    _Atomic uint64_t mark; /* gm_frontier_mark's: the marking thread's token, 0 when none */
     pthread_mutex_t lock;
     pthread_cond_t changed;
     gm_frontier_hold_t *holds; /* the slow way's */
@@ -155,21 +156,58 @@ static void slow_unlock(stripe_t *s, gm_frontier_hold_t *hold) {
     pthread_mutex_unlock(&s->lock);
 }
 
+/* ---- the marks of known frontiers ---------------------------------------------------------- */
+
+/* A thread's token: the address of a thread-local byte, distinct among live threads and never 0.
+ * A thread that reuses a dead one's address starts with no known frontier of its own. */
+static _Thread_local char token_anchor;
+static _Atomic uint64_t capture_ends;
+
+static uint64_t token(void) {
+    return (uint64_t)(uintptr_t)&token_anchor;
+}
+
+/* Taking a hold takes the stream's mark away (frontier_lock.h); the mark is read after the hold
+ * is taken, so it sees every mark and removal made under holds of the stream before. */
+static void take_mark(stripe_t *s, gm_frontier_hold_t *hold) {
+    if (hold->kind == GM_FRONTIER_EXCLUSIVE) {
+        hold->marked_mine = atomic_exchange_explicit(&s->mark, 0, memory_order_relaxed) == token();
+    } else if (atomic_load_explicit(&s->mark, memory_order_relaxed) != 0) {
+        atomic_store_explicit(&s->mark, 0, memory_order_relaxed);
+    }
+}
+
+void gm_frontier_mark(gm_frontier_hold_t *hold) {
+    atomic_store_explicit(&stripe_of(hold->stream)->mark, token(), memory_order_relaxed);
+}
+
+void gm_frontier_capture_ending(void) {
+    atomic_fetch_add_explicit(&capture_ends, 1, memory_order_seq_cst);
+}
+
+uint64_t gm_frontier_capture_ends(void) {
+    return atomic_load_explicit(&capture_ends, memory_order_seq_cst);
+}
+
 /* ---- both ----------------------------------------------------------------------------------- */
 
 void gm_frontier_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind) {
-    *hold = (gm_frontier_hold_t){stream, kind, false, false, NULL, NULL};
+    *hold = (gm_frontier_hold_t){stream, kind, false, false, false, NULL, NULL};
     stripe_t *s = stripe_of(stream);
-    if (fast_lock(s, hold)) {
+    if (fast_lock(s, hold))
         hold->fast = true;
-        return;
-    }
-    slow_lock(s, hold);
+    else
+        slow_lock(s, hold);
+    take_mark(s, hold);
 }
 
 bool gm_frontier_try_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind) {
-    *hold = (gm_frontier_hold_t){stream, kind, false, false, NULL, NULL};
-    return hold->fast = fast_lock(stripe_of(stream), hold);
+    *hold = (gm_frontier_hold_t){stream, kind, false, false, false, NULL, NULL};
+    stripe_t *s = stripe_of(stream);
+    if (!(hold->fast = fast_lock(s, hold)))
+        return false;
+    take_mark(s, hold);
+    return true;
 }
 
 void gm_frontier_unlock(gm_frontier_hold_t *hold) {

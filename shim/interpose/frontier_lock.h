@@ -30,6 +30,8 @@ typedef struct gm_frontier_hold {
     gm_frontier_hold_kind_t kind;
     bool holding; /* an EXCLUSIVE waits (false) until no other call holds the stream */
     bool fast;    /* held through the stripe's word, not its list (frontier_lock.c) */
+    /* EXCLUSIVE: the stream's mark was this thread's when the hold was taken (gm_frontier_mark) */
+    bool marked_mine;
     struct gm_frontier_hold *prev, *next;
 } gm_frontier_hold_t;
 
@@ -55,5 +57,20 @@ void gm_frontier_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hol
  * SHARED for a SHARED call); false, and nothing held, otherwise. */
 bool gm_frontier_try_lock(gm_frontier_hold_t *hold, CUstream stream, gm_frontier_hold_kind_t kind);
 void gm_frontier_unlock(gm_frontier_hold_t *hold);
+
+/* A frontier already known (shim/README.md, "A frontier already known"). A marker that has just
+ * made its node the stream's frontier marks the stream, holding it EXCLUSIVE, as left by this
+ * thread. Any later hold on the stream takes the mark away: a SHARED one as it is taken (whatever
+ * its call does may change the frontier), an EXCLUSIVE one too, noting in `marked_mine` whether
+ * the mark was the taking thread's. The mark is the stripe's, shared by its streams: a hold whose
+ * `marked_mine` is set knows that no hold on any of them came since this thread's last mark, and
+ * when the thread made that mark on this stream (the caller keeps which), that no call on the
+ * stream reached graphmem since. Another stream's hold only takes a mark away too early. */
+void gm_frontier_mark(gm_frontier_hold_t *hold);
+/* A capture's end takes its side streams' capture with it (an unjoined end leaves them capturing
+ * nothing, the graph gone), which no hold on those streams sees: every end raises this count
+ * before the driver's call, and a frontier known from before a raise is not used. */
+void gm_frontier_capture_ending(void);
+uint64_t gm_frontier_capture_ends(void);
 
 #endif

@@ -6,7 +6,11 @@
  * - per stream: a call holding a stream, fast or slow, keeps no other stream of its stripe waiting;
  * - writers first: an EXCLUSIVE waiting for a SHARED holder keeps a new SHARED call on that stream
  *   back until it has held and let go;
- * - EXCLUSIVE against EXCLUSIVE on one stream, fast and slow. */
+ * - EXCLUSIVE against EXCLUSIVE on one stream, fast and slow;
+ * - marks (gm_frontier_mark): an EXCLUSIVE hold finds the stream marked by its own thread only
+ *   when no other hold of that stream came since the thread's last mark, made on that stream (a
+ *   mark is the stripe's: the caller keeps the stream it marked), on one thread and under threads
+ *   taking random streams (a stripe's two streams among them). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -179,10 +183,110 @@ static void test_exclusive_pairs(void) {
     }
 }
 
+/* ---- marks ---------------------------------------------------------------------------------- */
+
+static bool exclusive_finds_own_mark(CUstream stream) {
+    gm_frontier_hold_t hold;
+    gm_frontier_lock(&hold, stream, GM_FRONTIER_EXCLUSIVE);
+    bool mine = hold.marked_mine;
+    gm_frontier_unlock(&hold);
+    return mine;
+}
+
+static void mark_stream(CUstream stream) {
+    gm_frontier_hold_t hold;
+    gm_frontier_lock(&hold, stream, GM_FRONTIER_EXCLUSIVE);
+    gm_frontier_mark(&hold);
+    gm_frontier_unlock(&hold);
+}
+
+static void *shared_hold_once(void *arg) {
+    gm_frontier_hold_t hold;
+    gm_frontier_lock(&hold, (CUstream)arg, GM_FRONTIER_SHARED);
+    gm_frontier_unlock(&hold);
+    return NULL;
+}
+
+static void *exclusive_hold_once(void *arg) {
+    return exclusive_finds_own_mark((CUstream)arg) ? (void *)1 : NULL;
+}
+
+static void test_marks_one_by_one(void) {
+    CUstream fast = (CUstream)(uintptr_t)0x7f0000009000;
+    CUstream slow = (CUstream)(uintptr_t)0xffff80000000a000ull;
+    CUstream both[2] = {fast, slow};
+    for (int i = 0; i < 2; i++) {
+        CUstream x = both[i];
+        CHECK(!exclusive_finds_own_mark(x)); /* never marked */
+        mark_stream(x);
+        CHECK(exclusive_finds_own_mark(x));
+        CHECK(!exclusive_finds_own_mark(x)); /* the hold before took it */
+        pthread_t t;
+        void *other_found = (void *)1;
+        mark_stream(x);
+        pthread_create(&t, NULL, shared_hold_once, x);
+        pthread_join(t, NULL);
+        CHECK(!exclusive_finds_own_mark(x)); /* another thread's SHARED hold came */
+        mark_stream(x);
+        pthread_create(&t, NULL, exclusive_hold_once, x);
+        pthread_join(t, &other_found);
+        CHECK(other_found == NULL); /* not that thread's mark */
+        CHECK(!exclusive_finds_own_mark(x));
+        mark_stream(x);
+        CHECK(exclusive_finds_own_mark(x)); /* its own holds only */
+    }
+}
+
+#define MARK_STREAMS 3
+static CUstream mark_streams[MARK_STREAMS];
+static atomic_long last_holder[MARK_STREAMS]; /* the thread that held each stream last */
+static atomic_int false_marks, own_marks;
+
+static void *marking_thread(void *arg) {
+    long me = (long)(uintptr_t)arg + 1;
+    int marked_on = -1; /* the stream of this thread's last mark */
+    uint64_t rng = 0x2545F4914F6CDD1Dull * (uint64_t)me;
+    for (int round = 0; round < ROUNDS; round++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        int i = (int)((rng >> 33) % MARK_STREAMS);
+        bool exclusive = (rng >> 40) % 2 == 0;
+        gm_frontier_hold_t hold;
+        gm_frontier_lock(&hold, mark_streams[i],
+                         exclusive ? GM_FRONTIER_EXCLUSIVE : GM_FRONTIER_SHARED);
+        if (exclusive && hold.marked_mine && marked_on == i) {
+            atomic_fetch_add(&own_marks, 1);
+            if (atomic_load(&last_holder[i]) != me)
+                atomic_fetch_add(&false_marks, 1);
+        }
+        atomic_store(&last_holder[i], me);
+        if (exclusive && (rng >> 50) % 2 == 0) {
+            gm_frontier_mark(&hold);
+            marked_on = i;
+        }
+        gm_frontier_unlock(&hold);
+    }
+    return NULL;
+}
+
+static void test_marks_under_threads(void) {
+    mark_streams[0] = (CUstream)(uintptr_t)0x7f000000b000;
+    mark_streams[1] = stripe_mate(mark_streams[0]);
+    mark_streams[2] = (CUstream)(uintptr_t)0xffff80000000c000ull;
+    pthread_t threads[THREADS];
+    for (long t = 0; t < THREADS; t++)
+        REQUIRE(pthread_create(&threads[t], NULL, marking_thread, (void *)(uintptr_t)t) == 0);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(threads[t], NULL);
+    CHECK_EQ_INT(atomic_load(&false_marks), 0);
+    CHECK(atomic_load(&own_marks) > 0);
+}
+
 int main(void) {
     RUN_TEST(test_exclusion);
     RUN_TEST(test_other_stream_never_waits);
     RUN_TEST(test_writer_first);
     RUN_TEST(test_exclusive_pairs);
+    RUN_TEST(test_marks_one_by_one);
+    RUN_TEST(test_marks_under_threads);
     return gm_check_summary();
 }

@@ -33,6 +33,8 @@ void gm_mock_unlock(void);
 void gm_mock_hold_next_update(void);
 void gm_mock_wait_held(void);
 void gm_mock_release_update(void);
+/* Capture queries answered so far (cuStreamGetCaptureInfo, every ABI). */
+long gm_mock_capture_queries(void);
 
 /* CUDA_ERROR_NOT_INITIALIZED until cuInit succeeded, like the driver. */
 CUresult gm_mock_check_init(void);

@@ -2,6 +2,7 @@
  * next captured operation depends on), which cuStreamGetCaptureInfo reports and
  * cuStreamUpdateCaptureDependencies replaces, as graphmem's marker nodes require. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "mock.h"
@@ -207,12 +208,20 @@ static CUresult cuStreamIsCapturing_impl(CUstream hStream, CUstreamCaptureStatus
 GM_MOCK_PAIR(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *status),
              (hStream, status))
 
+/* Capture queries answered, for tests that check a query was skipped (gm_mock_capture_queries). */
+static atomic_long capture_queries;
+
+GM_MOCK_API long gm_mock_capture_queries(void) {
+    return atomic_load(&capture_queries);
+}
+
 /* One body for the three cuStreamGetCaptureInfo ABIs; edges are always default (NULL). */
 static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cuuint64_t *id,
                              CUgraph *graph, const CUgraphNode **deps,
                              const CUgraphEdgeData **edges, size_t *ndeps) {
     if (!status)
         return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&capture_queries, 1);
     gm_mock_lock();
     gm_mock_stream_t *st = stream_get(hStream);
     if (st) {

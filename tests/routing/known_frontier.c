@@ -1,0 +1,186 @@
+/* A frontier already known (shim/README.md, "A frontier already known"), over the mock driver: a
+ * captured allocation or free right after this thread's previous one on the same stream skips the
+ * capture query, and any other call on the stream, or a capture's end anywhere, makes the next one
+ * ask again. Exit 1 when a scenario fails.
+ * 1. 50 allocation and free pairs make two capture queries in all (the first marker asks, and asks
+ *    again after looking up its stream's device), and none
+ *    with GRAPHMEM_KNOWN_FRONTIER=0 is skipped (the test is run both ways; argv[1] says which).
+ * 2. Between an allocation w and its free, a call on the stream from each kind of entry: a host
+ *    function (an enqueue entry, GM_ENQUEUE), the same from another thread, a node added to the
+ *    stream's dependencies (cuStreamUpdateCaptureDependencies, a hook holding the stream), and an
+ *    allocation the driver serves itself (a pool graphmem does not serve). Then z is allocated
+ *    (in w's bytes) and a host function runs on it. Every node of the graph must come before that
+ *    last host function: one leaf, as the driver's graph has. A marker that took its own last
+ *    marker as the frontier past one of these calls leaves that call's node a second leaf (its
+ *    work may then run beside the use of z, in the same bytes).
+ * 3. A capture ended on another stream makes the next marker ask. */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+long gm_mock_capture_queries(void);
+
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        CUresult r_ = (x);                                                                         \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #x, (int)r_);                 \
+            exit(2);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static CUstream s;
+
+static void host_function(void *arg) {
+    (void)arg;
+}
+
+/* ---- 1: pairs ------------------------------------------------------------------------------- */
+
+static int pairs_skip_queries(bool known_wanted) {
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    long before = gm_mock_capture_queries();
+    for (int i = 0; i < 50; i++) {
+        CUdeviceptr p = 0;
+        CK(cuMemAllocAsync(&p, 4096, s));
+        CK(cuMemFreeAsync(p, s));
+    }
+    long queries = gm_mock_capture_queries() - before;
+    CUgraph g;
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuGraphDestroy(g));
+    bool ok = known_wanted ? queries <= 2 : queries >= 100; /* the first marker asks twice */
+    printf("1. 50 pairs made %ld capture queries (%s)\n", queries, ok ? "as expected" : "WRONG");
+    return ok ? 0 : 1;
+}
+
+/* ---- 2: a call between a marker and the next ------------------------------------------------ */
+
+/* Leaves of `g`: nodes no edge leaves from. */
+static size_t leaves(CUgraph g) {
+    size_t node_count = 0, edge_count = 0;
+    CK(cuGraphGetNodes(g, NULL, &node_count));
+    CK(cuGraphGetEdges(g, NULL, NULL, NULL, &edge_count));
+    CUgraphNode *nodes = calloc(node_count + 1, sizeof *nodes);
+    CUgraphNode *from = calloc(edge_count + 1, sizeof *from);
+    CUgraphNode *to = calloc(edge_count + 1, sizeof *to);
+    if (nodes == NULL || from == NULL || to == NULL)
+        exit(2);
+    CK(cuGraphGetNodes(g, nodes, &node_count));
+    CK(cuGraphGetEdges(g, from, to, NULL, &edge_count));
+    size_t count = 0;
+    for (size_t i = 0; i < node_count; i++) {
+        bool has_edge_out = false;
+        for (size_t j = 0; j < edge_count && !has_edge_out; j++)
+            has_edge_out = from[j] == nodes[i];
+        count += !has_edge_out;
+    }
+    free(nodes), free(from), free(to);
+    return count;
+}
+
+static void *host_function_on_s(void *arg) {
+    (void)arg;
+    CK(cuLaunchHostFunc(s, host_function, NULL));
+    return NULL;
+}
+
+typedef enum between {
+    HOST_FUNCTION,
+    HOST_FUNCTION_OTHER_THREAD,
+    ADDED_DEPENDENCY,
+    DRIVER_ALLOCATION,
+    BETWEEN_KINDS
+} between_t;
+
+static const char *const between_names[] = {"a host function", "another thread's host function",
+                                            "an added dependency",
+                                            "an allocation the driver serves"};
+
+/* A pool graphmem does not know (the mock takes any): the driver makes the node. */
+static CUmemoryPool const foreign_pool = (CUmemoryPool)(uintptr_t)0x5eed;
+
+static void call_between(between_t kind, CUgraph graph) {
+    if (kind == HOST_FUNCTION) {
+        CK(cuLaunchHostFunc(s, host_function, NULL));
+    } else if (kind == HOST_FUNCTION_OTHER_THREAD) {
+        pthread_t other;
+        pthread_create(&other, NULL, host_function_on_s, NULL);
+        pthread_join(other, NULL);
+    } else if (kind == ADDED_DEPENDENCY) {
+        CUgraphNode added;
+        CK(cuGraphAddEmptyNode(&added, graph, NULL, 0));
+        CK(cuStreamUpdateCaptureDependencies(s, &added, NULL, 1,
+                                             CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+    } else {
+        CUdeviceptr p = 0;
+        CK(cuMemAllocFromPoolAsync(&p, 4096, foreign_pool, s));
+    }
+}
+
+static int call_between_markers(between_t kind) {
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CUstreamCaptureStatus status;
+    CUgraph graph = NULL;
+    CK(cuStreamGetCaptureInfo(s, &status, NULL, &graph, NULL, NULL, NULL));
+    CUdeviceptr w = 0, z = 0;
+    CK(cuMemAllocAsync(&w, 4096, s));
+    call_between(kind, graph);
+    CK(cuMemFreeAsync(w, s));
+    CK(cuMemAllocAsync(&z, 4096, s));
+    CK(cuLaunchHostFunc(s, host_function, NULL));
+    CUgraph g;
+    CK(cuStreamEndCapture(s, &g));
+    size_t count = leaves(g);
+    CK(cuGraphDestroy(g));
+    printf("2. with %s between two markers, the graph has %zu leaves (%s)\n", between_names[kind],
+           count, count == 1 ? "as the driver's" : "the driver's has ONE");
+    return count == 1 ? 0 : 1;
+}
+
+/* ---- 3: an end elsewhere -------------------------------------------------------------------- */
+
+static int end_elsewhere_asks_again(bool known_wanted) {
+    CUstream other;
+    CK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CK(cuStreamBeginCapture(other, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CUdeviceptr p = 0, q = 0;
+    CK(cuMemAllocAsync(&p, 4096, s));
+    CUgraph g_other;
+    CK(cuStreamEndCapture(other, &g_other));
+    long before = gm_mock_capture_queries();
+    CK(cuMemAllocAsync(&q, 4096, s));
+    long queries = gm_mock_capture_queries() - before;
+    CUgraph g;
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuGraphDestroy(g));
+    CK(cuGraphDestroy(g_other));
+    CK(cuStreamDestroy(other));
+    bool ok = !known_wanted || queries == 1;
+    printf("3. after a capture ended on another stream, the next marker made %ld capture queries "
+           "(%s)\n",
+           queries, ok ? "as expected" : "WRONG");
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    bool known_wanted = argc < 2 || strcmp(argv[1], "off") != 0;
+    CK(cuInit(0));
+    CUdevice d;
+    CUcontext ctx;
+    CK(cuDeviceGet(&d, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, d));
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    int failed = pairs_skip_queries(known_wanted);
+    for (between_t kind = 0; kind < BETWEEN_KINDS; kind++)
+        failed |= call_between_markers(kind);
+    failed |= end_elsewhere_asks_again(known_wanted);
+    CK(cuStreamDestroy(s));
+    return failed;
+}
