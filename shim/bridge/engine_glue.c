@@ -10,6 +10,7 @@
 #include "side_work.h"
 #include "topology.h"
 #include "interpose/driver.h"
+#include "interpose/frontier_lock.h"
 #include "log.h"
 #include "options.h"
 #include "stats.h"
@@ -140,6 +141,7 @@ static void report_execs(gm_exec_report_fn fn, void *arg) {
 /* After fork the child inherits the parent's engine, whose device memory and events belong to the
  * parent's CUDA context: the child abandons it untouched and starts from a clean slate. */
 static void forget_after_fork(void) {
+    gm_frontier_capture_change_begins(); /* no frontier kept in the parent is used here */
     atomic_store(&gm_shim_hot.engine, NULL);
     atomic_store(&start_failed, false);
     pthread_mutex_init(&start_lock, NULL);

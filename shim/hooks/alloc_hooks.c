@@ -18,8 +18,9 @@
 typedef struct capture_point {
     cuuint64_t id;
     gm_marker_site_t site; /* the capture's graph and the stream's frontier */
-    uint64_t ends;         /* gm_frontier_capture_ends once the stream's lock was held */
+    uint64_t changes;      /* gm_frontier_capture_changes once the stream's lock was held */
     CUgraphNode made;      /* the marker made here, now the stream's frontier (NULL: none) */
+    bool known;            /* the frontier was taken as known, not asked (frontier_known) */
 } capture_point_t;
 
 /* The capture status of `stream` now, and while ACTIVE where the next captured node goes; the
@@ -42,19 +43,19 @@ static CUresult capture_status(CUstream stream, bool ptsz, capture_point_t *poin
 }
 
 /* This thread's last marker, the frontier of its stream unless a call on that stream reached
- * graphmem since (its mark gone) or a capture ended (shim/README.md, "A frontier already known").
+ * graphmem since (its mark gone) or captures changed (shim/README.md, "A frontier already known").
  */
 static _Thread_local struct {
     CUstream stream;
     cuuint64_t id;
     CUgraph graph;
     CUgraphNode node;
-    uint64_t ends;
+    uint64_t changes; /* gm_frontier_capture_changes when the marker's lock was held */
 } last_marker;
 
-/* GRAPHMEM_KNOWN_FRONTIER, and a driver no newer than cuda.h here: a newer one may have stream
- * entries graphmem does not export, whose calls would take no mark away. Decided at the first
- * marker. */
+/* GRAPHMEM_KNOWN_FRONTIER, with a driver no newer than the cuda.h whose stream entries hooks.def
+ * lists: a newer one may have stream entries graphmem does not export, whose calls would take no
+ * mark away. Decided at the first marker. */
 static bool known_frontier_allowed(void) {
     static atomic_int decided; /* 0: not yet, 1: allowed, 2: not */
     int state = atomic_load_explicit(&decided, memory_order_relaxed);
@@ -64,23 +65,23 @@ static bool known_frontier_allowed(void) {
     bool wanted = gm_option_bool(GM_OPT_KNOWN_FRONTIER);
     bool known_driver = gm_drv.cuDriverGetVersion != NULL &&
                         gm_drv.cuDriverGetVersion(&version) == CUDA_SUCCESS &&
-                        version <= CUDA_VERSION;
+                        version <= GM_HOOKS_CUDA_VERSION;
     if (wanted && !known_driver)
         gm_log(GM_LOG_INFO,
-               "driver %d is newer than the CUDA headers graphmem was built with (%d): every "
-               "captured allocation and free asks for its stream's frontier",
-               version, CUDA_VERSION);
+               "driver %d is newer than the CUDA API graphmem's hooks list (%d): every captured "
+               "allocation and free asks for its stream's frontier",
+               version, GM_HOOKS_CUDA_VERSION);
     atomic_store_explicit(&decided, wanted && known_driver ? 1 : 2, memory_order_relaxed);
     return wanted && known_driver;
 }
 
 /* With the stream's lock held: where the next captured node goes when this thread's last marker
  * is still the stream's frontier, without asking the driver (false: ask). */
-static bool frontier_known(CUstream stream, const gm_frontier_hold_t *hold,
-                           capture_point_t *point) {
-    point->ends = gm_frontier_capture_ends();
-    if (!hold->marked_mine || last_marker.stream != stream || last_marker.ends != point->ends ||
-        !known_frontier_allowed())
+static bool frontier_known(CUstream stream, const gm_frontier_hold_t *hold, capture_point_t *point,
+                           bool may_know) {
+    point->changes = gm_frontier_capture_changes();
+    if (!may_know || !hold->marked_mine || last_marker.stream != stream ||
+        last_marker.changes != point->changes || !known_frontier_allowed())
         return false;
     point->id = last_marker.id;
     point->site = (gm_marker_site_t){.graph = last_marker.graph,
@@ -88,6 +89,7 @@ static bool frontier_known(CUstream stream, const gm_frontier_hold_t *hold,
                                      .count = 1,
                                      .edge_data = NULL,
                                      .captured = true};
+    point->known = true;
     gm_stat_add(GM_STAT_known_frontiers, 1);
     return true;
 }
@@ -103,14 +105,14 @@ typedef struct marker_lock {
     bool held;
 } marker_lock_t;
 
-static CUresult locked_capture_status(CUstream stream, bool ptsz, capture_point_t *point,
-                                      CUstreamCaptureStatus *status, marker_lock_t *lock) {
+/* `may_know`: the frontier may be taken as known (frontier_known). */
+static CUresult locked_status(CUstream stream, bool ptsz, capture_point_t *point,
+                              CUstreamCaptureStatus *status, marker_lock_t *lock, bool may_know) {
     lock->held = false;
-    point->made = NULL;
     if (!gm_frontier_lock_needed(stream, GM_FRONTIER_EXCLUSIVE))
         return capture_status(stream, ptsz, point, status);
     lock->held = gm_frontier_try_lock(&lock->hold, stream, GM_FRONTIER_EXCLUSIVE);
-    if (lock->held && frontier_known(stream, &lock->hold, point)) {
+    if (lock->held && frontier_known(stream, &lock->hold, point, may_know)) {
         *status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
         return CUDA_SUCCESS;
     }
@@ -119,22 +121,41 @@ static CUresult locked_capture_status(CUstream stream, bool ptsz, capture_point_
         return result;
     gm_frontier_lock(&lock->hold, stream, GM_FRONTIER_EXCLUSIVE);
     lock->held = true;
-    if (frontier_known(stream, &lock->hold, point))
+    if (frontier_known(stream, &lock->hold, point, may_know))
         return CUDA_SUCCESS; /* the status read before the lock: ACTIVE */
     return capture_status(stream, ptsz, point, status);
 }
 
-/* A marker made at `point` is the stream's frontier now: this thread knows it until another call
- * on the stream takes the mark away. */
+/* The stream's status and, while it captures, where the next node goes, under its lock. The
+ * stream is marked as this thread's from here, before its SET: a call that reaches the stream
+ * without the lock from then on takes the mark away (gm_frontier_after_unlocked) after it landed,
+ * which it could not do were the mark made after the SET. remember_frontier settles it. */
+static CUresult locked_capture_status(CUstream stream, bool ptsz, capture_point_t *point,
+                                      CUstreamCaptureStatus *status, marker_lock_t *lock,
+                                      bool may_know) {
+    point->made = NULL;
+    point->known = false;
+    CUresult result = locked_status(stream, ptsz, point, status, lock, may_know);
+    if (lock->held && result == CUDA_SUCCESS && *status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        gm_frontier_mark(&lock->hold);
+    return result;
+}
+
+/* With the lock still held, after the marker: one made at `point` is the stream's frontier now,
+ * which this thread knows until another call on the stream takes the mark away; without one (the
+ * driver served the call, or it failed) the mark goes. */
 static void remember_frontier(CUstream stream, const capture_point_t *point, marker_lock_t *lock) {
-    if (point->made == NULL || !lock->held)
+    if (!lock->held)
         return;
+    if (point->made == NULL) {
+        gm_frontier_unmark(stream);
+        return;
+    }
     last_marker.stream = stream;
     last_marker.id = point->id;
     last_marker.graph = point->site.graph;
     last_marker.node = point->made;
-    last_marker.ends = point->ends;
-    gm_frontier_mark(&lock->hold);
+    last_marker.changes = point->changes;
 }
 
 /* Lets the lock go if held: when the marker is done, and as the scope of a marker_lock_t declared
@@ -151,10 +172,13 @@ static void marker_unlock(marker_lock_t *lock) {
  * entry that enqueues. */
 static CUresult forward_free(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     marker_lock_t lock MARKER_LOCK = {.held = false};
-    if (gm_frontier_lock_needed(stream, GM_FRONTIER_SHARED)) {
-        gm_frontier_lock(&lock.hold, stream, GM_FRONTIER_SHARED);
-        lock.held = true;
+    if (!gm_frontier_lock_needed(stream, GM_FRONTIER_SHARED)) {
+        CUresult result = GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
+        gm_frontier_after_unlocked(stream);
+        return result;
     }
+    gm_frontier_lock(&lock.hold, stream, GM_FRONTIER_SHARED);
+    lock.held = true;
     return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
 }
 
@@ -286,22 +310,36 @@ static CUresult alloc_captured(capture_point_t *point, const alloc_call_t *call)
     return alloc_in_capture(engine, point, call);
 }
 
+/* The driver's own allocation, made without the stream's lock. */
+static CUresult forward_unlocked(const alloc_call_t *call) {
+    CUresult result = call->forward(call);
+    gm_frontier_after_unlocked(call->stream);
+    return result;
+}
+
+/* A marker that took its frontier as known and failed is made again after asking the driver: an
+ * invalidated capture then gets the driver's own answer, as without the known frontier. */
 static CUresult alloc_async(const alloc_call_t *call) {
     /* Zero bytes: the driver returns NULL and adds no node; leave it to the driver. */
     if (call->dptr == NULL || call->size == 0 || gm_shim_mode() != GM_MODE_ACTIVE)
-        return call->forward(call);
-    capture_point_t point;
-    CUstreamCaptureStatus status;
-    marker_lock_t lock MARKER_LOCK;
-    CUresult result = locked_capture_status(call->stream, call->ptsz, &point, &status, &lock);
-    if (result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-        marker_unlock(&lock); /* not capturing now: the driver answers the call */
-        return call->forward(call);
+        return forward_unlocked(call);
+    for (bool may_know = true;; may_know = false) {
+        capture_point_t point;
+        CUstreamCaptureStatus status;
+        marker_lock_t lock MARKER_LOCK;
+        CUresult result =
+            locked_capture_status(call->stream, call->ptsz, &point, &status, &lock, may_know);
+        if (result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            bool held = lock.held;
+            marker_unlock(&lock); /* not capturing now: the driver answers the call */
+            return held ? call->forward(call) : forward_unlocked(call);
+        }
+        result = alloc_captured(&point, call);
+        remember_frontier(call->stream, &point, &lock);
+        marker_unlock(&lock);
+        if (result == CUDA_SUCCESS || !point.known)
+            return result;
     }
-    result = alloc_captured(&point, call);
-    remember_frontier(call->stream, &point, &lock);
-    marker_unlock(&lock);
-    return result;
 }
 
 static CUresult forward_alloc(const alloc_call_t *c) {
@@ -435,11 +473,11 @@ static CUresult legacy_stream_refusal(CUstream stream, bool ptsz) {
  * takes the captured path (a few rounds at most: each needs another thread to begin a capture on
  * it just then), one destroyed meanwhile fails the record. */
 static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stream, bool ptsz) {
-    for (;;) {
+    for (bool may_know = true;;) {
         capture_point_t point;
         CUstreamCaptureStatus status;
         marker_lock_t lock MARKER_LOCK;
-        CUresult result = locked_capture_status(stream, ptsz, &point, &status, &lock);
+        CUresult result = locked_capture_status(stream, ptsz, &point, &status, &lock, may_know);
         if (result == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
             /* Into a child node's graph: no free node may go there (§A3.6), as for the explicit
              * one. */
@@ -448,7 +486,10 @@ static CUresult free_served(gm_engine_t *engine, CUdeviceptr dptr, CUstream stre
                          : captured_free(engine, &point, stream, ptsz, dptr);
             remember_frontier(stream, &point, &lock);
             marker_unlock(&lock);
-            return result;
+            if (result == CUDA_SUCCESS || !point.known)
+                return result;
+            may_know = false; /* asked again, as for an allocation (alloc_async) */
+            continue;
         }
         marker_unlock(&lock);
         if (result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {

@@ -27,6 +27,7 @@ static void start_before_capture(void) {
 static gm_join_t beginning(CUstream stream, bool ptsz) {
     start_before_capture();
     atomic_fetch_add_explicit(&gm_shim_hot.captures_in_flight, 1, memory_order_seq_cst);
+    gm_frontier_capture_change_begins(); /* no frontier kept from before is used after */
     return gm_join_begin(stream, ptsz, false);
 }
 
@@ -55,6 +56,7 @@ static void note_capture_graph(CUstream stream, bool ptsz, bool fresh) {
 }
 
 static CUresult began(CUresult result, gm_join_t join, CUstream stream, bool ptsz, bool fresh) {
+    gm_frontier_capture_change_ends();
     gm_join_end(join);
     if (result == CUDA_SUCCESS) {
         gm_stat_add(GM_STAT_captures, 1);
@@ -174,10 +176,11 @@ static CUresult end_capture_alone(bool ptsz, CUstream stream, CUgraph *graph);
 static CUresult end_capture(bool ptsz, CUstream stream, CUgraph *graph) {
     if (graph == NULL) /* the driver's error, the capture goes on */
         return GM_REAL_PT(cuStreamEndCapture, ptsz)(stream, graph);
-    gm_frontier_capture_ending(); /* side streams' captures may end with it: no frontier known */
+    gm_frontier_capture_change_begins(); /* side streams' captures may end with it */
     pthread_mutex_lock(&ends_lock);
     CUresult result = end_capture_alone(ptsz, stream, graph);
     pthread_mutex_unlock(&ends_lock);
+    gm_frontier_capture_change_ends();
     return result;
 }
 

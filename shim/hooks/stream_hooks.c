@@ -28,9 +28,7 @@ static CUresult call_stream_destroy(void *arg) {
     return a->real(a->stream);
 }
 
-static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
-    /* A capture's origin going invalidates its side streams' capture: no frontier known */
-    gm_frontier_capture_ending();
+static CUresult stream_destroy_alone(CUresult (*real)(CUstream), CUstream stream) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || gm_stream_is_default(stream))
         return real(stream);
@@ -42,6 +40,14 @@ static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
                              gm_app_call_begin(&call, call_stream_destroy, &args));
     gm_app_call_end(&call);
     return call.result;
+}
+
+/* A capture's origin going invalidates its side streams' capture (frontier_lock.h). */
+static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream stream) {
+    gm_frontier_capture_change_begins();
+    CUresult result = stream_destroy_alone(real, stream);
+    gm_frontier_capture_change_ends();
+    return result;
 }
 
 CUresult gm_hook_cuStreamDestroy(CUstream hStream) {
@@ -213,8 +219,7 @@ static bool end_context(void *arg) {
  * the driver), and no launch or trim may use one in between. The order's marks are forgotten
  * after a context went: its streams' and events' handles may come back (a mark seen on one
  * meanwhile costs sharing, never bytes: core/README.md, "Event order"). */
-static CUresult context_going(context_end_t *end) {
-    gm_frontier_capture_ending(); /* the context's streams and graphs go: no frontier known */
+static CUresult context_going_alone(context_end_t *end) {
     gm_join_end(gm_join_begin(NULL, false, true));
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL) /* no fences of any context */
@@ -223,6 +228,14 @@ static CUresult context_going(context_end_t *end) {
     if (end->gone)
         gm_engine_order_reset(engine);
     return end->result;
+}
+
+/* The context's streams and graphs may go with it (frontier_lock.h). */
+static CUresult context_going(context_end_t *end) {
+    gm_frontier_capture_change_begins();
+    CUresult result = context_going_alone(end);
+    gm_frontier_capture_change_ends();
+    return result;
 }
 
 /* The driver's call for each hook below, through the one signature context_end_t holds. */

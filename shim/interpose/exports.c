@@ -19,8 +19,10 @@ static void let_go(gm_frontier_hold_t **held) {
 
 /* A driver without the entry (older than the name) gets what a missing symbol would give the
  * caller of that driver: the call cannot be made. A call on `stream` holds the stream's frontier
- * lock over the hook or the driver's call while a capture is in flight (frontier_lock.h); a name
- * that takes no stream passes NULL, for which the test folds away. */
+ * lock over the hook or the driver's call while a capture is in flight (frontier_lock.h), and one
+ * made without it takes the stream's mark away if a capture began meanwhile
+ * (gm_frontier_after_unlocked); a name that takes no stream passes NULL, for which both fold
+ * away. */
 #define GM_ENTRY(name, params, args, idle, stream, hold, call)                                     \
     GM_EXPORT CUresult CUDAAPI name params {                                                       \
         gm_shim_init();                                                                            \
@@ -28,10 +30,16 @@ static void let_go(gm_frontier_hold_t **held) {
             gm_stat_call(GM_HOOK_ID_##name);                                                       \
         if (gm_real.name == NULL)                                                                  \
             return CUDA_ERROR_NOT_FOUND;                                                           \
-        if (idle)                                                                                  \
-            return gm_real.name args;                                                              \
-        if (!gm_frontier_lock_needed(stream, GM_FRONTIER_##hold))                                  \
-            return call;                                                                           \
+        if (idle) {                                                                                \
+            CUresult unlocked_result = gm_real.name args;                                          \
+            gm_frontier_after_unlocked(stream);                                                    \
+            return unlocked_result;                                                                \
+        }                                                                                          \
+        if (!gm_frontier_lock_needed(stream, GM_FRONTIER_##hold)) {                                \
+            CUresult unlocked_result = call;                                                       \
+            gm_frontier_after_unlocked(stream);                                                    \
+            return unlocked_result;                                                                \
+        }                                                                                          \
         gm_frontier_hold_t frontier_hold;                                                          \
         gm_frontier_lock(&frontier_hold, stream, GM_FRONTIER_##hold);                              \
         gm_frontier_hold_t *held __attribute__((cleanup(let_go))) = &frontier_hold;                \

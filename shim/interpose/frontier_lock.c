@@ -161,7 +161,7 @@ static void slow_unlock(stripe_t *s, gm_frontier_hold_t *hold) {
 /* A thread's token: the address of a thread-local byte, distinct among live threads and never 0.
  * A thread that reuses a dead one's address starts with no known frontier of its own. */
 static _Thread_local char token_anchor;
-static _Atomic uint64_t capture_ends;
+static _Atomic uint64_t capture_changes;
 
 static uint64_t token(void) {
     return (uint64_t)(uintptr_t)&token_anchor;
@@ -181,12 +181,24 @@ void gm_frontier_mark(gm_frontier_hold_t *hold) {
     atomic_store_explicit(&stripe_of(hold->stream)->mark, token(), memory_order_relaxed);
 }
 
-void gm_frontier_capture_ending(void) {
-    atomic_fetch_add_explicit(&capture_ends, 1, memory_order_seq_cst);
+void gm_frontier_unmark(CUstream stream) {
+    stripe_t *s = stripe_of(stream);
+    if (atomic_load_explicit(&s->mark, memory_order_relaxed) != 0)
+        atomic_store_explicit(&s->mark, 0, memory_order_relaxed);
 }
 
-uint64_t gm_frontier_capture_ends(void) {
-    return atomic_load_explicit(&capture_ends, memory_order_seq_cst);
+/* Odd while a change is under way (two at once leave it even, but each raise still differs from
+ * what a marker read before it). */
+void gm_frontier_capture_change_begins(void) {
+    atomic_fetch_add_explicit(&capture_changes, 1, memory_order_seq_cst);
+}
+
+void gm_frontier_capture_change_ends(void) {
+    atomic_fetch_add_explicit(&capture_changes, 1, memory_order_seq_cst);
+}
+
+uint64_t gm_frontier_capture_changes(void) {
+    return atomic_load_explicit(&capture_changes, memory_order_seq_cst);
 }
 
 /* ---- both ----------------------------------------------------------------------------------- */

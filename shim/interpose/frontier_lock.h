@@ -67,10 +67,32 @@ void gm_frontier_unlock(gm_frontier_hold_t *hold);
  * when the thread made that mark on this stream (the caller keeps which), that no call on the
  * stream reached graphmem since. Another stream's hold only takes a mark away too early. */
 void gm_frontier_mark(gm_frontier_hold_t *hold);
-/* A capture's end takes its side streams' capture with it (an unjoined end leaves them capturing
- * nothing, the graph gone), which no hold on those streams sees: every end raises this count
- * before the driver's call, and a frontier known from before a raise is not used. */
-void gm_frontier_capture_ending(void);
-uint64_t gm_frontier_capture_ends(void);
+/* Takes `stream`'s mark away without a hold (gm_frontier_after_unlocked). */
+void gm_frontier_unmark(CUstream stream);
+
+/* A call on `stream` made without the lock, because no capture was in flight or no engine ran
+ * when it began: a capture may have begun on the stream meanwhile and the call landed in it,
+ * after a marker whose thread would take that marker for the frontier. Its mark goes when a
+ * capture is in flight now. Whatever ordered the call into the capture (the driver's own lock,
+ * taken after the begin's rise of the count) makes that rise visible here. */
+static inline void gm_frontier_after_unlocked(CUstream stream) {
+    if (stream != NULL && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD &&
+        atomic_load_explicit(&gm_shim_hot.captures_in_flight, memory_order_relaxed) != 0)
+        gm_frontier_unmark(stream);
+}
+
+/* Captures that begin or end (an end on a capture's origin takes its side streams' capture with
+ * it: unjoined, they capture nothing after it and the graph is gone), streams destroyed, contexts
+ * ended and a fork: none of these is seen by holds on every stream it touches. Each raises this
+ * count before and after the driver's call (gm_frontier_capture_change_begins / _ends), and a
+ * frontier known from before a raise, or read while a change was under way, is not used. */
+void gm_frontier_capture_change_begins(void);
+void gm_frontier_capture_change_ends(void);
+uint64_t gm_frontier_capture_changes(void);
+
+/* The cuda.h whose every entry taking a stream is listed in hooks.def (checked by hand against
+ * its functions). A frontier is kept only with a driver no newer than this: a newer one may have
+ * stream entries graphmem does not export. */
+#define GM_HOOKS_CUDA_VERSION 13000
 
 #endif

@@ -110,6 +110,26 @@ def test_kernel_launches_reach_graphmem(tmp_path):
     assert made > 0 and seen >= made, f"{made} launches made, {seen} seen by graphmem: {calls}"
 
 
+def test_known_frontier_used_and_off(tmp_path):
+    """tests/gpu/scn_known_frontier.cu puts calls of many kinds between two captured markers and
+    checks each graph keeps one leaf, as the driver's does (its OBS lines, compared in
+    test_scenario). That only tests the known frontier (shim/README.md, "A frontier already
+    known") if markers took it: they must have, on a driver no newer than the headers graphmem was
+    built with. With GRAPHMEM_KNOWN_FRONTIER=0 none does, and the observations are the driver's."""
+    gh.require_gpu()
+    stats_file = tmp_path / "stats.json"
+    program = [gh.program("scn_known_frontier")]
+    native = gh.run_native(program)
+    under = gh.run_graphmem(program, {"GRAPHMEM_STATS_FILE": str(stats_file)})
+    assert under.returncode == 0, under.describe()
+    assert json.loads(stats_file.read_text())["process"]["known_frontiers"] > 0
+    off = gh.run_graphmem(program, {"GRAPHMEM_STATS_FILE": str(stats_file),
+                                    "GRAPHMEM_KNOWN_FRONTIER": "0"})
+    assert off.returncode == 0, off.describe()
+    assert json.loads(stats_file.read_text())["process"]["known_frontiers"] == 0
+    assert off.obs == native.obs, off.describe()
+
+
 def test_reuse_past_large_allocations():
     """Each small free of tests/gpu/scn_reuse_past_large.cu follows its own allocation only
     through a large allocation's marker. graphmem must pass the proof through that marker: then

@@ -13,7 +13,16 @@
  *    last host function: one leaf, as the driver's graph has. A marker that took its own last
  *    marker as the frontier past one of these calls leaves that call's node a second leaf (its
  *    work may then run beside the use of z, in the same bytes).
- * 3. A capture ended on another stream makes the next marker ask. */
+ * 3. A capture ended on another stream, and a stream destroyed, make the next marker ask.
+ * 4. A stripe's mark is shared by its streams (frontier_lock.c): a marker on one stream, a host
+ *    function there, a marker on a stream of the same stripe, then an allocation on the first
+ *    must ask (its thread's mark is from the other stream): its graph keeps one leaf, and no
+ *    marker goes into the other stream's graph. (Taking the other stream's marker would also be
+ *    caught after the fact: the SET across graphs fails and the marker is made again after
+ *    asking, the fallback for a failed marker on a known frontier.)
+ * 5. With another thread holding a stream of the same stripe (held in the mock's update), the
+ *    allocation's lock is not taken at once: it asks first, then takes the lock; a free right
+ *    after it then asks only that once, and the graph keeps one leaf. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -23,6 +32,9 @@
 #include <string.h>
 
 long gm_mock_capture_queries(void);
+void gm_mock_hold_next_update(void);
+void gm_mock_wait_held(void);
+void gm_mock_release_update(void);
 
 #define CK(x)                                                                                      \
     do {                                                                                           \
@@ -168,6 +180,113 @@ static int end_elsewhere_asks_again(bool known_wanted) {
     return ok ? 0 : 1;
 }
 
+static int stream_destroyed_asks_again(bool known_wanted) {
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CUdeviceptr p = 0, q = 0;
+    CK(cuMemAllocAsync(&p, 4096, s));
+    CUstream other;
+    CK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamDestroy(other));
+    long before = gm_mock_capture_queries();
+    CK(cuMemAllocAsync(&q, 4096, s));
+    long queries = gm_mock_capture_queries() - before;
+    CUgraph g;
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuGraphDestroy(g));
+    bool ok = !known_wanted || queries == 1;
+    printf("3. after a stream was destroyed, the next marker made %ld capture queries (%s)\n",
+           queries, ok ? "as expected" : "WRONG");
+    return ok ? 0 : 1;
+}
+
+/* ---- 4 and 5: streams of one stripe --------------------------------------------------------- */
+
+/* The stripe frontier_lock.c puts a handle on (its hash, copied here). */
+static unsigned stripe_index(CUstream stream) {
+    return (unsigned)(((uint64_t)(uintptr_t)stream * 0x9E3779B97F4A7C15ull) >> 56);
+}
+
+/* A new stream on `stream`'s stripe (the others made on the way are destroyed). */
+static CUstream stripe_mate(CUstream stream) {
+    static CUstream made[1024];
+    int count = 0;
+    CUstream mate = NULL;
+    while (mate == NULL && count < 1024) {
+        CK(cuStreamCreate(&made[count], CU_STREAM_NON_BLOCKING));
+        if (stripe_index(made[count]) == stripe_index(stream))
+            mate = made[count];
+        count++;
+    }
+    for (int i = 0; i < count; i++)
+        if (made[i] != mate)
+            CK(cuStreamDestroy(made[i]));
+    return mate;
+}
+
+static int marks_of_one_stripe(CUstream mate) {
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CK(cuStreamBeginCapture(mate, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CUdeviceptr w = 0, m = 0, z = 0;
+    CK(cuMemAllocAsync(&w, 4096, s));
+    CK(cuLaunchHostFunc(s, host_function, NULL));
+    CK(cuMemAllocAsync(&m, 4096, mate));
+    CK(cuMemAllocAsync(&z, 4096, s));
+    CK(cuLaunchHostFunc(s, host_function, NULL));
+    CUgraph g, g_mate;
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuStreamEndCapture(mate, &g_mate));
+    size_t count = leaves(g), mate_nodes = 0;
+    CK(cuGraphGetNodes(g_mate, NULL, &mate_nodes));
+    CK(cuGraphDestroy(g));
+    CK(cuGraphDestroy(g_mate));
+    bool ok = count == 1 && mate_nodes == 1;
+    printf("4. after a marker on a stream of the same stripe, the graph has %zu leaves and the "
+           "other %zu nodes (%s)\n",
+           count, mate_nodes, ok ? "as the driver's" : "the driver's have ONE each");
+    return ok ? 0 : 1;
+}
+
+static CUstream held_mate;
+
+static void *hold_mate(void *arg) {
+    (void)arg;
+    gm_mock_hold_next_update();
+    CK(cuStreamUpdateCaptureDependencies(held_mate, NULL, NULL, 0,
+                                         CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+    return NULL;
+}
+
+static int lock_not_taken_at_once(CUstream mate, bool known_wanted) {
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CK(cuStreamBeginCapture(mate, CU_STREAM_CAPTURE_MODE_RELAXED));
+    held_mate = mate;
+    pthread_t holder;
+    pthread_create(&holder, NULL, hold_mate, NULL);
+    gm_mock_wait_held();
+    CUdeviceptr w = 0, z = 0;
+    CK(cuMemAllocAsync(&w, 4096, s));
+    CK(cuLaunchHostFunc(s, host_function, NULL));
+    CK(cuMemAllocAsync(&z, 4096, s));
+    long before = gm_mock_capture_queries();
+    CK(cuMemFreeAsync(z, s));
+    long queries = gm_mock_capture_queries() - before;
+    CK(cuLaunchHostFunc(s, host_function, NULL));
+    gm_mock_release_update();
+    pthread_join(holder, NULL);
+    CUgraph g, g_mate;
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuStreamEndCapture(mate, &g_mate));
+    size_t count = leaves(g);
+    CK(cuGraphDestroy(g));
+    CK(cuGraphDestroy(g_mate));
+    bool ok = count == 1 && queries == (known_wanted ? 1 : 2);
+    printf(
+        "5. beside a held stream of the same stripe, a free after an allocation made %ld capture "
+        "queries and the graph has %zu leaves (%s)\n",
+        queries, count, ok ? "as expected" : "WRONG");
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     bool known_wanted = argc < 2 || strcmp(argv[1], "off") != 0;
     CK(cuInit(0));
@@ -181,6 +300,15 @@ int main(int argc, char **argv) {
     for (between_t kind = 0; kind < BETWEEN_KINDS; kind++)
         failed |= call_between_markers(kind);
     failed |= end_elsewhere_asks_again(known_wanted);
+    failed |= stream_destroyed_asks_again(known_wanted);
+    CUstream mate = stripe_mate(s);
+    if (mate == NULL) {
+        printf("no stream on the first one's stripe in 1024\n");
+        return 2;
+    }
+    failed |= marks_of_one_stripe(mate);
+    failed |= lock_not_taken_at_once(mate, known_wanted);
+    CK(cuStreamDestroy(mate));
     CK(cuStreamDestroy(s));
     return failed;
 }
