@@ -62,6 +62,30 @@ static inline void obs_int(const char *key, long long v) {
     obs(key, buf);
 }
 
+// Nodes of `g` that no node depends on: one for the chain a single capturing stream makes, where a
+// node a capture left out of the stream's order is one more. 0 when the graph cannot be read.
+static inline size_t graph_leaves(cudaGraph_t g) {
+    size_t n = 0, count = 0;
+    if (cudaGraphGetNodes(g, nullptr, &n) != cudaSuccess || n == 0)
+        return 0;
+    cudaGraphNode_t *nodes = (cudaGraphNode_t *)calloc(n, sizeof *nodes);
+    if (nodes == nullptr || cudaGraphGetNodes(g, nodes, &n) != cudaSuccess) {
+        free(nodes);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t dependents = 0;
+        if (cudaGraphNodeGetDependentNodes(nodes[i], nullptr, nullptr, &dependents) !=
+            cudaSuccess) {
+            count = 0;
+            break;
+        }
+        count += dependents == 0;
+    }
+    free(nodes);
+    return count;
+}
+
 // `<round>_<what>` observed (`what` alone for an empty `round`): the keys of a scenario's rounds.
 static inline const char *round_key(char *key, size_t size, const char *round, const char *what) {
     snprintf(key, size, "%s%s%s", round, round[0] ? "_" : "", what);

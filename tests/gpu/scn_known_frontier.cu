@@ -14,8 +14,6 @@
 
 #include <pthread.h>
 
-#include <vector>
-
 static const int kWords = 1024;
 
 __global__ void fill(uint32_t *p, uint32_t value) {
@@ -111,20 +109,6 @@ static void call_between(const char *kind, uint32_t *p) {
     }
 }
 
-static size_t leaves(cudaGraph_t g) {
-    size_t n = 0;
-    NOTE(cudaGraphGetNodes(g, nullptr, &n));
-    std::vector<cudaGraphNode_t> nodes(n);
-    NOTE(cudaGraphGetNodes(g, nodes.data(), &n));
-    size_t count = 0;
-    for (cudaGraphNode_t node : nodes) {
-        size_t dependents = 0;
-        NOTE(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &dependents));
-        count += dependents == 0;
-    }
-    return count;
-}
-
 static void between_two_markers(const char *kind) {
     NOTE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     uint32_t *p = nullptr, *q = nullptr;
@@ -140,7 +124,7 @@ static void between_two_markers(const char *kind) {
         return;
     char key[64];
     snprintf(key, sizeof key, "leaves_%s", kind);
-    obs_int(key, (long long)leaves(graph));
+    obs_int(key, (long long)graph_leaves(graph));
     cudaGraphExec_t exec = nullptr;
     NOTE(cudaGraphInstantiate(&exec, graph, 0));
     for (int i = 0; i < 3; i++)

@@ -12,7 +12,6 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <vector>
 
 static const int kOps = 48, kRounds = 300, kWords = 256;
 
@@ -66,20 +65,6 @@ static void *allocator(void *) {
     }
 }
 
-static size_t leaves(cudaGraph_t g) {
-    size_t n = 0;
-    note(cudaGraphGetNodes(g, nullptr, &n));
-    std::vector<cudaGraphNode_t> nodes(n);
-    note(cudaGraphGetNodes(g, nodes.data(), &n));
-    size_t count = 0;
-    for (cudaGraphNode_t node : nodes) {
-        size_t dependents = 0;
-        note(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &dependents));
-        count += dependents == 0;
-    }
-    return count;
-}
-
 int main() {
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     note(cudaThreadExchangeStreamCaptureMode(&mode));
@@ -102,7 +87,7 @@ int main() {
         note(cudaStreamEndCapture(s, &graph));
         if (graph == nullptr)
             break;
-        forked += leaves(graph) > 1;
+        forked += graph_leaves(graph) > 1;
         // Every tenth graph runs: a shared byte shows as a wrong word.
         if (round % 10 == 0) {
             cudaGraphExec_t exec = nullptr;

@@ -31,19 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-long gm_mock_capture_queries(void);
-void gm_mock_hold_next_update(void);
-void gm_mock_wait_held(void);
-void gm_mock_release_update(void);
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        CUresult r_ = (x);                                                                         \
-        if (r_ != CUDA_SUCCESS) {                                                                  \
-            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #x, (int)r_);                 \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "mock_test.h"
 
 static CUstream s;
 

@@ -17,12 +17,12 @@
 
 #include "check.h"
 #include "engine_sim.h"
+#include "fake_graphs.h"
 #include "nested.h"
 
 #define READERS 2
 #define ROUNDS 400
 #define CHILDREN 40
-#define LIVE 0x11FE11FE11FE11FEull
 
 void *__real_malloc(size_t size);
 void *__wrap_malloc(size_t size);
@@ -43,47 +43,28 @@ gm_status_t __wrap_gm_engine_graphs_destroy(gm_engine_t *engine, const uint64_t 
     return __real_gm_engine_graphs_destroy(engine, graphs, count, call);
 }
 
-typedef struct fake_graph {
-    uint64_t word; /* LIVE until the driver's destroy wipes it, then freed */
-} fake_graph_t;
-
 typedef struct family {
     fake_graph_t *parent, *children[CHILDREN];
 } family_t;
 
 static gm_engine_t *E;
 static atomic_int destroying = 1, readers_asking;
-static atomic_long wrong_words, questions;
-
-static bool add_node(void *arg, uint64_t *node_out) {
-    *node_out = atomic_fetch_add((atomic_ullong *)arg, 1);
-    return true;
-}
-
-static void wipe(fake_graph_t *g) {
-    g->word = 0;
-    free(g);
-}
+static fake_graph_reads_t reads;
 
 /* The driver's cuGraphDestroy of the parent: its nested graphs go with it. */
 static bool driver_destroy_family(void *arg) {
     family_t *f = arg;
     for (int i = 0; i < CHILDREN; i++)
-        wipe(f->children[i]);
-    wipe(f->parent);
+        fake_graph_wipe(f->children[i]);
+    fake_graph_wipe(f->parent);
     return true;
 }
 
 static fake_graph_t *fake_graph(void) {
-    fake_graph_t *g = malloc(sizeof *g);
+    fake_graph_t *g = fake_graph_new();
     if (g == NULL)
         abort();
-    g->word = LIVE;
     return g;
-}
-
-static uint64_t key_of(const fake_graph_t *g) {
-    return (uint64_t)(uintptr_t)g;
 }
 
 /* A parent owning CHILDREN graphs, each holding an allocation and its free. */
@@ -95,12 +76,13 @@ static void make_family(family_t *f, gm_node_call_t add) {
         nested[i] = (CUgraph)(uintptr_t)f->children[i];
         gm_alloc_params_t params = {.device = 0, .size = 4096};
         uint64_t va = 0, node = 0;
-        REQUIRE(gm_engine_alloc_marker(E, key_of(f->children[i]), &params, NULL, add, &va, &node) ==
+        REQUIRE(gm_engine_alloc_marker(E, fake_graph_key(f->children[i]), &params, NULL, add, &va,
+                                       &node) == GM_OK);
+        REQUIRE(gm_engine_free_marker(E, fake_graph_key(f->children[i]), va, NULL, add, &node) ==
                 GM_OK);
-        REQUIRE(gm_engine_free_marker(E, key_of(f->children[i]), va, NULL, add, &node) == GM_OK);
     }
     uint64_t node = 0;
-    add_node(add.arg, &node);
+    fake_node_add(add.arg, &node);
     gm_nested_record((CUgraph)(uintptr_t)f->parent, (CUgraphNode)(uintptr_t)node, nested, CHILDREN,
                      GM_NESTED_CHILD);
 }
@@ -108,7 +90,7 @@ static void make_family(family_t *f, gm_node_call_t add) {
 static void *destroyer(void *arg) {
     (void)arg;
     static atomic_ullong next_node = 0x1000000;
-    gm_node_call_t add = {.fn = add_node, .arg = &next_node};
+    gm_node_call_t add = {.fn = fake_node_add, .arg = &next_node};
     while (atomic_load(&readers_asking) < READERS)
         sched_yield();
     for (int round = 0; round < ROUNDS; round++) {
@@ -126,21 +108,11 @@ static void *destroyer(void *arg) {
     return NULL;
 }
 
-/* Never matches: every marked graph is asked. */
-static bool read_graph(void *arg, uint64_t graph) {
-    (void)arg;
-    const fake_graph_t *g = (const fake_graph_t *)(uintptr_t)graph;
-    if (g->word != LIVE)
-        atomic_fetch_add(&wrong_words, 1);
-    atomic_fetch_add(&questions, 1);
-    return false;
-}
-
 static void *reader(void *arg) {
     (void)arg;
     atomic_fetch_add(&readers_asking, 1);
     while (atomic_load(&destroying))
-        (void)gm_engine_marked_graphs_any(E, read_graph, NULL);
+        (void)gm_engine_marked_graphs_any(E, fake_graph_read, &reads);
     return NULL;
 }
 
@@ -155,9 +127,9 @@ static void test_nested_graphs_end_with_the_driver_call(void) {
     pthread_join(d, NULL);
     for (int i = 0; i < READERS; i++)
         pthread_join(r[i], NULL);
-    CHECK_EQ_INT(atomic_load(&wrong_words), 0);
-    CHECK(atomic_load(&questions) > 0);
-    CHECK(!gm_engine_marked_graphs_any(E, read_graph, NULL)); /* every child ended */
+    CHECK_EQ_INT(atomic_load(&reads.wrong_words), 0);
+    CHECK(atomic_load(&reads.questions) > 0);
+    CHECK(!gm_engine_marked_graphs_any(E, fake_graph_read, &reads)); /* every child ended */
     CHECK(sim_fini(&s));
 }
 

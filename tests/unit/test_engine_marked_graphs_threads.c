@@ -14,47 +14,35 @@
 
 #include "check.h"
 #include "engine_sim.h"
+#include "fake_graphs.h"
 
 #define DESTROYERS 2
 #define READERS 2
 #define ROUNDS 20000
 #define RING 8
-#define LIVE 0x11FE11FE11FE11FEull
-
-typedef struct fake_graph {
-    uint64_t word; /* LIVE until the driver's destroy wipes it, then freed */
-} fake_graph_t;
 
 static gm_engine_t *E;
 static atomic_int destroyers_left, readers_asking;
-static atomic_long wrong_words, questions;
-
-static bool add_node(void *arg, uint64_t *node_out) {
-    *node_out = atomic_fetch_add((atomic_ullong *)arg, 1);
-    return true;
-}
+static fake_graph_reads_t reads;
 
 static bool driver_destroy(void *arg) {
-    fake_graph_t *g = arg;
-    g->word = 0;
-    free(g);
+    fake_graph_wipe(arg);
     return true;
 }
 
 static fake_graph_t *make_graph(gm_node_call_t add) {
     gm_alloc_params_t params = {.device = 0, .size = 4096};
-    fake_graph_t *g = malloc(sizeof *g);
+    fake_graph_t *g = fake_graph_new();
     if (g == NULL)
         return NULL;
-    g->word = LIVE;
-    uint64_t key = (uint64_t)(uintptr_t)g, va = 0, node = 0;
+    uint64_t key = fake_graph_key(g), va = 0, node = 0;
     if (gm_engine_alloc_marker(E, key, &params, NULL, add, &va, &node) == GM_OK)
         (void)gm_engine_free_marker(E, key, va, NULL, add, &node);
     return g;
 }
 
 static void destroy_graph(fake_graph_t *g) {
-    uint64_t key = (uint64_t)(uintptr_t)g;
+    uint64_t key = fake_graph_key(g);
     if (gm_engine_graphs_destroy(E, &key, 1, (gm_driver_call_t){driver_destroy, g}) != GM_OK)
         driver_destroy(g);
 }
@@ -62,7 +50,7 @@ static void destroy_graph(fake_graph_t *g) {
 /* Keeps RING graphs alive, destroying the oldest as it makes a new one. */
 static void *destroyer(void *arg) {
     atomic_ullong *next_node = arg;
-    gm_node_call_t add = {.fn = add_node, .arg = next_node};
+    gm_node_call_t add = {.fn = fake_node_add, .arg = next_node};
     fake_graph_t *ring[RING] = {NULL};
     while (atomic_load(&readers_asking) < READERS)
         sched_yield();
@@ -78,21 +66,11 @@ static void *destroyer(void *arg) {
     return NULL;
 }
 
-/* Never matches: every marked graph is asked. */
-static bool read_graph(void *arg, uint64_t graph) {
-    (void)arg;
-    const fake_graph_t *g = (const fake_graph_t *)(uintptr_t)graph;
-    if (g->word != LIVE)
-        atomic_fetch_add(&wrong_words, 1);
-    atomic_fetch_add(&questions, 1);
-    return false;
-}
-
 static void *reader(void *arg) {
     (void)arg;
     atomic_fetch_add(&readers_asking, 1);
     while (atomic_load(&destroyers_left) > 0)
-        (void)gm_engine_marked_graphs_any(E, read_graph, NULL);
+        (void)gm_engine_marked_graphs_any(E, fake_graph_read, &reads);
     return NULL;
 }
 
@@ -113,8 +91,8 @@ static void test_questions_beside_destroys(void) {
         pthread_join(d[i], NULL);
     for (int i = 0; i < READERS; i++)
         pthread_join(r[i], NULL);
-    CHECK_EQ_INT(atomic_load(&wrong_words), 0);
-    CHECK(atomic_load(&questions) > 0);
+    CHECK_EQ_INT(atomic_load(&reads.wrong_words), 0);
+    CHECK(atomic_load(&reads.questions) > 0);
     CHECK(sim_fini(&s));
 }
 
