@@ -168,15 +168,19 @@ static void marker_unlock(marker_lock_t *lock) {
 }
 #define MARKER_LOCK __attribute__((cleanup(marker_unlock)))
 
+/* The driver's result of a call made without the lock, once it took `stream`'s mark away if a
+ * capture began meanwhile (gm_frontier_after_unlocked). */
+static CUresult after_unlocked(CUresult result, CUstream stream) {
+    gm_frontier_after_unlocked(stream);
+    return result;
+}
+
 /* The driver's own free, on a stream another thread may be marking: SHARED, as at every exported
  * entry that enqueues. */
 static CUresult forward_free(CUdeviceptr dptr, CUstream stream, bool ptsz) {
     marker_lock_t lock MARKER_LOCK = {.held = false};
-    if (!gm_frontier_lock_needed(stream, GM_FRONTIER_SHARED)) {
-        CUresult result = GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
-        gm_frontier_after_unlocked(stream);
-        return result;
-    }
+    if (!gm_frontier_lock_needed(stream, GM_FRONTIER_SHARED))
+        return after_unlocked(GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream), stream);
     gm_frontier_lock(&lock.hold, stream, GM_FRONTIER_SHARED);
     lock.held = true;
     return GM_REAL_PT(cuMemFreeAsync, ptsz)(dptr, stream);
@@ -312,9 +316,7 @@ static CUresult alloc_captured(capture_point_t *point, const alloc_call_t *call)
 
 /* The driver's own allocation, made without the stream's lock. */
 static CUresult forward_unlocked(const alloc_call_t *call) {
-    CUresult result = call->forward(call);
-    gm_frontier_after_unlocked(call->stream);
-    return result;
+    return after_unlocked(call->forward(call), call->stream);
 }
 
 /* A marker that took its frontier as known and failed is made again after asking the driver: an
@@ -351,23 +353,25 @@ static CUresult forward_alloc_from_pool(const alloc_call_t *c) {
 }
 
 /* No capture anywhere in the process: nothing to serve, straight to the driver (what alloc_async
- * would decide, after building its call). Most allocations take this path. */
+ * would decide, after building its call). Most allocations take this path, through the exported
+ * entry without the hook (hooks.def). */
 CUresult gm_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
     if (gm_no_capture_anywhere())
-        return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
+        return after_unlocked(gm_real.cuMemAllocAsync(dptr, bytesize, hStream), hStream);
     return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, false, forward_alloc});
 }
 
 CUresult gm_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
     if (gm_no_capture_anywhere())
-        return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
+        return after_unlocked(gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream), hStream);
     return alloc_async(&(alloc_call_t){dptr, bytesize, NULL, hStream, true, forward_alloc});
 }
 
 CUresult gm_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                          CUstream hStream) {
     if (pool == NULL || gm_no_capture_anywhere()) /* the driver's error for a NULL pool */
-        return gm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
+        return after_unlocked(gm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream),
+                              hStream);
     return alloc_async(
         &(alloc_call_t){dptr, bytesize, pool, hStream, false, forward_alloc_from_pool});
 }
@@ -375,7 +379,8 @@ CUresult gm_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUm
 CUresult gm_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream) {
     if (pool == NULL || gm_no_capture_anywhere())
-        return gm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
+        return after_unlocked(gm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream),
+                              hStream);
     return alloc_async(
         &(alloc_call_t){dptr, bytesize, pool, hStream, true, forward_alloc_from_pool});
 }

@@ -35,6 +35,8 @@ static void let_go(gm_frontier_hold_t **held) {
             gm_frontier_after_unlocked(stream);                                                    \
             return unlocked_result;                                                                \
         }                                                                                          \
+        if (GM_FRONTIER_##hold == GM_FRONTIER_NONE)                                                \
+            return call; /* the hook locks for itself */                                           \
         if (!gm_frontier_lock_needed(stream, GM_FRONTIER_##hold)) {                                \
             CUresult unlocked_result = call;                                                       \
             gm_frontier_after_unlocked(stream);                                                    \

@@ -22,6 +22,10 @@
 typedef enum gm_frontier_hold_kind {
     GM_FRONTIER_SHARED,
     GM_FRONTIER_EXCLUSIVE,
+    /* An entry whose hook locks for itself (the captured allocations and frees): the entry takes
+     * no lock, and only its idle path, which forwards without the hook, takes the mark away
+     * afterwards (gm_frontier_after_unlocked). */
+    GM_FRONTIER_NONE,
 } gm_frontier_hold_kind_t;
 
 /* One call's hold, on its own stack, listed on the stream's stripe while it waits or holds. */
@@ -42,7 +46,8 @@ typedef struct gm_frontier_hold {
  * rise, which comes before the driver's begin (hooks/capture_hooks.c). An EXCLUSIVE one does not
  * wait for the engine: a captured allocation starts it. */
 static inline bool gm_frontier_lock_needed(CUstream stream, gm_frontier_hold_kind_t kind) {
-    if (stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+    if (kind == GM_FRONTIER_NONE || stream == NULL || stream == CU_STREAM_LEGACY ||
+        stream == CU_STREAM_PER_THREAD)
         return false;
     return atomic_load_explicit(&gm_shim_hot.captures_in_flight, memory_order_relaxed) != 0 &&
            (kind == GM_FRONTIER_EXCLUSIVE ||
