@@ -22,7 +22,11 @@
  *    asking, the fallback for a failed marker on a known frontier.)
  * 5. With another thread holding a stream of the same stripe (held in the mock's update), the
  *    allocation's lock is not taken at once: it asks first, then takes the lock; a free right
- *    after it then asks only that once, and the graph keeps one leaf. */
+ *    after it then asks only that once, and the graph keeps one leaf.
+ * 6. An allocation that entered with no capture anywhere (the entry's idle path, straight to the
+ *    driver) and reached the driver after a capture began on its stream and a marker was made
+ *    there (held in the mock's allocation meanwhile) is captured after that marker: the next
+ *    marker must ask, and the graph keeps one leaf. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -275,6 +279,36 @@ static int lock_not_taken_at_once(CUstream mate, bool known_wanted) {
     return ok ? 0 : 1;
 }
 
+/* ---- 6: an allocation that raced a begin ---------------------------------------------------- */
+
+static void *allocate_on_s(void *arg) {
+    gm_mock_hold_next_allocation();
+    CK(cuMemAllocAsync((CUdeviceptr *)arg, 4096, s));
+    return NULL;
+}
+
+static int raced_allocation_ends_the_frontier(void) {
+    CUdeviceptr raced = 0, w = 0, z = 0;
+    pthread_t racer;
+    pthread_create(&racer, NULL, allocate_on_s, &raced);
+    gm_mock_wait_held();
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CK(cuMemAllocAsync(&w, 4096, s));
+    gm_mock_release_update();
+    pthread_join(racer, NULL);
+    CK(cuMemFreeAsync(w, s));
+    CK(cuMemAllocAsync(&z, 4096, s));
+    CK(cuLaunchHostFunc(s, host_function, NULL));
+    CUgraph g;
+    CK(cuStreamEndCapture(s, &g));
+    size_t count = leaves(g);
+    CK(cuGraphDestroy(g));
+    printf("6. with an allocation that raced the capture's begin between two markers, the graph "
+           "has %zu leaves (%s)\n",
+           count, count == 1 ? "as the driver's" : "the driver's has ONE");
+    return count == 1 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     bool known_wanted = argc < 2 || strcmp(argv[1], "off") != 0;
     CK(cuInit(0));
@@ -296,6 +330,7 @@ int main(int argc, char **argv) {
     }
     failed |= marks_of_one_stripe(mate);
     failed |= lock_not_taken_at_once(mate, known_wanted);
+    failed |= raced_allocation_ends_the_frontier();
     CK(cuStreamDestroy(mate));
     CK(cuStreamDestroy(s));
     return failed;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 void gm_mock_hold_next_update(void);
+void gm_mock_hold_next_allocation(void);
 void gm_mock_wait_held(void);
 void gm_mock_release_update(void);
 long gm_mock_capture_queries(void);

@@ -30,6 +30,7 @@ CUdeviceptr gm_mock_fake_address(size_t bytes) {
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream s) {
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    gm_mock_held_here(GM_MOCK_HOLD_ALLOCATION);
     CUresult rc;
     gm_mock_node_t *node = gm_mock_stream_capture_node(s, CU_GRAPH_NODE_TYPE_MEM_ALLOC, &rc);
     if (rc != CUDA_SUCCESS)

@@ -28,13 +28,23 @@ void gm_mock_lock(void);
 void gm_mock_unlock(void);
 
 /* Test controls (exported, not driver entries): the calling thread's next
- * cuStreamUpdateCaptureDependencies* waits, before it changes anything, until another thread
- * releases it; gm_mock_wait_held returns once a thread waits there. */
+ * cuStreamUpdateCaptureDependencies* (or stream-ordered allocation, cuMemAlloc*Async) waits,
+ * before it changes anything, until another thread releases it; gm_mock_wait_held returns once a
+ * thread waits there. */
 void gm_mock_hold_next_update(void);
+void gm_mock_hold_next_allocation(void);
 void gm_mock_wait_held(void);
 void gm_mock_release_update(void);
 /* Capture queries answered so far (cuStreamGetCaptureInfo, every ABI). */
 long gm_mock_capture_queries(void);
+
+/* Where a held call waits (the controls above). */
+typedef enum gm_mock_hold_point {
+    GM_MOCK_HOLD_NONE,
+    GM_MOCK_HOLD_UPDATE,
+    GM_MOCK_HOLD_ALLOCATION,
+} gm_mock_hold_point_t;
+void gm_mock_held_here(gm_mock_hold_point_t point);
 
 /* CUDA_ERROR_NOT_INITIALIZED until cuInit succeeded, like the driver. */
 CUresult gm_mock_check_init(void);

@@ -295,16 +295,22 @@ static CUresult update_deps(CUstream s, CUgraphNode *deps, size_t n, unsigned fl
     return rc;
 }
 
-/* A test's hold on one thread's next dependency update (gm_mock_hold_next_update): the update
- * waits, before it changes anything, until another thread releases it, so a test can place other
- * threads' calls between a caller's capture query and its update. */
+/* A test's hold on one thread's next dependency update or stream-ordered allocation
+ * (gm_mock_hold_next_update, gm_mock_hold_next_allocation): the call waits, before it changes
+ * anything, until another thread releases it, so a test can place other threads' calls between a
+ * caller's capture query and its update, or between an allocation's entry and the driver's look at
+ * its stream. */
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hold_changed = PTHREAD_COND_INITIALIZER;
 static bool holding, released;
-static _Thread_local bool hold_next;
+static _Thread_local gm_mock_hold_point_t hold_next;
 
 GM_MOCK_API void gm_mock_hold_next_update(void) {
-    hold_next = true;
+    hold_next = GM_MOCK_HOLD_UPDATE;
+}
+
+GM_MOCK_API void gm_mock_hold_next_allocation(void) {
+    hold_next = GM_MOCK_HOLD_ALLOCATION;
 }
 
 GM_MOCK_API void gm_mock_wait_held(void) {
@@ -328,10 +334,10 @@ static void hold_over(void *arg) {
     pthread_mutex_unlock(&hold_lock);
 }
 
-static void held_here(void) {
-    if (!hold_next)
+void gm_mock_held_here(gm_mock_hold_point_t point) {
+    if (hold_next != point)
         return;
-    hold_next = false;
+    hold_next = GM_MOCK_HOLD_NONE;
     pthread_mutex_lock(&hold_lock);
     holding = true;
     pthread_cond_broadcast(&hold_changed);
@@ -343,7 +349,7 @@ static void held_here(void) {
 
 static CUresult cuStreamUpdateCaptureDependencies_impl(CUstream s, CUgraphNode *deps, size_t n,
                                                        unsigned flags) {
-    held_here();
+    gm_mock_held_here(GM_MOCK_HOLD_UPDATE);
     return update_deps(s, deps, n, flags);
 }
 GM_MOCK_PAIR(cuStreamUpdateCaptureDependencies,
@@ -353,7 +359,7 @@ static CUresult cuStreamUpdateCaptureDependencies_v2_impl(CUstream s, CUgraphNod
                                                           const CUgraphEdgeData *edges, size_t n,
                                                           unsigned flags) {
     (void)edges;
-    held_here();
+    gm_mock_held_here(GM_MOCK_HOLD_UPDATE);
     return update_deps(s, deps, n, flags);
 }
 GM_MOCK_PAIR(cuStreamUpdateCaptureDependencies_v2,
