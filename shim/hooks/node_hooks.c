@@ -427,31 +427,45 @@ CUresult gm_hook_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     return gm_cuda_result(status);
 }
 
-/* Whether marked graph `graph` holds `node` (gm_engine_marked_graphs_any, under the engine lock:
- * the graph cannot be destroyed while its nodes are read). */
-static bool graph_holds(void *node, uint64_t graph) {
+/* The node cuGraphDestroyNode was given, and what reading the marked graphs found out. */
+typedef struct node_search {
+    CUgraphNode node;
+    CUresult unreadable; /* a graph's nodes could not be read (host memory, the driver) */
+} node_search_t;
+
+/* Whether marked graph `graph` holds the node, or cannot be read, which ends the search too
+ * (gm_engine_marked_graphs_any, under the engine lock: the graph cannot be destroyed while its
+ * nodes are read). */
+static bool graph_holds(void *arg, uint64_t graph) {
+    node_search_t *search = arg;
     CUgraphNode *nodes;
     size_t n;
-    if (gm_graph_nodes((CUgraph)(uintptr_t)graph, &nodes, &n) != CUDA_SUCCESS)
-        return false;
+    search->unreadable = gm_graph_nodes((CUgraph)(uintptr_t)graph, &nodes, &n);
+    if (search->unreadable != CUDA_SUCCESS)
+        return true;
     bool found = false;
     for (size_t i = 0; i < n && !found; i++)
-        found = nodes[i] == (CUgraphNode)node;
+        found = nodes[i] == search->node;
     free(nodes);
     return found;
 }
 
-/* Whether `node` belongs to a graph holding markers. The driver offers no node-to-graph query,
- * so the graphs holding markers are searched (node destruction is rare), each under the engine
- * lock: another thread may destroy one of them meanwhile, and reading a destroyed graph is a use
- * after free in the driver. */
-static bool in_graph_with_markers(CUgraphNode node) {
+/* CUDA_ERROR_NOT_SUPPORTED when `node` belongs to a graph holding markers, CUDA_SUCCESS when it
+ * does not. The driver offers no node-to-graph query, so the graphs holding markers are searched
+ * (node destruction is rare), each under the engine lock: another thread may destroy one of them
+ * meanwhile, and reading a destroyed graph is a use after free in the driver. A graph that cannot
+ * be read gives its error: the node might be one of its own, whose destruction could take away
+ * the path an allocation's reuse of freed bytes rests on. */
+static CUresult in_graph_with_markers(CUgraphNode node) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (engine == NULL || node == NULL)
-        return false;
+        return CUDA_SUCCESS;
     if (gm_engine_marker(engine, (uint64_t)(uintptr_t)node, NULL) != GM_MARKER_NONE)
-        return true;
-    return gm_engine_marked_graphs_any(engine, graph_holds, node);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    node_search_t search = {node, CUDA_SUCCESS};
+    if (!gm_engine_marked_graphs_any(engine, graph_holds, &search))
+        return CUDA_SUCCESS;
+    return search.unreadable != CUDA_SUCCESS ? search.unreadable : CUDA_ERROR_NOT_SUPPORTED;
 }
 
 /* GRAPHMEM_LIFT_RESTRICTIONS lets graphs with memory nodes lose edges and nodes, which the driver
@@ -474,9 +488,9 @@ static CUresult destroy_plain_node(gm_engine_t *engine, CUgraphNode node) {
 CUresult gm_hook_cuGraphDestroyNode(CUgraphNode hNode) {
     gm_engine_t *engine = gm_glue_engine_if_started();
     if (!lifted()) {
-        if (in_graph_with_markers(hNode))
-            return CUDA_ERROR_NOT_SUPPORTED; /* no node of a graph with memory nodes may go */
-        return destroy_plain_node(engine, hNode);
+        /* No node of a graph with memory nodes may go. */
+        CUresult refused = in_graph_with_markers(hNode);
+        return refused != CUDA_SUCCESS ? refused : destroy_plain_node(engine, hNode);
     }
     if (engine == NULL || hNode == NULL)
         return destroy_plain_node(engine, hNode);
@@ -533,7 +547,7 @@ CUresult gm_hook_cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode 
 /* A child-graph node's graph replaced through the node: the driver copies the graph in, and
  * refuses it when either the node's graph or the new one holds memory nodes (a moved child with
  * an allocation; CUDA_ERROR_NOT_SUPPORTED, driver 580: tests/SEMANTICS.md §A3.17), so graphmem
- * refuses alike where either holds markers (gm_child_swap_refused), also under
+ * refuses alike where either holds markers (gm_child_swap_check), also under
  * GRAPHMEM_LIFT_RESTRICTIONS (the node's graph, whose markers a copy would have to join, is not
  * known here). The node's type is asked first: any other node is the driver's to refuse. The old
  * graph is forgotten in the same step as the driver's call (as cuGraphDestroy does: a handle it
@@ -555,10 +569,13 @@ static CUresult set_child_params(CUgraphNode node, CUgraphNodeParams *p) {
     CUgraphNodeType type;
     if (node != NULL && p->graph.graph != NULL &&
         gm_drv.cuGraphNodeGetType(node, &type) == CUDA_SUCCESS &&
-        type == CU_GRAPH_NODE_TYPE_GRAPH &&
-        (copy_needs_graphmem(p->graph.graph) ||
-         gm_child_swap_refused(engine, node, p->graph.graph)))
-        return CUDA_ERROR_NOT_SUPPORTED;
+        type == CU_GRAPH_NODE_TYPE_GRAPH) {
+        if (copy_needs_graphmem(p->graph.graph))
+            return CUDA_ERROR_NOT_SUPPORTED;
+        CUresult refused = gm_child_swap_check(engine, node, p->graph.graph);
+        if (refused != CUDA_SUCCESS)
+            return refused;
+    }
     CUgraph old = NULL;
     if (node == NULL || gm_real.cuGraphChildGraphNodeGetGraph(node, &old) != CUDA_SUCCESS)
         return gm_real.cuGraphNodeSetParams(node, p); /* not a child node: the driver's answer */
@@ -595,9 +612,12 @@ CUresult gm_hook_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hN
                                           CUgraphNodeParams *nodeParams) {
     if (gm_marker_of(hNode, NULL) != GM_MARKER_NONE)
         return CUDA_ERROR_NOT_SUPPORTED;
-    if (nodeParams != NULL && nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH &&
-        gm_child_swap_refused(gm_glue_engine_if_started(), hNode, nodeParams->graph.graph))
-        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    if (nodeParams != NULL && nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+        CUresult refused =
+            gm_child_swap_check(gm_glue_engine_if_started(), hNode, nodeParams->graph.graph);
+        if (refused != CUDA_SUCCESS)
+            return gm_child_swap_answer(refused);
+    }
     gm_scratch_t cover;
     gm_scratch_begin(&cover, gm_glue_engine_if_started());
     gm_scratch_cover_node(&cover, nodeParams);

@@ -97,6 +97,39 @@ GM_MOCK_API CUresult cuGraphDestroy(CUgraph hGraph) {
     return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* The driver refuses to destroy a node of a graph holding memory nodes (tests/SEMANTICS.md
+ * §A3.2); any other node goes with its edges. */
+GM_MOCK_API CUresult cuGraphDestroyNode(CUgraphNode hNode) {
+    GM_MOCK_CALL("cuGraphDestroyNode");
+    gm_mock_lock();
+    gm_mock_node_t *node = node_check(hNode);
+    gm_mock_graph_t *g = node ? node->graph : NULL;
+    CUresult rc = node ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    for (gm_mock_node_t *n = g ? g->nodes : NULL; n && rc == CUDA_SUCCESS; n = n->next)
+        if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+            rc = CUDA_ERROR_NOT_SUPPORTED;
+    if (rc == CUDA_SUCCESS) {
+        for (gm_mock_node_t **at = &g->nodes; *at; at = &(*at)->next)
+            if (*at == node) {
+                *at = node->next;
+                break;
+            }
+        g->nnodes--;
+        for (gm_mock_node_t *n = g->nodes; n; n = n->next) {
+            size_t kept = 0;
+            for (size_t i = 0; i < n->ndeps; i++)
+                if (n->deps[i] != node)
+                    n->deps[kept++] = n->deps[i];
+            n->ndeps = kept;
+        }
+        node->magic = 0;
+        free(node->deps);
+        free(node);
+    }
+    gm_mock_unlock();
+    return rc;
+}
+
 /* Adds a node of `type` to a graph for the explicit node APIs. */
 static CUresult add_node(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, size_t ndeps,
                          CUgraphNodeType type, gm_mock_node_t **node) {
