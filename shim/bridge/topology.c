@@ -470,21 +470,29 @@ static bool holds_markers(gm_engine_t *engine, CUgraph graph, CUresult *error) {
 }
 
 /* Whether `graph` holds markers: its own nodes and those of its child graphs, or its conditional
- * bodies at any depth (which the read-back looks into only under GRAPHMEM_LIFT_RESTRICTIONS). */
-static bool holds_markers_anywhere(gm_engine_t *engine, CUgraph graph) {
+ * bodies at any depth (which the read-back looks into only under GRAPHMEM_LIFT_RESTRICTIONS); a
+ * graph that cannot be read gives the error that kept it from being read. */
+static CUresult markers_anywhere(gm_engine_t *engine, CUgraph graph) {
     CUresult error;
-    return holds_markers(engine, graph, &error) ||
-           gm_conditional_bodies_have_markers(engine, graph);
+    bool found = holds_markers(engine, graph, &error);
+    if (error != CUDA_SUCCESS)
+        return error;
+    return found || gm_conditional_bodies_have_markers(engine, graph) ? CUDA_ERROR_NOT_SUPPORTED
+                                                                      : CUDA_SUCCESS;
 }
 
 /* A child graph holding memory nodes is refused on either side: measured on driver 580 for a
  * moved child with a captured allocation replaced by another such graph
  * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE), for a child whose conditional body (an IF node added to
  * the child graph afterwards) allocates (the same), and a swap between a child with and one
- * without memory nodes changes a node's type. */
-bool gm_child_swap_refused(gm_engine_t *engine, CUgraphNode node, CUgraph child) {
+ * without memory nodes changes a node's type. A graph that cannot be read (host memory) refuses
+ * the swap too: it might hold markers, whose addresses no plan of the exec covers, and they could
+ * be another exec's bytes. */
+CUresult gm_child_swap_check(gm_engine_t *engine, CUgraphNode node, CUgraph child) {
     CUgraph current = NULL;
-    return engine != NULL && child != NULL && node != NULL &&
-           gm_real.cuGraphChildGraphNodeGetGraph(node, &current) == CUDA_SUCCESS &&
-           (holds_markers_anywhere(engine, child) || holds_markers_anywhere(engine, current));
+    if (engine == NULL || child == NULL || node == NULL ||
+        gm_real.cuGraphChildGraphNodeGetGraph(node, &current) != CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    CUresult verdict = markers_anywhere(engine, child);
+    return verdict != CUDA_SUCCESS ? verdict : markers_anywhere(engine, current);
 }

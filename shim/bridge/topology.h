@@ -32,8 +32,15 @@ void gm_topology_forget_after_fork(void);
  * the driver's error (nothing then). */
 CUresult gm_graph_nodes(CUgraph graph, CUgraphNode **nodes, size_t *count);
 
-/* Whether replacing the child graph of `node` in an exec by `child` is refused: either holds a
- * memory node (engine NULL: not started, nothing is refused). */
-bool gm_child_swap_refused(gm_engine_t *engine, CUgraphNode node, CUgraph child);
+/* Whether replacing the child graph of `node` by `child` may go to the driver (CUDA_SUCCESS), is
+ * refused because either holds a memory node (CUDA_ERROR_NOT_SUPPORTED: the caller answers its
+ * call's code for that), or is refused because a graph could not be read (that error, say
+ * CUDA_ERROR_OUT_OF_MEMORY). Engine NULL: not started, nothing is refused. */
+CUresult gm_child_swap_check(gm_engine_t *engine, CUgraphNode node, CUgraph child);
+/* An exec's swap refused by gm_child_swap_check: the driver's code for memory nodes there
+ * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE), else the error that kept a graph from being read. */
+static inline CUresult gm_child_swap_answer(CUresult refused) {
+    return refused == CUDA_ERROR_NOT_SUPPORTED ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE : refused;
+}
 
 #endif

@@ -101,8 +101,9 @@ CUresult gm_hook_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
 
 CUresult gm_hook_cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                                     CUgraph childGraph) {
-    if (gm_child_swap_refused(gm_glue_engine_if_started(), hNode, childGraph))
-        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    CUresult refused = gm_child_swap_check(gm_glue_engine_if_started(), hNode, childGraph);
+    if (refused != CUDA_SUCCESS)
+        return gm_child_swap_answer(refused);
     return gm_real.cuGraphExecChildGraphNodeSetParams(hGraphExec, gm_device_node(hGraphExec, hNode),
                                                       childGraph);
 }

@@ -3,8 +3,8 @@
  * with nodes of many dependencies and with child graphs, the edges read are the graph's; with
  * markers made through the engine and listed in the order they were made (or its reverse), their
  * dependencies are taken from it and not asked of the driver, until an edge is added to their
- * graph. Only the four driver entries the read-back calls
- * are filled in. */
+ * graph; a child graph's swap is refused where either graph holds markers or cannot be read. Only
+ * the four driver entries the read-back calls are filled in. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -37,7 +37,7 @@ bool gm_touches(CUgraph graph) {
     return graph != NULL && graph == touching;
 }
 
-/* Asked by gm_child_swap_refused only, which no test here calls. */
+/* Asked by gm_child_swap_check only: no bodies here. */
 bool gm_conditional_bodies_have_markers(gm_engine_t *engine, CUgraph graph) {
     (void)engine, (void)graph;
     return false;
@@ -59,6 +59,7 @@ struct fake_graph {
     unsigned count;
     fake_node_t *nodes;         /* in the order they were made */
     unsigned listed[MAX_NODES]; /* the order the driver lists them in */
+    bool unreadable;            /* its nodes cannot be listed (CUDA_ERROR_OUT_OF_MEMORY) */
 };
 
 /* Calls that asked for a graph's count, not its nodes (atomic: test_concurrent_reads). */
@@ -68,6 +69,8 @@ static _Atomic unsigned long count_asks;
  * set to NULL and the count returned. */
 static CUresult CUDAAPI get_nodes(CUgraph graph, CUgraphNode *nodes, size_t *count) {
     const fake_graph_t *g = (const fake_graph_t *)graph;
+    if (g->unreadable)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (nodes == NULL) {
         count_asks++;
         *count = g->count;
@@ -440,6 +443,48 @@ static fake_graph_t *marked_chain(sim_t *s, unsigned count, listing_t listing, u
     return g;
 }
 
+/* gm_child_swap_check, a child-graph node's graph replaced (in a graph or an exec): by a plain
+ * graph it goes to the driver; by a graph holding a marker, or from one, it is refused as the
+ * driver refuses memory nodes there; and where either graph cannot be read (out of host memory),
+ * it is refused with that error: the graph might hold markers whose addresses no plan of the exec
+ * covers, another exec's bytes. */
+static void test_child_swap_check(void) {
+    sim_t s;
+    REQUIRE(sim_init(&s, NULL));
+    fake_graph_t *parent = graph_new(1, MADE), *plain = chain(2, MADE), *marked = chain(3, MADE),
+                 *unreadable = chain(2, MADE), *marked_child = chain(3, MADE);
+    make_alloc(&s, marked, 1, 4096);
+    make_alloc(&s, marked_child, 1, 4096);
+    unreadable->unreadable = true;
+    parent->nodes[0].type = CU_GRAPH_NODE_TYPE_GRAPH;
+    parent->nodes[0].child = chain(1, MADE);
+    CUgraphNode node = (CUgraphNode)&parent->nodes[0];
+    CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)plain), CUDA_SUCCESS);
+    CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)marked), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)unreadable),
+                 CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ_INT(gm_child_swap_check(NULL, node, (CUgraph)unreadable), CUDA_SUCCESS);
+    /* The node's own graph: with a marker, then unreadable. */
+    fake_graph_t *first_child = parent->nodes[0].child;
+    parent->nodes[0].child = marked_child;
+    CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)plain), CUDA_ERROR_NOT_SUPPORTED);
+    parent->nodes[0].child = unreadable;
+    CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)plain), CUDA_ERROR_OUT_OF_MEMORY);
+    /* In an exec, the driver's code for memory nodes is another; a read's error stays. */
+    CHECK_EQ_INT(gm_child_swap_answer(CUDA_ERROR_NOT_SUPPORTED),
+                 CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ_INT(gm_child_swap_answer(CUDA_ERROR_OUT_OF_MEMORY), CUDA_ERROR_OUT_OF_MEMORY);
+    parent->nodes[0].child = first_child;
+    sim_graph_destroy(s.engine, key_of((const fake_node_t *)marked));
+    sim_graph_destroy(s.engine, key_of((const fake_node_t *)marked_child));
+    graph_free(parent);
+    graph_free(plain);
+    graph_free(marked);
+    graph_free(marked_child);
+    graph_free(unreadable);
+    CHECK(sim_fini(&s));
+}
+
 static void test_marker_dependencies_from_the_engine(void) {
     const listing_t listings[] = {MADE, REVERSED, SHUFFLED};
     for (unsigned l = 0; l < 3; l++) {
@@ -622,6 +667,7 @@ int main(void) {
     RUN_TEST(test_random_dags);
     RUN_TEST(test_many_dependencies);
     RUN_TEST(test_child_graph);
+    RUN_TEST(test_child_swap_check);
     RUN_TEST(test_types_asked_only_where_needed);
     RUN_TEST(test_listing_remembers_counts);
     RUN_TEST(test_marker_dependencies_from_the_engine);
