@@ -448,7 +448,7 @@ gm_status_t gm_engine_attr_set(gm_engine_t *engine, int device, int attr, uint64
  * its covers, idle, until a launch or trim must map, or its addresses go back (engine_cover.c). */
 typedef struct gm_cover {
     gm_engine_t *engine; /* NULL: nothing to cover (no engine, or the shim ignores the call) */
-    int device;          /* whose scratch page; -1: none */
+    int device;          /* whose scratch page; -1: not known (only allocations' own pages) */
     bool held;           /* counted in the engine's covers since the first covered range */
     bool check_freed;    /* set by the caller: look for ranges that start in freed memory */
     bool freed;          /* with check_freed: a range started in a freed allocation (below) */
@@ -456,7 +456,9 @@ typedef struct gm_cover {
     uint64_t *pages; /* pages this cover holds a scratch mapping of (owned) */
 } gm_cover_t;
 
-/* Starts an empty cover for `device` (engine NULL or device < 0: a cover that covers nothing). */
+/* Starts an empty cover for `device` (engine NULL: a cover that covers nothing; a device not
+ * known, < 0 or out of range: ranges in allocations take the allocation's device, others none,
+ * and the freed check is made all the same). */
 void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device);
 /* Covers the pages of [va, va + bytes) that lie in the reservation. Best effort: a page the
  * scratch page cannot be mapped at (no host or device memory, or another device's scratch page

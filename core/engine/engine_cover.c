@@ -152,8 +152,10 @@ static bool map_scratch(gm_engine_t *e, int device, uint64_t access, uint64_t pa
 }
 
 void gm_engine_cover_begin(gm_engine_t *engine, gm_cover_t *cover, int device) {
-    cover->engine = engine && device >= 0 && device < engine->config.device_count ? engine : NULL;
-    cover->device = device;
+    /* A device not known (no current context in the shim) still gets the freed check: only the
+     * pages of allocations, whose device is their own, are mapped then. */
+    cover->engine = engine;
+    cover->device = engine && device >= 0 && device < engine->config.device_count ? device : -1;
     cover->held = false;
     cover->check_freed = false;
     cover->freed = false;
@@ -250,10 +252,13 @@ void gm_engine_cover_range(gm_cover_t *c, uint64_t va, uint64_t bytes) {
                                ? record_covering(e, va)
                                : NULL; /* one device: nothing to choose */
     int device = r ? r->params.device : c->device;
+    if (device < 0 && e->config.device_count == 1)
+        device = 0;
     uint64_t access = r ? r->params.access_mask : 0;
     if (c->check_freed && !c->freed && gm_vaspace_contains(e->vas, va))
         c->freed = freed_address(e, va);
-    for (uint64_t page = va - va % e->page; page < va + bytes; page += e->page) {
+    /* No device to map for: the driver answers for the range as it is. */
+    for (uint64_t page = va - va % e->page; device >= 0 && page < va + bytes; page += e->page) {
         if (!gm_vaspace_contains(e->vas, page))
             continue;
         if (!c->held) {

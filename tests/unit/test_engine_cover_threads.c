@@ -469,7 +469,8 @@ static void test_update_finds_no_idle_scratch(void) {
 
 /* The driver refuses a new memset or memcpy node on the address of an allocation that a free node
  * frees (SEMANTICS §A1.15): a cover asked to look says so for an address in such an allocation
- * (its start or inside), not for one in an allocation that escapes its graph. */
+ * (its start or inside), not for one in an allocation that escapes its graph, whatever device the
+ * cover was begun for. */
 static void test_cover_flags_freed_addresses(void) {
     sim_t s;
     REQUIRE(sim_init(&s, NULL));
@@ -483,14 +484,18 @@ static void test_cover_flags_freed_addresses(void) {
                                va_escaping + 4096};
     const bool check[] = {true, true, false, true, true};
     const bool expect[] = {true, true, false, false, false};
-    for (int i = 0; i < 5; i++) {
-        gm_cover_t c;
-        gm_engine_cover_begin(s.engine, &c, 0);
-        c.check_freed = check[i];
-        gm_engine_cover_range(&c, starts[i], 4096);
-        CHECK_EQ_INT(c.freed, expect[i]);
-        gm_engine_cover_end(&c);
-    }
+    /* Also with the device not known (-1: the shim's thread has no current context, the node's
+     * context given in its parameters) and out of range: the check is made all the same. */
+    const int devices[] = {0, -1, 7};
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < 5; i++) {
+            gm_cover_t c;
+            gm_engine_cover_begin(s.engine, &c, devices[d]);
+            c.check_freed = check[i];
+            gm_engine_cover_range(&c, starts[i], 4096);
+            CHECK_EQ_INT(c.freed, expect[i]);
+            gm_engine_cover_end(&c);
+        }
     CHECK(sim_fini(&s));
 }
 
