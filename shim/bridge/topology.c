@@ -344,9 +344,11 @@ static CUresult read_graph(gm_engine_t *engine, CUgraph graph, gm_topology_buf_t
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
         uint32_t index;
         CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+        /* A type not known fails the read: the node may be a child graph or conditional node
+         * holding markers, which a plan or a check would then miss. */
         if (types && facts[i].kind == GM_MARKER_NONE &&
-            gm_drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
-            type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing graphmem would look into */
+            (r = gm_drv.cuGraphNodeGetType(nodes[i], &type)) != CUDA_SUCCESS)
+            break;
         nested |= type == CU_GRAPH_NODE_TYPE_GRAPH || type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
         if (!add_node(buf, (uint64_t)(uintptr_t)nodes[i], type, &index))
             r = CUDA_ERROR_OUT_OF_MEMORY;

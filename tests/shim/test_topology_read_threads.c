@@ -86,8 +86,13 @@ static CUresult CUDAAPI get_nodes(CUgraph graph, CUgraphNode *nodes, size_t *cou
 /* Nodes whose type was asked for. */
 static _Atomic unsigned long type_asks;
 
+/* A node whose type the driver will not say (its type CU_GRAPH_NODE_TYPE_GRAPH + 1000). */
+#define UNTYPED ((CUgraphNodeType)(CU_GRAPH_NODE_TYPE_GRAPH + 1000))
+
 static CUresult CUDAAPI get_type(CUgraphNode node, CUgraphNodeType *type) {
     type_asks++;
+    if (((const fake_node_t *)node)->type == UNTYPED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     *type = ((const fake_node_t *)node)->type;
     return CUDA_SUCCESS;
 }
@@ -464,6 +469,15 @@ static void test_child_swap_check(void) {
     CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)unreadable),
                  CUDA_ERROR_OUT_OF_MEMORY);
     CHECK_EQ_INT(gm_child_swap_check(NULL, node, (CUgraph)unreadable), CUDA_SUCCESS);
+    /* A graph one of whose nodes' type cannot be asked: it might be a child graph with markers. */
+    fake_graph_t *untyped = chain(3, MADE), *named = chain(2, MADE);
+    untyped->nodes[1].type = UNTYPED;
+    named->nodes[0].type = CU_GRAPH_NODE_TYPE_GRAPH; /* types are asked in a graph naming one */
+    named->nodes[0].child = untyped;
+    registered_parent = (CUgraph)named;
+    CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)named), CUDA_ERROR_OUT_OF_MEMORY);
+    registered_parent = NULL;
+    graph_free(named);
     /* The node's own graph: with a marker, then unreadable. */
     fake_graph_t *first_child = parent->nodes[0].child;
     parent->nodes[0].child = marked_child;
