@@ -54,8 +54,16 @@ static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultI
         return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
     gm_topology_buf_t topo = {0};
     CUresult r = gm_topology_read(engine, graph, &topo);
-    if (r != CUDA_SUCCESS) /* an invalid graph: the driver says how */
-        return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
+    if (r != CUDA_SUCCESS) {
+        /* An invalid graph: the driver says how. A valid one that could not be read (out of host
+         * memory) is refused with the read's error: the driver would take its markers for empty
+         * nodes, and the exec would run on addresses no plan of it covers. */
+        size_t count = 0;
+        if (gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS)
+            return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
+        *info = (CUgraphExecUpdateResultInfo){.result = CU_GRAPH_EXEC_UPDATE_ERROR};
+        return r;
+    }
     update_call_t args = {exec, graph, info};
     gm_app_call_t call;
     uint64_t error_node = 0;

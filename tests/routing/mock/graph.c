@@ -2,6 +2,8 @@
  * be created, inspected, instantiated and launched. Nothing executes. */
 #include "mock.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,8 +276,18 @@ GM_MOCK_API CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr 
     return CUDA_SUCCESS;
 }
 
+/* Node lists to refuse, for tests of a read-back that fails (gm_mock_fail_node_lists). */
+static atomic_int node_lists_to_fail;
+
+GM_MOCK_API void gm_mock_fail_node_lists(int count) {
+    atomic_store(&node_lists_to_fail, count);
+}
+
 GM_MOCK_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes) {
     GM_MOCK_CALL("cuGraphGetNodes");
+    if (nodes && atomic_load(&node_lists_to_fail) > 0 &&
+        atomic_fetch_sub(&node_lists_to_fail, 1) > 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     gm_mock_lock();
     gm_mock_graph_t *g = gm_mock_graph_check(hGraph);
     CUresult rc = g && numNodes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -423,6 +435,19 @@ static CUresult cuGraphUpload_impl(CUgraphExec hGraphExec, CUstream hStream) {
     return exec_check(hGraphExec) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 GM_MOCK_PAIR(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
+
+/* Takes any update of a valid exec from a valid graph (the mock keeps no exec's nodes). */
+GM_MOCK_API CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                          CUgraphExecUpdateResultInfo *resultInfo) {
+    GM_MOCK_CALL("cuGraphExecUpdate_v2");
+    gm_mock_lock();
+    bool valid = exec_check(hGraphExec) && gm_mock_graph_check(hGraph) && resultInfo;
+    gm_mock_unlock();
+    if (!valid)
+        return CUDA_ERROR_INVALID_VALUE;
+    *resultInfo = (CUgraphExecUpdateResultInfo){.result = CU_GRAPH_EXEC_UPDATE_SUCCESS};
+    return CUDA_SUCCESS;
+}
 
 GM_MOCK_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
     GM_MOCK_CALL("cuGraphExecDestroy");

@@ -35,6 +35,9 @@ void gm_mock_hold_next_update(void);
 void gm_mock_hold_next_allocation(void);
 void gm_mock_wait_held(void);
 void gm_mock_release_update(void);
+/* The next `count` cuGraphGetNodes calls that ask for the nodes (not only their count) answer
+ * CUDA_ERROR_OUT_OF_MEMORY, as the driver might without host memory. */
+void gm_mock_fail_node_lists(int count);
 /* Capture queries answered so far (cuStreamGetCaptureInfo, every ABI). */
 long gm_mock_capture_queries(void);
 
