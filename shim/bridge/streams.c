@@ -1,6 +1,7 @@
 #include "streams.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "interpose/driver.h"
@@ -50,13 +51,17 @@ static uint64_t context_index(void) {
             atomic_store(&atomic_load(&chunks[n / CHUNK])[n % CHUNK], ctx);
             atomic_store(&context_count, n + 1);
         } else if (i == n) {
-            gm_log(GM_LOG_WARN, "no room to remember a context's default streams");
+            static atomic_bool warned;
+            if (!atomic_exchange(&warned, true))
+                gm_log(GM_LOG_WARN, "no room to remember a context's default streams: graph "
+                                    "launches served by graphmem are refused there");
             i = MAX_CONTEXTS;
         }
         pthread_mutex_unlock(&context_lock);
     }
+    /* No room is not remembered: the next call tries again. */
     cached_context = ctx;
-    cached_index_plus_one = (uint64_t)i + 1;
+    cached_index_plus_one = i < MAX_CONTEXTS ? (uint64_t)i + 1 : 0;
     return (uint64_t)i;
 }
 
@@ -87,13 +92,27 @@ uint64_t gm_stream_key(CUstream stream, bool ptsz) {
     return (uint64_t)(uintptr_t)stream;
 }
 
+/* The context index of a default-stream key (MAX_CONTEXTS and above: no room). */
+static uint64_t key_context_index(uint64_t key) {
+    return (key >> 8) & ((2ull << CONTEXT_BITS) - 1);
+}
+
+static bool names_default(uint64_t key) {
+    uint64_t tag = key & 0xff;
+    return tag == TAG_LEGACY || tag == TAG_PER_THREAD;
+}
+
+bool gm_stream_key_usable(uint64_t key) {
+    return !names_default(key) || key_context_index(key) < MAX_CONTEXTS;
+}
+
 bool gm_stream_handle(uint64_t key, CUstream *stream, CUcontext *context) {
     uint64_t tag = key & 0xff;
     *context = NULL;
     *stream = (CUstream)(uintptr_t)key;
-    if (tag != TAG_LEGACY && tag != TAG_PER_THREAD)
+    if (!names_default(key))
         return true;
-    uint64_t index = (key >> 8) & ((2ull << CONTEXT_BITS) - 1);
+    uint64_t index = key_context_index(key);
     if (index >= MAX_CONTEXTS)
         return false;
     *context = context_at((unsigned)index);

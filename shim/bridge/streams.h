@@ -19,6 +19,13 @@ static inline bool gm_stream_is_default(CUstream stream) {
  * on the stream the current call was handed, so asking for one is a bug, refused. */
 bool gm_stream_handle(uint64_t key, CUstream *stream, CUcontext *context);
 
+/* Whether `key` names a stream graphmem can record on and wait for: false for a default stream of
+ * a context it had no room to remember (no host memory, or more contexts than keys tell apart),
+ * which gm_stream_handle cannot name and which shares its key with every other such context. A
+ * graph launch graphmem serves there is refused (its fence could be neither recorded nor waited
+ * for, and its memory would be taken as free while the launch runs). */
+bool gm_stream_key_usable(uint64_t key);
+
 /* Runs on the child side of fork: the parent's contexts do not exist there. */
 void gm_streams_forget_after_fork(void);
 

@@ -488,6 +488,8 @@ static CUresult launch(CUgraphExec exec, CUstream stream, bool ptsz, bool upload
         return launch_into_capture(real, exec, stream);
     if (!keyed)
         stream_key = gm_stream_key(stream, ptsz);
+    if (!gm_stream_key_usable(stream_key))
+        return CUDA_ERROR_OUT_OF_MEMORY; /* a default stream of a context with no key of its own */
     gm_app_call_t call;
     status = gm_engine_launch(engine, key, stream_key, upload,
                               gm_app_call_begin(&call, call_launch, &args));
