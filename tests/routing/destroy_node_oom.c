@@ -35,14 +35,7 @@ static size_t node_count(CUgraph g) {
 }
 
 int main(void) {
-    CK(cuInit(0));
-    CUdevice d;
-    CUcontext ctx;
-    CK(cuDeviceGet(&d, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, d));
-    CK(cuCtxSetCurrent(ctx));
-    CUstream s;
-    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUstream s = mock_test_stream(NULL);
     /* w, a host function on it (the node to destroy), w freed, z allocated after the free (in w's
      * bytes under graphmem) and used. */
     CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));

@@ -311,13 +311,7 @@ static int raced_allocation_ends_the_frontier(void) {
 
 int main(int argc, char **argv) {
     bool known_wanted = argc < 2 || strcmp(argv[1], "off") != 0;
-    CK(cuInit(0));
-    CUdevice d;
-    CUcontext ctx;
-    CK(cuDeviceGet(&d, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, d));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    s = mock_test_stream(NULL);
     int failed = pairs_skip_queries(known_wanted);
     for (between_t kind = 0; kind < BETWEEN_KINDS; kind++)
         failed |= call_between_markers(kind);

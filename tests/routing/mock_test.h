@@ -24,4 +24,20 @@ void gm_mock_fail_node_lists(int count);
         }                                                                                          \
     } while (0)
 
+/* The driver started, device 0's primary context current on this thread (and returned), and a
+ * non-blocking stream made in it. */
+static inline CUstream mock_test_stream(CUcontext *ctx_out) {
+    CK(cuInit(0));
+    CUdevice device;
+    CUcontext ctx;
+    CK(cuDeviceGet(&device, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, device));
+    CK(cuCtxSetCurrent(ctx));
+    if (ctx_out != NULL)
+        *ctx_out = ctx;
+    CUstream stream;
+    CK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    return stream;
+}
+
 #endif

@@ -28,14 +28,7 @@ static CUgraph captured(CUstream s) {
 }
 
 int main(void) {
-    CK(cuInit(0));
-    CUdevice d;
-    CUcontext ctx;
-    CK(cuDeviceGet(&d, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, d));
-    CK(cuCtxSetCurrent(ctx));
-    CUstream s;
-    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUstream s = mock_test_stream(NULL);
     CUgraph a = captured(s), b = captured(s);
     CUgraphExec exec;
     CK(cuGraphInstantiateWithFlags(&exec, a, 0));
