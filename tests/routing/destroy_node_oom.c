@@ -64,12 +64,13 @@ int main(void) {
     CUresult with_memory = cuGraphDestroyNode(user_of_w);
     size_t nodes_after = node_count(g);
 
-    bool ok = without_memory != CUDA_SUCCESS && with_memory == CUDA_ERROR_NOT_SUPPORTED &&
-              nodes_after == nodes_before;
+    bool ok = without_memory == CUDA_ERROR_OUT_OF_MEMORY &&
+              with_memory == CUDA_ERROR_NOT_SUPPORTED && nodes_after == nodes_before;
     printf("destroying a node of a graph with allocations: %d without host memory, %d with; "
            "%zu nodes before, %zu after (%s)\n",
            (int)without_memory, (int)with_memory, nodes_before, nodes_after,
-           ok ? "as expected" : "WRONG: the node went, or the answers are not refusals");
+           ok ? "as expected"
+              : "WRONG: the node went, or the answers are not the refusals expected");
     CK(cuGraphDestroy(g));
     CK(cuStreamDestroy(s));
     return ok ? 0 : 1;

@@ -499,6 +499,26 @@ static void test_cover_flags_freed_addresses(void) {
     CHECK(sim_fini(&s));
 }
 
+/* A one-device engine and a cover whose device is not known (-1: no current context in the shim):
+ * the only device is taken, so a page no part maps still gets the scratch page (the driver's
+ * check of the node then answers as for mapped memory), and the cover holds it until its end. */
+static void test_one_device_cover_without_device(void) {
+    gm_engine_config_t config = sim_default_config();
+    config.device_count = 1;
+    sim_t s;
+    REQUIRE(sim_init(&s, &config));
+    sim_graph_t g;
+    sim_one_alloc_graph(&s, &g, 128 * KiB, false);
+    uint64_t va = 0, size = 0;
+    alloc_of(&g, &va, &size);
+    gm_cover_t c;
+    gm_engine_cover_begin(s.engine, &c, -1);
+    gm_engine_cover_range(&c, va, 4 * KiB);
+    CHECK(c.held && c.count == 1);
+    gm_engine_cover_end(&c);
+    CHECK(sim_fini(&s));
+}
+
 /* The scratch page stands for the allocation's own memory: of the allocation's device, with its
  * access, whatever device the cover was begun for (the current one, in the shim). Measured on two
  * H200s (tests/gpu/scn_cover_device.cu): a memset node of device 1's allocation added for device
@@ -586,6 +606,7 @@ int main(void) {
     RUN_TEST(test_cover_flags_freed_addresses);
     RUN_TEST(test_cover_edges);
     RUN_TEST(test_cover_takes_the_allocation_device);
+    RUN_TEST(test_one_device_cover_without_device);
     RUN_TEST(test_covers_hold_against_launch_and_trim);
     RUN_TEST(test_waiting_launch_goes_before_new_covers);
     RUN_TEST(test_leaving_launch_waits_for_cover);
