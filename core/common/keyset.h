@@ -70,6 +70,11 @@ bool gm_keyset_contains_remember(gm_keyset_t *set, uint64_t key, gm_keyset_memo_
 
 static inline bool gm_keyset_contains_memo(gm_keyset_t *set, uint64_t key, gm_keyset_memo_t *memo) {
     uint64_t stamp = atomic_load_explicit(&set->stamp, memory_order_acquire);
+    /* A set that never changed is empty: every change restamps before it returns, so none
+     * completed before this question (a process that serves no exec yet launches its plain graphs
+     * with this load alone). */
+    if (stamp == 0)
+        return false;
     unsigned way = gm_keyset_memo_way(key);
     if (memo->ways[way].key == key && memo->ways[way].stamp_found >> 1 == stamp)
         return memo->ways[way].stamp_found & 1;

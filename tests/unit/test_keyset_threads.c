@@ -5,6 +5,8 @@
  * found), keys never inserted (never found) and keys the writer churns (either answer, but no
  * crash and no data race: this test also runs under ThreadSanitizer). */
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -170,9 +172,26 @@ static void test_memo_of_unchanged_sets(void) {
     gm_keyset_fini(&b);
 }
 
+/* A set that never changed is empty, and a memo's question to it is answered by loading its stamp
+ * alone: the set lies in a read-only page here, where gm_keyset_contains's reader counting (two
+ * atomic increments, what every plain launch paid before any exec was served) would fault. */
+static void test_memo_of_unchanged_set_only_reads(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    void *mem =
+        mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(mem != MAP_FAILED && sizeof(gm_keyset_t) <= (size_t)page);
+    gm_keyset_t *set = mem; /* zeroed, as a set that was never changed */
+    REQUIRE(mprotect(mem, (size_t)page, PROT_READ) == 0);
+    gm_keyset_memo_t memo = {0};
+    for (uint64_t key = 0x1000; key < 0x1100; key += 0x10)
+        CHECK(!gm_keyset_contains_memo(set, key, &memo));
+    munmap(mem, (size_t)page);
+}
+
 int main(void) {
     RUN_TEST(test_readers_during_rebuilds);
     RUN_TEST(test_memo_sees_every_change);
     RUN_TEST(test_memo_of_unchanged_sets);
+    RUN_TEST(test_memo_of_unchanged_set_only_reads);
     return gm_check_summary();
 }
