@@ -460,6 +460,11 @@ CUresult gm_graph_nodes(CUgraph graph, CUgraphNode **nodes, size_t *count) {
     return CUDA_SUCCESS;
 }
 
+bool gm_graph_listable(CUgraph graph) {
+    size_t count = 0;
+    return gm_real.cuGraphGetNodes(graph, NULL, &count) == CUDA_SUCCESS;
+}
+
 /* Whether any node of `graph`, child graphs included, is a marker. */
 static bool holds_markers(gm_engine_t *engine, CUgraph graph, CUresult *error) {
     gm_topology_buf_t topo = {0};
@@ -477,8 +482,8 @@ static bool holds_markers(gm_engine_t *engine, CUgraph graph, CUresult *error) {
 static CUresult markers_anywhere(gm_engine_t *engine, CUgraph graph) {
     CUresult error;
     bool found = holds_markers(engine, graph, &error);
-    if (error != CUDA_SUCCESS)
-        return error;
+    if (error != CUDA_SUCCESS) /* an invalid graph: the driver answers the call */
+        return gm_graph_listable(graph) ? error : CUDA_SUCCESS;
     return found || gm_conditional_bodies_have_markers(engine, graph) ? CUDA_ERROR_NOT_SUPPORTED
                                                                       : CUDA_SUCCESS;
 }

@@ -32,10 +32,15 @@ void gm_topology_forget_after_fork(void);
  * the driver's error (nothing then). */
 CUresult gm_graph_nodes(CUgraph graph, CUgraphNode **nodes, size_t *count);
 
+/* Whether the driver takes `graph` for a graph (its node count can be asked): where a read-back
+ * failed, an invalid graph is the driver's to answer for, a valid one graphmem's to refuse. */
+bool gm_graph_listable(CUgraph graph);
+
 /* Whether replacing the child graph of `node` by `child` may go to the driver (CUDA_SUCCESS), is
  * refused because either holds a memory node (CUDA_ERROR_NOT_SUPPORTED: the caller answers its
  * call's code for that), or is refused because a graph could not be read (that error, say
- * CUDA_ERROR_OUT_OF_MEMORY). Engine NULL: not started, nothing is refused. */
+ * CUDA_ERROR_OUT_OF_MEMORY; an invalid graph goes to the driver). Engine NULL: not started,
+ * nothing is refused. */
 CUresult gm_child_swap_check(gm_engine_t *engine, CUgraphNode node, CUgraph child);
 /* An exec's swap refused by gm_child_swap_check: the driver's code for memory nodes there
  * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE), else the error that kept a graph from being read. */

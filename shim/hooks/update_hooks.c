@@ -58,8 +58,7 @@ static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultI
         /* An invalid graph: the driver says how. A valid one that could not be read (out of host
          * memory) is refused with the read's error: the driver would take its markers for empty
          * nodes, and the exec would run on addresses no plan of it covers. */
-        size_t count = 0;
-        if (gm_real.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS)
+        if (!gm_graph_listable(graph))
             return gm_real.cuGraphExecUpdate_v2(exec, graph, info);
         *info = (CUgraphExecUpdateResultInfo){.result = CU_GRAPH_EXEC_UPDATE_ERROR};
         return r;

@@ -60,6 +60,7 @@ struct fake_graph {
     fake_node_t *nodes;         /* in the order they were made */
     unsigned listed[MAX_NODES]; /* the order the driver lists them in */
     bool unreadable;            /* its nodes cannot be listed (CUDA_ERROR_OUT_OF_MEMORY) */
+    bool invalid;               /* not a graph to the driver (CUDA_ERROR_INVALID_VALUE) */
 };
 
 /* Calls that asked for a graph's count, not its nodes (atomic: test_concurrent_reads). */
@@ -69,7 +70,9 @@ static _Atomic unsigned long count_asks;
  * set to NULL and the count returned. */
 static CUresult CUDAAPI get_nodes(CUgraph graph, CUgraphNode *nodes, size_t *count) {
     const fake_graph_t *g = (const fake_graph_t *)graph;
-    if (g->unreadable)
+    if (g->invalid)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (g->unreadable && nodes != NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (nodes == NULL) {
         count_asks++;
@@ -469,6 +472,11 @@ static void test_child_swap_check(void) {
     CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)unreadable),
                  CUDA_ERROR_OUT_OF_MEMORY);
     CHECK_EQ_INT(gm_child_swap_check(NULL, node, (CUgraph)unreadable), CUDA_SUCCESS);
+    /* Not a graph to the driver: the driver answers the swap (with its own code for bad input). */
+    fake_graph_t *invalid = chain(2, MADE);
+    invalid->invalid = true;
+    CHECK_EQ_INT(gm_child_swap_check(s.engine, node, (CUgraph)invalid), CUDA_SUCCESS);
+    graph_free(invalid);
     /* A graph one of whose nodes' type cannot be asked: it might be a child graph with markers. */
     fake_graph_t *untyped = chain(3, MADE), *named = chain(2, MADE);
     untyped->nodes[1].type = UNTYPED;
