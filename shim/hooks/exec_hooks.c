@@ -259,8 +259,11 @@ static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
     if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
         /* The driver uploaded already: map and tie the exec to the stream as an upload. */
         uint64_t stream = gm_stream_key(upload_stream, false);
-        status = gm_engine_launch(inst->engine, key, stream, true,
-                                  (gm_driver_call_t){driver_done, NULL});
+        /* A default stream of a context with no key of its own: no fence (as launch refuses). */
+        status = gm_stream_key_usable(stream)
+                     ? gm_engine_launch(inst->engine, key, stream, true,
+                                        (gm_driver_call_t){driver_done, NULL})
+                     : GM_ERR_OUT_OF_MEMORY;
         if (status != GM_OK)
             gm_engine_exec_destroy(inst->engine, key, GM_NO_CALL);
     }
