@@ -46,8 +46,7 @@ typedef struct gm_frontier_hold {
  * rise, which comes before the driver's begin (hooks/capture_hooks.c). An EXCLUSIVE one does not
  * wait for the engine: a captured allocation starts it. */
 static inline bool gm_frontier_lock_needed(CUstream stream, gm_frontier_hold_kind_t kind) {
-    if (kind == GM_FRONTIER_NONE || stream == NULL || stream == CU_STREAM_LEGACY ||
-        stream == CU_STREAM_PER_THREAD)
+    if (stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
         return false;
     return atomic_load_explicit(&gm_shim_hot.captures_in_flight, memory_order_relaxed) != 0 &&
            (kind == GM_FRONTIER_EXCLUSIVE ||
