@@ -245,9 +245,10 @@ static bool driver_done(void *arg) {
 }
 
 /* The engine's part of an instantiation the driver accepted: plan the exec, and for an
- * instantiation with ..._FLAG_UPLOAD map it for its stream as an upload would. */
+ * instantiation with ..._FLAG_UPLOAD map it for its stream as an upload would (`ptsz`: the call
+ * came through a _ptsz entry, whose NULL stream is the thread's default stream). */
 static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
-                        unsigned long long flags, CUstream upload_stream) {
+                        unsigned long long flags, CUstream upload_stream, bool ptsz) {
     gm_status_t status;
     if (join_plan_ahead(inst, true))
         status = inst->ahead.status == GM_OK
@@ -258,7 +259,7 @@ static gm_status_t plan(instantiation_t *inst, CUgraph graph, uint64_t key,
                                        &inst->topology.view, key, engine_flags(inst, flags));
     if (status == GM_OK && (flags & GM_INSTANTIATE_FLAG_UPLOAD)) {
         /* The driver uploaded already: map and tie the exec to the stream as an upload. */
-        uint64_t stream = gm_stream_key(upload_stream, false);
+        uint64_t stream = gm_stream_key(upload_stream, ptsz);
         /* A default stream of a context with no key of its own: no fence (as launch refuses). */
         status = gm_stream_key_usable(stream)
                      ? gm_engine_launch(inst->engine, key, stream, true,
@@ -287,7 +288,7 @@ static void forget_reused(CUgraphExec exec) {
 /* After the driver made the exec: plan it; on failure the exec is destroyed again so the caller
  * sees one clean error. */
 static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CUgraphExec *exec,
-                       unsigned long long flags, CUstream upload_stream) {
+                       unsigned long long flags, CUstream upload_stream, bool ptsz) {
     gm_scratch_end(&inst->cover); /* before anything maps the real memory */
     if (result == CUDA_SUCCESS)
         forget_reused(*exec);
@@ -301,7 +302,8 @@ static CUresult finish(instantiation_t *inst, CUgraph graph, CUresult result, CU
     if (result == CUDA_SUCCESS) {
         uint64_t engine_started_ns = gm_now_ns();
         gm_status_t status;
-        GM_RELAXED(status = plan(inst, graph, (uint64_t)(uintptr_t)*exec, flags, upload_stream));
+        GM_RELAXED(status =
+                       plan(inst, graph, (uint64_t)(uintptr_t)*exec, flags, upload_stream, ptsz));
         CUcontext context = NULL;
         if (status == GM_OK && inst->device_copy != NULL &&
             gm_drv.cuCtxGetCurrent(&context) == CUDA_SUCCESS)
@@ -366,7 +368,7 @@ static CUresult instantiate_legacy(legacy_instantiate_fn real, CUgraphExec *exec
     if (r != CUDA_SUCCESS)
         return cancel_restore(cancel, r);
     r = real(exec, graph, error_node, log, log_size);
-    return cancel_restore(cancel, finish(&inst, graph, r, exec, 0, NULL));
+    return cancel_restore(cancel, finish(&inst, graph, r, exec, 0, NULL, false));
 }
 
 CUresult gm_hook_cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -390,7 +392,7 @@ CUresult gm_hook_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
     if (r != CUDA_SUCCESS)
         return cancel_restore(cancel, r);
     r = gm_real.cuGraphInstantiateWithFlags(phGraphExec, driver_graph(&inst, hGraph), flags);
-    return cancel_restore(cancel, finish(&inst, hGraph, r, phGraphExec, flags, NULL));
+    return cancel_restore(cancel, finish(&inst, hGraph, r, phGraphExec, flags, NULL, false));
 }
 
 static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -409,7 +411,7 @@ static CUresult instantiate_with_params(bool ptsz, CUgraphExec *phGraphExec, CUg
         params->hErrNode_out =
             gm_device_copy_original(hGraph, inst.device_copy, params->hErrNode_out);
     return cancel_restore(
-        cancel, finish(&inst, hGraph, r, phGraphExec, params->flags, params->hUploadStream));
+        cancel, finish(&inst, hGraph, r, phGraphExec, params->flags, params->hUploadStream, ptsz));
 }
 
 CUresult gm_hook_cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,

@@ -13,6 +13,7 @@ void gm_mock_hold_next_allocation(void);
 void gm_mock_wait_held(void);
 void gm_mock_release_update(void);
 long gm_mock_capture_queries(void);
+long gm_mock_legacy_stream_uses(void);
 void gm_mock_fail_node_lists(int count);
 
 #define CK(x)                                                                                      \

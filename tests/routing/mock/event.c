@@ -2,6 +2,8 @@
  * event is complete at once; what is checked is handle validity and capture legality. */
 #include "mock.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #define GM_MOCK_MAGIC_EVENT 0x45564e54u
@@ -39,11 +41,34 @@ GM_MOCK_API CUresult cuEventDestroy_v2(CUevent hEvent) {
     return CUDA_SUCCESS;
 }
 
-static CUresult cuEventRecord_impl(CUevent hEvent, CUstream hStream) {
-    (void)hStream;
+/* Records and waits on the legacy default stream (CU_STREAM_LEGACY, or NULL through an entry
+ * without _ptsz), for tests of a call that must use only the stream it was handed
+ * (gm_mock_legacy_stream_uses). */
+static atomic_long legacy_uses;
+
+GM_MOCK_API long gm_mock_legacy_stream_uses(void) {
+    return atomic_load(&legacy_uses);
+}
+
+static void count_legacy(CUstream hStream, bool ptsz) {
+    if (hStream == CU_STREAM_LEGACY || (hStream == NULL && !ptsz))
+        atomic_fetch_add(&legacy_uses, 1);
+}
+
+static CUresult event_record(CUevent hEvent, CUstream hStream, bool ptsz) {
+    count_legacy(hStream, ptsz);
     return event_check(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-GM_MOCK_PAIR(cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream))
+
+GM_MOCK_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+    GM_MOCK_CALL("cuEventRecord");
+    return event_record(hEvent, hStream, false);
+}
+
+GM_MOCK_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
+    GM_MOCK_CALL("cuEventRecord_ptsz");
+    return event_record(hEvent, hStream, true);
+}
 
 GM_MOCK_API CUresult cuEventQuery(CUevent hEvent) {
     GM_MOCK_CALL("cuEventQuery");
@@ -55,9 +80,19 @@ GM_MOCK_API CUresult cuEventSynchronize(CUevent hEvent) {
     return event_check(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-static CUresult cuStreamWaitEvent_impl(CUstream hStream, CUevent hEvent, unsigned int flags) {
-    (void)hStream, (void)flags;
+static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, bool ptsz) {
+    count_legacy(hStream, ptsz);
     return event_check(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-GM_MOCK_PAIR(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int flags),
-             (hStream, hEvent, flags))
+
+GM_MOCK_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int flags) {
+    GM_MOCK_CALL("cuStreamWaitEvent");
+    (void)flags;
+    return stream_wait_event(hStream, hEvent, false);
+}
+
+GM_MOCK_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int flags) {
+    GM_MOCK_CALL("cuStreamWaitEvent_ptsz");
+    (void)flags;
+    return stream_wait_event(hStream, hEvent, true);
+}

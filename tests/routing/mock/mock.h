@@ -40,6 +40,9 @@ void gm_mock_release_update(void);
 void gm_mock_fail_node_lists(int count);
 /* Capture queries answered so far (cuStreamGetCaptureInfo, every ABI). */
 long gm_mock_capture_queries(void);
+/* Event records and stream waits on the legacy default stream so far (CU_STREAM_LEGACY, or NULL
+ * through an entry without _ptsz). */
+long gm_mock_legacy_stream_uses(void);
 
 /* Where a held call waits (the controls above). */
 typedef enum gm_mock_hold_point {
