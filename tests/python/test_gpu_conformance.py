@@ -240,35 +240,34 @@ def test_stress_threads():
 
 
 # Several threads capturing at once (thread-local and relaxed modes, fork/join onto a second
-# stream) and launching what they captured on two streams each, while a thread trims: no
-# allocation escapes its graph, so the driver runs it too.
-STRESS_CAPTURE_ARGS = ["60", "1500", "8", "3", "0"]  # seconds at most, rounds a thread, threads, seed, escapes
+# stream) and launching what they captured on two streams each, while a thread trims; without and
+# with allocations escaping their graphs (freed outside them, with cudaFreeAsync or cudaFree,
+# between and after launches, or by AutoFreeOnLaunch). Natively driver 580 died of SIGSEGV in most
+# runs on H200 hosts (in cuStreamSynchronize, with escapes and without), so the native run is the
+# reference only when it survives (after NATIVE_SIGNAL_RETRIES more tries); under graphmem every
+# run must end clean.
+STRESS_CAPTURE_ARGS = ["60", "1500", "8"]  # seconds at most, rounds a thread, threads
 
 
-def test_stress_capture():
-    native, under = _stress_pair("stress_capture", STRESS_CAPTURE_ARGS)
-    diffs = gh.obs_differences(native, under)
-    assert not diffs, "observations differ (native vs graphmem):\n" + "\n".join(diffs)
-
-
-# The same with allocations escaping their graphs, freed outside them (cudaFreeAsync or cudaFree)
-# between and after launches, or by AutoFreeOnLaunch. Natively driver 580 crashed in every run
-# tried (SIGSEGV in cuStreamSynchronize just after such a free, on an H200), so the native run is
-# reported, not required; under graphmem the run must end clean.
-STRESS_CAPTURE_ESCAPE_ARGS = ["60", "1500", "8", "4", "1"]
-
-
-def test_stress_capture_escapes():
+@pytest.mark.parametrize("escapes,seed", [("0", "3"), ("1", "4")], ids=["no_escapes", "escapes"])
+def test_stress_capture(escapes, seed):
     gh.require_gpu()
-    prog = gh.program("stress_capture")
-    native = gh.run([prog, *STRESS_CAPTURE_ESCAPE_ARGS], gh.native_env(None), timeout=300)
-    under = gh.run_graphmem([prog, *STRESS_CAPTURE_ESCAPE_ARGS], timeout=300)
-    print(f"native: exit {native.returncode}, {dict(native.obs)}")
+    argv = [gh.program("stress_capture"), *STRESS_CAPTURE_ARGS, seed, escapes]
+    native = gh.run(argv, gh.native_env(None), timeout=300)
+    for _ in range(gh.NATIVE_SIGNAL_RETRIES):
+        if native.returncode >= 0:
+            break
+        native = gh.run(argv, gh.native_env(None), timeout=300)
+    under = gh.run_graphmem(argv, timeout=300)
+    print(f"native: exit {native.returncode}")
     print(gh.info_report("stress_capture", native, under))
     _stress_ok(under)
-    if native.returncode == 0:
-        diffs = gh.obs_differences(native, under)
-        assert not diffs, "observations differ (native vs graphmem):\n" + "\n".join(diffs)
+    if native.returncode < 0:
+        return  # the driver crashed in every try: graphmem's clean run is what is checked
+    assert native.returncode == 0, f"native run failed\n{native.describe()}"
+    _stress_ok(native)
+    diffs = gh.obs_differences(native, under)
+    assert not diffs, "observations differ (native vs graphmem):\n" + "\n".join(diffs)
 
 
 @pytest.mark.slow
