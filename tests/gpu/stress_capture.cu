@@ -31,7 +31,7 @@
 // allocations itself (tests/python/test_gpu_conformance.py takes the native run as the reference
 // only when it survives).
 //
-// usage: stress_capture [seconds=20] [rounds=400] [threads=4] [seed=1] [escapes=1]
+// usage: stress_capture [seconds=20] [rounds=400] [threads=4] [seed=1] [escapes=1] [trim=1]
 //        (rounds per worker)
 // prints: OBS corruption <wrong words>, OBS first_error <error name>, OBS captures_ok <1|0>,
 //         INFO first_error_call <call name or none>, INFO rounds <n> launches <n>, other INFO
@@ -44,6 +44,7 @@ static const size_t kMinBytes = 4u << 10, kMaxBytes = 32u << 20;
 
 static std::atomic<bool> stop{false}, stop_trimmer{false}, captures_ok{true};
 static bool escapes = true; // argument 5: whether a graph may leave an allocation unfreed
+static bool trim = true;    // argument 6: whether the trimming thread runs
 static std::atomic<long long> total_rounds{0}, total_launches{0}, trims{0};
 static std::atomic<int> workers_done{0};
 static std::mutex first_mutex;
@@ -277,6 +278,7 @@ int main(int argc, char **argv) {
     int threads = argc > 3 ? atoi(argv[3]) : 4;
     uint64_t seed = argc > 4 ? strtoull(argv[4], nullptr, 10) : 1;
     escapes = argc > 5 ? atoi(argv[5]) != 0 : true;
+    trim = argc > 6 ? atoi(argv[6]) != 0 : true;
     if (threads < 1)
         threads = 1;
 
@@ -306,7 +308,8 @@ int main(int argc, char **argv) {
     if (!stop) {
         for (int t = 0; t < threads; t++)
             pool.emplace_back(worker, &workers[t], rounds);
-        pool.emplace_back(trimmer, seed, &max_used, &max_reserved);
+        if (trim)
+            pool.emplace_back(trimmer, seed, &max_used, &max_reserved);
     }
     while (!stop && workers_done < threads && host_seconds() - t0 < seconds)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
