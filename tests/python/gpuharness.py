@@ -149,15 +149,22 @@ def run(argv, env, timeout=TIMEOUT_S):
 NATIVE_SIGNAL_RETRIES = 2
 
 
-def run_native(argv, extra=None, timeout=TIMEOUT_S):
-    """Runs natively; skips the test on exit 77, fails on any other non-zero exit (after
-    NATIVE_SIGNAL_RETRIES more tries when the driver's run died of a signal)."""
+def run_native_tries(argv, extra=None, timeout=TIMEOUT_S):
+    """Runs natively, and NATIVE_SIGNAL_RETRIES more times while the driver's run dies of a signal;
+    the last run, whatever its end."""
     r = run(argv, native_env(extra), timeout)
     for _ in range(NATIVE_SIGNAL_RETRIES):
         if r.returncode >= 0:
             break
         print(f"native run died of signal {-r.returncode}, run again: {' '.join(map(str, argv))}")
         r = run(argv, native_env(extra), timeout)
+    return r
+
+
+def run_native(argv, extra=None, timeout=TIMEOUT_S):
+    """Runs natively; skips the test on exit 77, fails on any other non-zero exit (after
+    NATIVE_SIGNAL_RETRIES more tries when the driver's run died of a signal)."""
+    r = run_native_tries(argv, extra, timeout)
     if r.returncode == SKIP_CODE:
         pytest.skip(f"{Path(argv[-1]).name}: {r.skip_reason()}")
     assert r.returncode == 0, f"native run failed\n{r.describe()}"

@@ -253,11 +253,7 @@ STRESS_CAPTURE_ARGS = ["60", "1500", "8"]  # seconds at most, rounds a thread, t
 def test_stress_capture(escapes, seed):
     gh.require_gpu()
     argv = [gh.program("stress_capture"), *STRESS_CAPTURE_ARGS, seed, escapes]
-    native = gh.run(argv, gh.native_env(None), timeout=300)
-    for _ in range(gh.NATIVE_SIGNAL_RETRIES):
-        if native.returncode >= 0:
-            break
-        native = gh.run(argv, gh.native_env(None), timeout=300)
+    native = gh.run_native_tries(argv, timeout=300)
     under = gh.run_graphmem(argv, timeout=300)
     print(f"native: exit {native.returncode}")
     print(gh.info_report("stress_capture", native, under))
